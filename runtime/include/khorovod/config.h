@@ -1,0 +1,62 @@
+// Config: every runtime setting, parsed once from KHOROVOD_* environment
+// variables (or filled by the caller) and then passed by value. Nothing else
+// in the runtime reads the environment.
+//
+// Environment variables (defaults in brackets):
+//   KHOROVOD_RANK, KHOROVOD_SIZE              [0, 1]
+//   KHOROVOD_LOCAL_RANK, KHOROVOD_LOCAL_SIZE  [rank, size]
+//   KHOROVOD_CROSS_RANK, KHOROVOD_CROSS_SIZE  [0, 1]
+//   KHOROVOD_STORE_PATH       directory of the job's file-store rendezvous;
+//                             required when size > 1
+//   KHOROVOD_JOB_ID           namespace for rendezvous keys ["khorovod"]
+//   KHOROVOD_HOSTNAME         address the data-plane listens on ["127.0.0.1"]
+//   KHOROVOD_FUSION_THRESHOLD bytes per fused buffer [134217728]; 0 disables fusion
+//   KHOROVOD_CYCLE_TIME       milliseconds between negotiation rounds, may be
+//                             fractional [1]
+//   KHOROVOD_CACHE_CAPACITY   response-cache entries [1024]; 0 disables the cache
+//   KHOROVOD_STALL_CHECK_TIME_SECONDS  a tensor not submitted by every rank
+//                             within this time fails with kStalled [60]
+//   KHOROVOD_TIMEOUT_SECONDS  bound on any single transport operation [30]
+//   KHOROVOD_CPU_OPERATIONS   data-plane backend for host tensors ["gloo"]
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "khorovod/status.h"
+
+namespace khorovod {
+
+struct Config {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+
+  std::string store_path;
+  std::string job_id = "khorovod";
+  std::string hostname = "127.0.0.1";
+
+  size_t fusion_threshold_bytes = 128u << 20;
+  std::chrono::microseconds cycle_time{1000};
+  size_t cache_capacity = 1024;
+  std::chrono::milliseconds stall_timeout{60'000};
+  std::chrono::milliseconds transport_timeout{30'000};
+  std::string cpu_backend = "gloo";
+
+  // Checks ranges and cross-field constraints (rank < size, ...).
+  Status Validate() const;
+
+  // Reads the process environment.
+  static StatusOr<Config> FromEnvironment();
+  // Same, from an explicit map (used by tests and by FromEnvironment).
+  static StatusOr<Config> FromMap(const std::map<std::string, std::string>& env);
+};
+
+}  // namespace khorovod

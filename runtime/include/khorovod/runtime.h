@@ -1,0 +1,117 @@
+// Runtime: the Horovod-style API of khorovod.
+//
+// One Runtime object per process, owned by main (there is no hidden global).
+// init() connects to the other ranks and starts a background thread that
+// negotiates which named tensors every rank has submitted and executes them
+// in the same order everywhere, fusing small allreduces into one buffer.
+//
+// Tensors are identified by name: ranks may submit them in any order and at
+// different times. Names must be unique among the operations in flight on a
+// rank; a duplicate fails with kAlreadyExists. Buffers passed as TensorView
+// must stay valid until the returned Handle completes.
+//
+// Every call made before init() (or after shutdown()) completes immediately
+// with kFailedPrecondition. rank(), size() and friends return -1 then.
+//
+// Errors are returned, never thrown: a mismatch across ranks (kMismatch), a
+// stall (kStalled, naming the tensors and the missing ranks), a broken peer
+// (kUnavailable). Each is delivered on every rank that submitted the tensor.
+//
+// Thread-safety: all methods may be called from any thread, concurrently.
+// init() and shutdown() must not race with each other.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "khorovod/config.h"
+#include "khorovod/handle.h"
+#include "khorovod/ops.h"
+#include "khorovod/status.h"
+#include "khorovod/tensor.h"
+
+namespace khorovod {
+
+class RuntimeImpl;
+
+struct Topology {
+  int rank = -1, size = -1;
+  int local_rank = -1, local_size = -1;
+  int cross_rank = -1, cross_size = -1;
+};
+
+class Runtime {
+ public:
+  Runtime();
+  ~Runtime();  // calls shutdown()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  Status init(const Config& config);
+  // Reads the configuration from KHOROVOD_* environment variables.
+  Status init();
+  // Collective: every rank should call it. Pending operations complete with
+  // kAborted. Idempotent.
+  Status shutdown();
+  bool is_initialized() const;
+
+  int rank() const;
+  int size() const;
+  int local_rank() const;
+  int local_size() const;
+  int cross_rank() const;
+  int cross_size() const;
+  Topology topology() const;
+
+  // --- asynchronous collectives -------------------------------------------
+  // `output` may alias `input` (in-place). Shapes and dtypes must match.
+  Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                         const AllreduceOptions& options = {});
+  // All tensors of a group are reduced together, in one fused step.
+  Handle grouped_allreduce_async(const std::vector<std::string>& names,
+                                 const std::vector<TensorView>& inputs,
+                                 const std::vector<TensorView>& outputs,
+                                 const AllreduceOptions& options = {});
+  Handle allgather_async(const std::string& name, const TensorView& input,
+                         const AllgatherOptions& options = {});
+  // In place: on root the buffer is the source, elsewhere the destination.
+  Handle broadcast_async(const std::string& name, const TensorView& buffer,
+                         const BroadcastOptions& options = {});
+  Handle alltoall_async(const std::string& name, const TensorView& input,
+                        const AlltoallOptions& options = {});
+  Handle reducescatter_async(const std::string& name, const TensorView& input,
+                             const ReducescatterOptions& options = {});
+
+  Status synchronize(const Handle& handle) const { return handle.wait(); }
+  bool poll(const Handle& handle) const { return handle.ready(); }
+
+  // --- blocking conveniences ------------------------------------------------
+  Status allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                   const AllreduceOptions& options = {});
+  Status grouped_allreduce(const std::vector<std::string>& names,
+                           const std::vector<TensorView>& inputs,
+                           const std::vector<TensorView>& outputs,
+                           const AllreduceOptions& options = {});
+  Status allgather(const std::string& name, const TensorView& input, Tensor* output,
+                   const AllgatherOptions& options = {});
+  Status broadcast(const std::string& name, const TensorView& buffer,
+                   const BroadcastOptions& options = {});
+  Status alltoall(const std::string& name, const TensorView& input, Tensor* output,
+                  std::vector<int64_t>* received_splits = nullptr,
+                  const AlltoallOptions& options = {});
+  Status reducescatter(const std::string& name, const TensorView& input, Tensor* output,
+                       const ReducescatterOptions& options = {});
+  // Blocks until every rank reached the barrier.
+  Status barrier();
+  // Declares that this rank has no more data. Until every rank has joined,
+  // the other ranks' allreduces proceed with this rank contributing zeros;
+  // other collectives fail with kFailedPrecondition while a rank is joined.
+  // Returns the last rank to join in *last_rank.
+  Status join(int* last_rank = nullptr);
+
+ private:
+  std::unique_ptr<RuntimeImpl> impl_;
+};
+
+}  // namespace khorovod

@@ -1,0 +1,168 @@
+#include "launch_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <random>
+
+#include "worker_env.h"
+
+namespace khorovod::launcher {
+namespace {
+
+bool is_env_name_char(char c, bool first) {
+  const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  return first ? alpha : alpha || (c >= '0' && c <= '9');
+}
+
+// Job ids end up in file names and store keys, so keep them to a charset
+// that is safe in both without quoting.
+std::string validate_job_id(const std::string& id) {
+  if (id.empty()) return "job id must not be empty";
+  const bool ok = std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '_' || c == '.';
+  });
+  return ok ? std::string() : "job id may only contain letters, digits, '-', '_' and '.'";
+}
+
+// CLI11's numeric range validators print their bounds as huge doubles; say
+// what is wrong instead. Non-numbers pass here and fail CLI11's conversion.
+CLI::Validator at_least(long long minimum, const std::string& what) {
+  return CLI::Validator(
+      [minimum, what](const std::string& text) {
+        long long value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size() || value >= minimum) return std::string();
+        return what + " must be at least " + std::to_string(minimum) + ", got " + text;
+      },
+      ">=" + std::to_string(minimum));
+}
+
+// CLI11 only allows one-character names after a single dash, but horovodrun
+// users type `-np 4`. Rewrite that spelling to `--np` before parsing.
+std::string normalize_launcher_token(const std::string& token) {
+  if (token == "-np") return "--np";
+  if (token.rfind("-np=", 0) == 0) return "-" + token;
+  return token;
+}
+
+// Index of the program name in `args`, or args.size() when there is none.
+// The split is done here rather than by CLI11 because CLI11 post-processes
+// positional values (it splits "[a,b]" and treats "{}" as an empty vector),
+// and the program's arguments must reach it byte for byte. Arity comes from
+// the CLI11 app itself, so the option table stays the single source of truth.
+std::size_t find_program_index(const CLI::App& app, const std::vector<std::string>& args,
+                               bool& explicit_separator) {
+  explicit_separator = false;
+  std::size_t i = 0;
+  while (i < args.size()) {
+    const std::string token = normalize_launcher_token(args[i]);
+    if (token == "--") {
+      explicit_separator = true;
+      return i + 1;
+    }
+    if (token.size() < 2 || token[0] != '-') return i;  // first positional: the program
+    // `--name=value` and `-xVALUE` carry their value inline.
+    const bool inline_value = token.rfind("--", 0) == 0 ? token.find('=') != std::string::npos
+                                                        : token.size() > 2;
+    const CLI::Option* opt = app.get_option_no_throw(token);
+    const bool takes_next = !inline_value && opt != nullptr && opt->get_items_expected_min() > 0;
+    i += takes_next ? 2 : 1;  // unknown options are left for CLI11 to reject
+  }
+  return args.size();
+}
+
+}  // namespace
+
+std::optional<std::string> validate_env_spec(const std::string& spec) {
+  const std::string name = spec.substr(0, spec.find('='));
+  if (name.empty()) return "-x needs NAME or NAME=VALUE, got '" + spec + "'";
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (!is_env_name_char(name[i], i == 0)) {
+      return "'" + name + "' is not a valid environment variable name";
+    }
+  }
+  if (is_contract_variable(name)) {
+    return name + " is set by khorovodrun itself and cannot be overridden with -x";
+  }
+  return std::nullopt;
+}
+
+EnvSpec parse_env_spec(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos) return EnvSpec{spec, std::nullopt};
+  return EnvSpec{spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+std::string generate_job_id() {
+  std::random_device rd;
+  const std::uint64_t value = (std::uint64_t{rd()} << 32) ^ std::uint64_t{rd()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(16, '0');
+  for (int i = 0; i < 16; ++i) id[i] = kHex[(value >> (60 - 4 * i)) & 0xF];
+  return id;
+}
+
+ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
+                                  std::ostream& err) {
+  LaunchOptions opts;
+  std::vector<std::string> env_specs;
+  long long grace_ms = opts.grace_period.count();
+
+  CLI::App app{"Run N copies of a khorovod training program on this host.", "khorovodrun"};
+  app.footer(
+      "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
+      "is passed to the program unchanged; '--' may separate it explicitly.");
+  app.add_option("--np,--num-proc", opts.num_proc, "Number of worker processes (-np N)")
+      ->required()
+      ->check(at_least(1, "number of workers"));
+  app.add_option("--job-id", opts.job_id, "Job id shared by all ranks (default: random hex)")
+      ->check(CLI::Validator(validate_job_id, "ID"));
+  app.add_option("--hostname", opts.hostname, "Address the workers advertise to each other")
+      ->capture_default_str()
+      ->check([](const std::string& h) {
+        return h.empty() ? std::string("hostname must not be empty") : std::string();
+      });
+  app.add_option("--grace-period-ms", grace_ms,
+                 "Time between SIGTERM and SIGKILL when tearing the job down")
+      ->capture_default_str()
+      ->check(at_least(0, "grace period"));
+  // expected(1) + allow_extra_args(false): each -x takes exactly one value,
+  // so `-x FOO ./prog` never swallows the program name.
+  app.add_option("-x,--env", env_specs, "Set NAME=VALUE, or pass NAME through, in workers")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->type_name("NAME[=VALUE]")
+      ->check([](const std::string& s) { return validate_env_spec(s).value_or(std::string()); });
+  std::string program;
+  app.add_option("program", program, "Program to run, followed by its arguments")->required();
+
+  bool explicit_separator = false;
+  const std::size_t program_index = find_program_index(app, args, explicit_separator);
+  // CLI11 sees the launcher's own tokens plus the program name (behind "--"
+  // if it starts with '-', so it is still taken literally); the program's
+  // arguments never go through CLI11.
+  std::vector<std::string> for_cli;
+  const std::size_t launcher_end = explicit_separator ? program_index - 1 : program_index;
+  for (std::size_t i = 0; i < launcher_end; ++i) for_cli.push_back(normalize_launcher_token(args[i]));
+  if (program_index < args.size()) {
+    if (args[program_index].rfind('-', 0) == 0) for_cli.push_back("--");
+    for_cli.push_back(args[program_index]);
+  }
+  std::reverse(for_cli.begin(), for_cli.end());  // CLI11 parses a reversed vector
+  try {
+    app.parse(for_cli);
+  } catch (const CLI::ParseError& e) {
+    return ParseOutcome{std::nullopt, app.exit(e, out, err)};
+  }
+
+  opts.command.assign(args.begin() + static_cast<std::ptrdiff_t>(program_index), args.end());
+  opts.grace_period = std::chrono::milliseconds(grace_ms);
+  for (const auto& spec : env_specs) opts.extra_env.push_back(parse_env_spec(spec));
+  return ParseOutcome{std::move(opts), 0};
+}
+
+}  // namespace khorovod::launcher

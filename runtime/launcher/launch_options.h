@@ -1,0 +1,66 @@
+// launch_options.h - the khorovodrun command line, parsed in one place.
+//
+//   khorovodrun -np N [--job-id ID] [--hostname HOST] [--grace-period-ms MS]
+//               [-x NAME[=VALUE]]... [--] program [program args...]
+//
+// Everything from the program name onwards belongs to the program, including
+// arguments that look like launcher options (`khorovodrun -np 2 ./t -np 3`
+// passes `-np 3` to ./t). `-np` is accepted in the single-dash horovodrun
+// spelling as well as `--np` / `--num-proc`.
+//
+// Parsing is pure (no environment access, no process state) so it can be unit
+// tested; errors and --help text go to the streams the caller provides.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace khorovod::launcher {
+
+// One `-x` argument. `-x NAME=VALUE` sets NAME to VALUE in every worker;
+// `-x NAME` (no value) forwards the launcher's own value of NAME (horovodrun /
+// mpirun semantics).
+struct EnvSpec {
+  std::string name;
+  std::optional<std::string> value;
+
+  bool operator==(const EnvSpec&) const = default;
+};
+
+struct LaunchOptions {
+  int num_proc = 0;
+  // Empty means "generate a random one" (see generate_job_id()); the
+  // launcher resolves it before starting workers so all ranks agree.
+  std::string job_id;
+  std::string hostname = "127.0.0.1";
+  // How long workers get between SIGTERM and SIGKILL when the job is torn
+  // down (a worker failed, or the launcher itself was interrupted).
+  std::chrono::milliseconds grace_period{3000};
+  std::vector<EnvSpec> extra_env;
+  // argv of the worker program; never empty after a successful parse.
+  std::vector<std::string> command;
+};
+
+struct ParseOutcome {
+  // Set when the launcher should go on to run the job.
+  std::optional<LaunchOptions> options;
+  // When `options` is empty: the process exit code (0 after --help, CLI11's
+  // non-zero code after a usage error, whose message is already printed).
+  int exit_code = 0;
+};
+
+// `args` excludes argv[0].
+ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
+                                  std::ostream& err);
+
+// Parses one `-x` value. Returns an error message for an invalid spec.
+std::optional<std::string> validate_env_spec(const std::string& spec);
+EnvSpec parse_env_spec(const std::string& spec);  // precondition: validate_env_spec passed
+
+// 16 lowercase hex digits from std::random_device.
+std::string generate_job_id();
+
+}  // namespace khorovod::launcher

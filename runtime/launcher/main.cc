@@ -1,0 +1,87 @@
+// khorovodrun - start N local workers of a khorovod program (like
+// `horovodrun -np N` on one host). See launch_options.h for the command
+// line, worker_env.h for the environment contract and job_supervisor.h for
+// how failures and signals are handled.
+//
+// main() owns every resource, in this order: the signal pipe (so no signal
+// is missed once workers exist), the rendezvous directory, then the
+// supervisor and its workers. Destruction runs in reverse: workers are gone
+// before the directory is removed.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "job_supervisor.h"
+#include "launch_options.h"
+#include "scoped_temp_dir.h"
+#include "signal_pipe.h"
+#include "worker_env.h"
+
+namespace {
+
+using namespace khorovod::launcher;
+
+// A launcher started with fd 0/1/2 closed would hand those numbers to its
+// own pipes, and workers would then write into the wrong places.
+void ensure_standard_fds_open() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0) {
+      // open returns the lowest free number, i.e. exactly `fd`.
+      ::open("/dev/null", O_RDWR);
+    }
+  }
+}
+
+std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts,
+                                          const std::string& store_path) {
+  const std::vector<std::string> base_env = current_environment();
+  const ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, base_env);
+  for (const auto& name : extra.missing) {
+    std::cerr << "khorovodrun: warning: -x " << name
+              << ": not set in the launcher's environment; not passed to workers\n";
+  }
+  std::vector<WorkerSpec> specs;
+  specs.reserve(static_cast<std::size_t>(opts.num_proc));
+  for (int rank = 0; rank < opts.num_proc; ++rank) {
+    std::vector<EnvVar> overrides = extra.vars;
+    const auto contract = contract_variables(
+        single_host_params(rank, opts.num_proc, store_path, opts.job_id, opts.hostname));
+    overrides.insert(overrides.end(), contract.begin(), contract.end());
+    specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides)});
+  }
+  return specs;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ensure_standard_fds_open();
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  ParseOutcome parsed = parse_launch_options(args, std::cout, std::cerr);
+  if (!parsed.options) return parsed.exit_code;
+  LaunchOptions opts = std::move(*parsed.options);
+  if (opts.job_id.empty()) opts.job_id = generate_job_id();
+
+  // With stdout closed by a reader (`khorovodrun ... | head`) writes must
+  // fail with EPIPE instead of killing the launcher and orphaning the job.
+  // Workers get the default disposition back before exec.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  try {
+    SignalPipe signals({SIGINT, SIGTERM, SIGCHLD});
+    ScopedTempDir store("khorovod-store-");
+    JobConfig config;
+    config.workers = make_worker_specs(opts, store.path());
+    config.grace_period = opts.grace_period;
+    JobSupervisor supervisor(std::move(config), signals);
+    return supervisor.run();
+  } catch (const std::exception& e) {
+    std::cerr << "khorovodrun: " << e.what() << '\n';
+    return 1;
+  }
+}

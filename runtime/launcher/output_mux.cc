@@ -1,0 +1,170 @@
+#include "output_mux.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace khorovod::launcher {
+namespace {
+
+constexpr std::size_t kReadChunkBytes = 64 * 1024;
+// Per service() call and stream; bounds how long one busy worker can keep
+// the loop away from the others.
+constexpr int kMaxReadsPerWakeup = 16;
+// Enough to empty a default 64 KiB pipe even with short reads, yet finite
+// when a still-running writer keeps refilling it.
+constexpr int kMaxReadsWhenDraining = 64;
+
+}  // namespace
+
+LinePrefixer::LinePrefixer(std::string prefix, std::size_t max_line_bytes)
+    : prefix_(std::move(prefix)), max_line_bytes_(std::max<std::size_t>(max_line_bytes, 1)) {}
+
+std::string LinePrefixer::stdout_prefix(int rank) {
+  return "[" + std::to_string(rank) + "]<stdout>:";
+}
+
+std::string LinePrefixer::stderr_prefix(int rank) {
+  return "[" + std::to_string(rank) + "]<stderr>:";
+}
+
+void LinePrefixer::emit(std::string_view line, std::string& out) const {
+  out.append(prefix_);
+  out.append(line);
+  out.push_back('\n');
+}
+
+void LinePrefixer::feed(std::string_view data, std::string& out) {
+  while (!data.empty()) {
+    const auto newline = data.find('\n');
+    if (newline == std::string_view::npos) {
+      partial_.append(data);
+      // Keep the pending tail bounded: emit over-long lines in pieces. Only
+      // strictly longer tails are cut, so a line of exactly max bytes
+      // followed by its newline is still a single line.
+      while (partial_.size() > max_line_bytes_) {
+        emit(std::string_view(partial_).substr(0, max_line_bytes_), out);
+        partial_.erase(0, max_line_bytes_);
+      }
+      return;
+    }
+    std::string_view line = data.substr(0, newline);
+    if (partial_.empty()) {
+      // Common case: whole line inside this chunk, no copy into partial_.
+      while (line.size() > max_line_bytes_) {
+        emit(line.substr(0, max_line_bytes_), out);
+        line.remove_prefix(max_line_bytes_);
+      }
+      emit(line, out);
+    } else {
+      partial_.append(line);
+      std::string_view rest(partial_);
+      while (rest.size() > max_line_bytes_) {
+        emit(rest.substr(0, max_line_bytes_), out);
+        rest.remove_prefix(max_line_bytes_);
+      }
+      emit(rest, out);
+      partial_.clear();
+    }
+    data.remove_prefix(newline + 1);
+  }
+}
+
+void LinePrefixer::finish(std::string& out) {
+  if (partial_.empty()) return;
+  emit(partial_, out);
+  partial_.clear();
+}
+
+OutputMux::OutputMux(std::size_t max_line_bytes)
+    : max_line_bytes_(max_line_bytes), read_buffer_(kReadChunkBytes) {}
+
+void OutputMux::add_stream(UniqueFd source, std::string prefix, int sink_fd) {
+  streams_.push_back(
+      Stream{std::move(source), LinePrefixer(std::move(prefix), max_line_bytes_), sink_fd});
+}
+
+void OutputMux::append_pollfds(std::vector<pollfd>& fds) const {
+  for (const auto& s : streams_) {
+    if (s.source) fds.push_back(pollfd{s.source.get(), POLLIN, 0});
+  }
+}
+
+void OutputMux::service(const std::vector<pollfd>& fds) {
+  for (const auto& p : fds) {
+    if ((p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) == 0) continue;
+    auto it = std::find_if(streams_.begin(), streams_.end(),
+                           [&](const Stream& s) { return s.source.get() == p.fd; });
+    if (it != streams_.end()) pump(*it, kMaxReadsPerWakeup);
+  }
+  std::erase_if(streams_, [](const Stream& s) { return !s.source; });
+}
+
+void OutputMux::drain_and_close_all() {
+  for (auto& s : streams_) {
+    if (!s.source) continue;
+    pump(s, kMaxReadsWhenDraining);
+    if (s.source) close_stream(s);
+  }
+  streams_.clear();
+}
+
+bool OutputMux::has_open_streams() const {
+  return std::any_of(streams_.begin(), streams_.end(),
+                     [](const Stream& s) { return s.source.valid(); });
+}
+
+void OutputMux::pump(Stream& stream, int max_reads) {
+  std::string out;
+  for (int i = 0; i < max_reads; ++i) {
+    const ssize_t n = ::read(stream.source.get(), read_buffer_.data(), read_buffer_.size());
+    if (n > 0) {
+      out.clear();
+      stream.prefixer.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)),
+                           out);
+      write_to_sink(stream.sink_fd, out);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close_stream(stream);  // EOF, or an error that makes the pipe useless
+    return;
+  }
+}
+
+void OutputMux::close_stream(Stream& stream) {
+  std::string out;
+  stream.prefixer.finish(out);
+  write_to_sink(stream.sink_fd, out);
+  stream.source.reset();
+}
+
+void OutputMux::write_to_sink(int sink_fd, const std::string& data) {
+  if (data.empty()) return;
+  if (std::find(broken_sinks_.begin(), broken_sinks_.end(), sink_fd) != broken_sinks_.end()) {
+    return;
+  }
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(sink_fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // The launcher's own stdout may be non-blocking (inherited that way);
+      // wait until it drains rather than spin or drop lines.
+      pollfd p{sink_fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    // EPIPE and friends: nobody is reading the launcher's output any more.
+    // Keep draining the workers' pipes (so they never block) but drop it.
+    broken_sinks_.push_back(sink_fd);
+    return;
+  }
+}
+
+}  // namespace khorovod::launcher

@@ -1,0 +1,71 @@
+// worker_env.h - the environment every worker process is started with.
+//
+// Contract with the runtime (which reads these at init):
+//   KHOROVOD_RANK        global rank, 0..SIZE-1
+//   KHOROVOD_SIZE        number of workers in the job
+//   KHOROVOD_LOCAL_RANK  rank among the workers on this host
+//   KHOROVOD_LOCAL_SIZE  number of workers on this host
+//   KHOROVOD_CROSS_RANK  index of this host among the job's hosts
+//   KHOROVOD_CROSS_SIZE  number of hosts
+//   KHOROVOD_STORE_PATH  directory of the file-store rendezvous
+//   KHOROVOD_JOB_ID      id shared by all workers of one job
+//   KHOROVOD_HOSTNAME    address the worker advertises to its peers
+// A worker gets the launcher's environment, then `-x` variables, then the
+// contract variables above (which `-x` may not override).
+//
+// Everything here is pure: environments are plain vectors of "NAME=VALUE".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "launch_options.h"
+
+namespace khorovod::launcher {
+
+using EnvVar = std::pair<std::string, std::string>;
+
+// True for the names in the contract above.
+bool is_contract_variable(std::string_view name);
+
+struct ContractParams {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string store_path;
+  std::string job_id;
+  std::string hostname;
+};
+
+// The contract variables for one worker, in the order documented above.
+std::vector<EnvVar> contract_variables(const ContractParams& params);
+
+// Single-host layout used by khorovodrun: local == global, one host.
+ContractParams single_host_params(int rank, int size, std::string store_path,
+                                  std::string job_id, std::string hostname);
+
+struct ResolvedExtraEnv {
+  std::vector<EnvVar> vars;
+  // `-x NAME` entries whose NAME is not set in the base environment; they
+  // are skipped (the launcher warns about them).
+  std::vector<std::string> missing;
+};
+
+// Turns `-x` specs into concrete variables, looking pass-through names up in
+// `base_env`. A later spec for the same NAME replaces an earlier one.
+ResolvedExtraEnv resolve_extra_env(const std::vector<EnvSpec>& specs,
+                                   const std::vector<std::string>& base_env);
+
+// `base_env` with every name in `overrides` replaced (or added, in order).
+std::vector<std::string> merge_environment(const std::vector<std::string>& base_env,
+                                           const std::vector<EnvVar>& overrides);
+
+// Snapshot of this process's `environ`.
+std::vector<std::string> current_environment();
+
+}  // namespace khorovod::launcher

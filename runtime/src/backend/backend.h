@@ -1,0 +1,61 @@
+// Backend: the data plane, i.e. the collectives a fused Response runs on.
+//
+// The negotiation protocol (core/controller.h) is written once; a backend
+// only moves and reduces bytes. Calls arrive one at a time from the runtime's
+// background thread, in the same order on every rank. Buffers live on the
+// device the backend was created for (host memory for Gloo; device memory
+// and the runtime's stream for NCCL). `in` and `out` may alias.
+//
+// Errors: a transport failure (dead peer, reset connection, timeout) returns
+// kUnavailable; the caller treats the backend as broken afterwards until a
+// reset rebuilds it. Backends never throw and never abort.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "khorovod/dtype.h"
+#include "khorovod/ops.h"
+#include "khorovod/status.h"
+#include "khorovod/tensor.h"
+
+namespace khorovod {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual bool SupportsDevice(const Device& device) const = 0;
+
+  // out = reduce(in over all ranks). kAverage reduces as a sum; the caller
+  // applies the 1/size scaling.
+  virtual Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) = 0;
+  // out = concatenation over ranks r of counts[r] elements; in holds
+  // counts[rank] elements.
+  virtual Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                            DataType dtype) = 0;
+  virtual Status Broadcast(void* buffer, size_t count, DataType dtype, int root) = 0;
+  // send_counts[r] elements go to rank r (in rank order in `in`); recv_counts[r]
+  // elements arrive from rank r (in rank order in `out`).
+  virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_counts, void* out,
+                           const std::vector<int64_t>& recv_counts, DataType dtype) = 0;
+  virtual Status Barrier() = 0;
+};
+
+// ControlChannel: the primitives the negotiation protocol needs. Always
+// host-side; the coordinator is rank 0.
+class ControlChannel {
+ public:
+  virtual ~ControlChannel() = default;
+  // Element-wise bitwise AND across ranks, in place.
+  virtual Status AndReduce(std::vector<uint64_t>* words) = 0;
+  // Root receives every rank's bytes in rank order; others get nothing.
+  virtual Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) = 0;
+  // Root's *data replaces *data everywhere.
+  virtual Status BroadcastFromRoot(std::string* data) = 0;
+};
+
+}  // namespace khorovod

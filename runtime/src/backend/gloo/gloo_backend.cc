@@ -1,0 +1,57 @@
+// The Gloo data-plane backend for host tensors, registered as "gloo".
+// It runs every collective on the Gloo context the bootstrap connected.
+#include <gloo/context.h>
+
+#include "backend/gloo/gloo_ops.h"
+#include "backend/registry.h"
+
+namespace khorovod {
+namespace {
+
+class GlooBackend final : public Backend {
+ public:
+  explicit GlooBackend(std::shared_ptr<gloo::Context> ctx) : ctx_(std::move(ctx)) {}
+
+  std::string_view name() const override { return "gloo"; }
+  bool SupportsDevice(const Device& device) const override { return device.kind == DeviceKind::kCPU; }
+
+  Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
+    return gloo_ops::Allreduce(ctx_, in, out, count, DataTypeSize(dtype), GetReduceFn(dtype, op));
+  }
+
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                    DataType dtype) override {
+    std::vector<size_t> bytes(counts);
+    for (auto& b : bytes) b *= DataTypeSize(dtype);
+    return gloo_ops::AllgathervBytes(ctx_, in, out, bytes);
+  }
+
+  Status Broadcast(void* buffer, size_t count, DataType dtype, int root) override {
+    return gloo_ops::BroadcastBytes(ctx_, buffer, count * DataTypeSize(dtype), root);
+  }
+
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_counts, void* out,
+                   const std::vector<int64_t>& recv_counts, DataType dtype) override {
+    const auto esize = static_cast<int64_t>(DataTypeSize(dtype));
+    std::vector<int64_t> send(send_counts), recv(recv_counts);
+    for (auto& s : send) s *= esize;
+    for (auto& r : recv) r *= esize;
+    return gloo_ops::AlltoallvBytes(ctx_, in, send, out, recv);
+  }
+
+  Status Barrier() override { return gloo_ops::Barrier(ctx_); }
+
+ private:
+  std::shared_ptr<gloo::Context> ctx_;
+};
+
+StatusOr<std::unique_ptr<Backend>> MakeGlooBackend(const BackendInit& init) {
+  if (!init.gloo_context) return Status::FailedPrecondition("gloo backend needs a connected context");
+  return std::unique_ptr<Backend>(std::make_unique<GlooBackend>(init.gloo_context));
+}
+
+}  // namespace
+
+KH_REGISTER_BACKEND(gloo, "gloo", MakeGlooBackend)
+
+}  // namespace khorovod

@@ -1,0 +1,60 @@
+#include "backend/gloo/gloo_control_channel.h"
+
+#include <gloo/context.h>
+
+#include "backend/gloo/gloo_ops.h"
+
+namespace khorovod {
+namespace {
+
+void AndWords(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<uint64_t*>(out);
+  const auto* x = static_cast<const uint64_t*>(a);
+  const auto* y = static_cast<const uint64_t*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = x[i] & y[i];
+}
+
+}  // namespace
+
+Status GlooControlChannel::AndReduce(std::vector<uint64_t>* words) {
+  if (ctx_->size == 1) return Status::Ok();
+  return gloo_ops::Allreduce(ctx_, words->data(), words->data(), words->size(), sizeof(uint64_t),
+                             &AndWords);
+}
+
+Status GlooControlChannel::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {
+  const int size = ctx_->size;
+  all->clear();
+  if (size == 1) {
+    all->push_back(mine);
+    return Status::Ok();
+  }
+  // Exchange lengths first so every rank can size the variable gather.
+  std::vector<uint64_t> lengths(size, 0);
+  const uint64_t my_length = mine.size();
+  std::vector<size_t> slot_bytes(size, sizeof(uint64_t));
+  KH_RETURN_IF_ERROR(gloo_ops::AllgathervBytes(ctx_, &my_length, lengths.data(), slot_bytes));
+  std::vector<size_t> bytes(lengths.begin(), lengths.end());
+  std::string gathered;
+  size_t total = 0;
+  for (size_t b : bytes) total += b;
+  gathered.resize(total);
+  KH_RETURN_IF_ERROR(gloo_ops::AllgathervBytes(ctx_, mine.data(), gathered.data(), bytes));
+  if (ctx_->rank != 0) return Status::Ok();
+  size_t offset = 0;
+  for (size_t b : bytes) {
+    all->push_back(gathered.substr(offset, b));
+    offset += b;
+  }
+  return Status::Ok();
+}
+
+Status GlooControlChannel::BroadcastFromRoot(std::string* data) {
+  if (ctx_->size == 1) return Status::Ok();
+  uint64_t length = data->size();
+  KH_RETURN_IF_ERROR(gloo_ops::BroadcastBytes(ctx_, &length, sizeof length, 0));
+  data->resize(length);
+  return gloo_ops::BroadcastBytes(ctx_, data->data(), length, 0);
+}
+
+}  // namespace khorovod

@@ -1,0 +1,28 @@
+// GlooControlChannel: the negotiation primitives over a Gloo context.
+//
+// Thread-safety: one caller at a time (the runtime's background thread).
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace khorovod {
+
+class GlooControlChannel final : public ControlChannel {
+ public:
+  explicit GlooControlChannel(std::shared_ptr<gloo::Context> ctx) : ctx_(std::move(ctx)) {}
+
+  Status AndReduce(std::vector<uint64_t>* words) override;
+  Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
+  Status BroadcastFromRoot(std::string* data) override;
+
+ private:
+  std::shared_ptr<gloo::Context> ctx_;
+};
+
+}  // namespace khorovod

@@ -1,0 +1,101 @@
+#include "backend/gloo/gloo_ops.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+
+#include <exception>
+#include <numeric>
+#include <string>
+
+namespace khorovod::gloo_ops {
+namespace {
+
+template <typename Fn>
+Status Guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+    return Status::Ok();
+  } catch (const gloo::Exception& e) {
+    return Status::Unavailable(std::string("gloo ") + what + " failed: " + e.what());
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("gloo ") + what + " failed: " + e.what());
+  }
+}
+
+// Gloo's typed setters only use the element size; pick a placeholder type of
+// the right width and let our reduce function interpret the bytes.
+template <typename Placeholder>
+void RunAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
+                  size_t count, ReduceFn reduce) {
+  gloo::AllreduceOptions opts(ctx);
+  if (in != out) {
+    opts.setInput(static_cast<Placeholder*>(const_cast<void*>(in)), count);
+  }
+  opts.setOutput(static_cast<Placeholder*>(out), count);
+  opts.setReduceFunction(reduce);
+  gloo::allreduce(opts);
+}
+
+}  // namespace
+
+Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out, size_t count,
+                 size_t element_size, ReduceFn reduce) {
+  if (count == 0) return Status::Ok();
+  return Guarded("allreduce", [&] {
+    switch (element_size) {
+      case 1: RunAllreduce<uint8_t>(ctx, in, out, count, reduce); break;
+      case 2: RunAllreduce<uint16_t>(ctx, in, out, count, reduce); break;
+      case 4: RunAllreduce<uint32_t>(ctx, in, out, count, reduce); break;
+      case 8: RunAllreduce<uint64_t>(ctx, in, out, count, reduce); break;
+      default: throw std::invalid_argument("unsupported element size " + std::to_string(element_size));
+    }
+  });
+}
+
+Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
+                       const std::vector<size_t>& bytes) {
+  if (std::accumulate(bytes.begin(), bytes.end(), size_t{0}) == 0) return Status::Ok();
+  return Guarded("allgatherv", [&] {
+    gloo::AllgathervOptions opts(ctx);
+    opts.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), bytes[ctx->rank]);
+    opts.setOutput(static_cast<uint8_t*>(out), bytes);
+    gloo::allgatherv(opts);
+  });
+}
+
+Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes, int root) {
+  if (bytes == 0 || ctx->size == 1) return Status::Ok();
+  return Guarded("broadcast", [&] {
+    gloo::BroadcastOptions opts(ctx);
+    opts.setRoot(root);
+    if (ctx->rank == root) opts.setInput(static_cast<uint8_t*>(buffer), bytes);
+    opts.setOutput(static_cast<uint8_t*>(buffer), bytes);
+    gloo::broadcast(opts);
+  });
+}
+
+Status AlltoallvBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in,
+                      const std::vector<int64_t>& send_bytes, void* out,
+                      const std::vector<int64_t>& recv_bytes) {
+  return Guarded("alltoallv", [&] {
+    gloo::AlltoallvOptions opts(ctx);
+    opts.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), send_bytes);
+    opts.setOutput(static_cast<uint8_t*>(out), recv_bytes);
+    gloo::alltoallv(opts);
+  });
+}
+
+Status Barrier(const std::shared_ptr<gloo::Context>& ctx) {
+  if (ctx->size == 1) return Status::Ok();
+  return Guarded("barrier", [&] {
+    gloo::BarrierOptions opts(ctx);
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace khorovod::gloo_ops

@@ -1,0 +1,37 @@
+// Thin, exception-free wrappers over Gloo's collectives, shared by the Gloo
+// data-plane backend and the Gloo control channel.
+//
+// Gloo reports transport problems by throwing gloo::Exception (and, for some
+// internal checks, gloo::EnforceNotMet). Every wrapper catches them and
+// returns kUnavailable, so no exception crosses into the runtime.
+//
+// Thread-safety: calls on one gloo::Context must not overlap; the runtime's
+// single background thread guarantees that.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/reduce_kernels.h"
+#include "khorovod/status.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace khorovod::gloo_ops {
+
+Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out, size_t count,
+                 size_t element_size, ReduceFn reduce);
+// Byte-granular allgatherv: out receives bytes[r] bytes from each rank r.
+Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
+                       const std::vector<size_t>& bytes);
+Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes, int root);
+Status AlltoallvBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in,
+                      const std::vector<int64_t>& send_bytes, void* out,
+                      const std::vector<int64_t>& recv_bytes);
+Status Barrier(const std::shared_ptr<gloo::Context>& ctx);
+
+}  // namespace khorovod::gloo_ops

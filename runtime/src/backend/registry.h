@@ -1,0 +1,49 @@
+// BackendRegistry: backends register a factory under a name at static
+// initialization; the runtime creates the one named in Config. Adding a
+// backend means adding a folder and a registration, not an #if.
+//
+// Thread-safety: registration happens during static initialization; lookups
+// after main() starts are read-only and may run concurrently.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "khorovod/config.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace khorovod {
+
+// What a backend is built from: the job's configuration and the Gloo
+// context the bootstrap already connected (NCCL uses it to exchange its
+// unique id).
+struct BackendInit {
+  const Config* config = nullptr;
+  std::shared_ptr<gloo::Context> gloo_context;
+};
+
+using BackendFactory = std::function<StatusOr<std::unique_ptr<Backend>>(const BackendInit&)>;
+
+class BackendRegistry {
+ public:
+  static void Register(const std::string& name, BackendFactory factory);
+  static StatusOr<std::unique_ptr<Backend>> Create(const std::string& name, const BackendInit& init);
+  static std::vector<std::string> Names();
+};
+
+// Defines a static object whose constructor registers `factory` as `name`.
+#define KH_REGISTER_BACKEND(ident, name, factory)                       \
+  namespace {                                                           \
+  const bool kh_registered_##ident = [] {                               \
+    ::khorovod::BackendRegistry::Register(name, factory);               \
+    return true;                                                        \
+  }();                                                                  \
+  }
+
+}  // namespace khorovod

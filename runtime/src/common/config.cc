@@ -1,0 +1,148 @@
+// Parses KHOROVOD_* variables into Config. This is the only place in the
+// runtime that reads the environment.
+#include "khorovod/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+extern char** environ;
+
+namespace khorovod {
+namespace {
+
+class EnvReader {
+ public:
+  explicit EnvReader(const std::map<std::string, std::string>& env) : env_(env) {}
+
+  const std::string* Find(const std::string& key) const {
+    auto it = env_.find(key);
+    return it == env_.end() || it->second.empty() ? nullptr : &it->second;
+  }
+
+  Status Int(const std::string& key, int64_t min, int64_t max, int64_t* out) const {
+    const std::string* v = Find(key);
+    if (!v) return Status::Ok();
+    char* end = nullptr;
+    errno = 0;
+    long long parsed = std::strtoll(v->c_str(), &end, 10);
+    if (errno != 0 || end == v->c_str() || *end != '\0' || parsed < min || parsed > max) {
+      return Status::InvalidArgument(key + "='" + *v + "': expected an integer in [" +
+                                     std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    *out = parsed;
+    return Status::Ok();
+  }
+
+  Status Double(const std::string& key, double min, double max, double* out) const {
+    const std::string* v = Find(key);
+    if (!v) return Status::Ok();
+    char* end = nullptr;
+    errno = 0;
+    double parsed = std::strtod(v->c_str(), &end);
+    if (errno != 0 || end == v->c_str() || *end != '\0' || !std::isfinite(parsed) || parsed < min ||
+        parsed > max) {
+      return Status::InvalidArgument(key + "='" + *v + "': expected a number in [" +
+                                     std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    *out = parsed;
+    return Status::Ok();
+  }
+
+  void String(const std::string& key, std::string* out) const {
+    if (const std::string* v = Find(key)) *out = *v;
+  }
+
+ private:
+  const std::map<std::string, std::string>& env_;
+};
+
+Status ReadInt(const EnvReader& env, const std::string& key, int64_t min, int64_t max, int* out) {
+  int64_t v = *out;
+  KH_RETURN_IF_ERROR(env.Int(key, min, max, &v));
+  *out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Config::Validate() const {
+  if (size < 1) return Status::InvalidArgument("size must be >= 1, got " + std::to_string(size));
+  if (rank < 0 || rank >= size) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) + " outside [0, " +
+                                   std::to_string(size) + ")");
+  }
+  if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
+    return Status::InvalidArgument("local_rank " + std::to_string(local_rank) +
+                                   " outside [0, local_size=" + std::to_string(local_size) + ")");
+  }
+  if (cross_size < 1 || cross_rank < 0 || cross_rank >= cross_size) {
+    return Status::InvalidArgument("cross_rank " + std::to_string(cross_rank) +
+                                   " outside [0, cross_size=" + std::to_string(cross_size) + ")");
+  }
+  if (size > 1 && store_path.empty()) {
+    return Status::InvalidArgument(
+        "KHOROVOD_STORE_PATH is required when size > 1 (start the job with khorovodrun)");
+  }
+  if (job_id.empty()) return Status::InvalidArgument("job_id must not be empty");
+  if (cycle_time.count() < 0) return Status::InvalidArgument("cycle_time must be >= 0");
+  if (stall_timeout.count() <= 0) return Status::InvalidArgument("stall_timeout must be > 0");
+  if (transport_timeout.count() <= 0) return Status::InvalidArgument("transport_timeout must be > 0");
+  return Status::Ok();
+}
+
+StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars) {
+  EnvReader env(vars);
+  Config c;
+  constexpr int64_t kMaxRanks = 1 << 20;
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_SIZE", 1, kMaxRanks, &c.size));
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_RANK", 0, kMaxRanks, &c.rank));
+  c.local_rank = c.rank;
+  c.local_size = c.size;
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_LOCAL_SIZE", 1, kMaxRanks, &c.local_size));
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_LOCAL_RANK", 0, kMaxRanks, &c.local_rank));
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_CROSS_SIZE", 1, kMaxRanks, &c.cross_size));
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_CROSS_RANK", 0, kMaxRanks, &c.cross_rank));
+  env.String("KHOROVOD_STORE_PATH", &c.store_path);
+  env.String("KHOROVOD_JOB_ID", &c.job_id);
+  env.String("KHOROVOD_HOSTNAME", &c.hostname);
+  env.String("KHOROVOD_CPU_OPERATIONS", &c.cpu_backend);
+
+  int64_t fusion = static_cast<int64_t>(c.fusion_threshold_bytes);
+  KH_RETURN_IF_ERROR(env.Int("KHOROVOD_FUSION_THRESHOLD", 0, int64_t{1} << 40, &fusion));
+  c.fusion_threshold_bytes = static_cast<size_t>(fusion);
+
+  double cycle_ms = c.cycle_time.count() / 1000.0;
+  KH_RETURN_IF_ERROR(env.Double("KHOROVOD_CYCLE_TIME", 0.0, 10'000.0, &cycle_ms));
+  c.cycle_time = std::chrono::microseconds(static_cast<int64_t>(std::llround(cycle_ms * 1000.0)));
+
+  int64_t cache = static_cast<int64_t>(c.cache_capacity);
+  KH_RETURN_IF_ERROR(env.Int("KHOROVOD_CACHE_CAPACITY", 0, 1 << 20, &cache));
+  c.cache_capacity = static_cast<size_t>(cache);
+
+  double stall_s = c.stall_timeout.count() / 1000.0;
+  KH_RETURN_IF_ERROR(env.Double("KHOROVOD_STALL_CHECK_TIME_SECONDS", 0.001, 1e6, &stall_s));
+  c.stall_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(stall_s * 1000.0)));
+
+  double timeout_s = c.transport_timeout.count() / 1000.0;
+  KH_RETURN_IF_ERROR(env.Double("KHOROVOD_TIMEOUT_SECONDS", 0.001, 1e6, &timeout_s));
+  c.transport_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout_s * 1000.0)));
+
+  KH_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+StatusOr<Config> Config::FromEnvironment() {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    if (entry.rfind("KHOROVOD_", 0) != 0) continue;
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return FromMap(vars);
+}
+
+}  // namespace khorovod

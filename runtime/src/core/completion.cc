@@ -1,0 +1,89 @@
+#include "core/completion.h"
+
+#include "khorovod/handle.h"
+
+namespace khorovod {
+namespace detail {
+
+void Completion::Finish(const Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (remaining_ <= 0) return;  // already failed as a whole
+  if (!status.ok() && status_.ok()) status_ = status;
+  if (--remaining_ == 0) cv_.notify_all();
+}
+
+void Completion::SetOutput(Tensor output, std::vector<int64_t> received_splits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  output_ = std::move(output);
+  received_splits_ = std::move(received_splits);
+}
+
+void Completion::SetJoinLastRank(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  join_last_rank_ = rank;
+}
+
+bool Completion::Ready() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return remaining_ <= 0;
+}
+
+Status Completion::Wait() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return remaining_ <= 0; });
+  return status_;
+}
+
+Status Completion::WaitFor(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return remaining_ <= 0; })) {
+    return Status::DeadlineExceeded("operation still pending after " +
+                                    std::to_string(timeout.count()) + " ms");
+  }
+  return status_;
+}
+
+Tensor Completion::TakeOutput() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::move(output_);
+}
+
+std::vector<int64_t> Completion::ReceivedSplits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return received_splits_;
+}
+
+int Completion::JoinLastRank() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return join_last_rank_;
+}
+
+std::shared_ptr<Completion> Completion::Failed(const Status& status) {
+  auto c = std::make_shared<Completion>(1);
+  c->Finish(status);
+  return c;
+}
+
+}  // namespace detail
+
+bool Handle::ready() const { return completion_ && completion_->Ready(); }
+
+Status Handle::wait() const {
+  if (!completion_) return Status::FailedPrecondition("wait() on an empty Handle");
+  return completion_->Wait();
+}
+
+Status Handle::wait_for(std::chrono::milliseconds timeout) const {
+  if (!completion_) return Status::FailedPrecondition("wait_for() on an empty Handle");
+  return completion_->WaitFor(timeout);
+}
+
+Tensor Handle::take_output() const { return completion_ ? completion_->TakeOutput() : Tensor{}; }
+
+std::vector<int64_t> Handle::received_splits() const {
+  return completion_ ? completion_->ReceivedSplits() : std::vector<int64_t>{};
+}
+
+int Handle::join_last_rank() const { return completion_ ? completion_->JoinLastRank() : -1; }
+
+}  // namespace khorovod

@@ -1,0 +1,51 @@
+// Completion: the shared state behind a Handle.
+//
+// The background thread fills in results and calls Finish() once per part
+// (a grouped allreduce has one part per tensor); the operation is done when
+// every part finished. The first error wins. Waiters block on a condition
+// variable; nothing here ever spins.
+//
+// Thread-safety: every method is safe to call concurrently.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "khorovod/status.h"
+#include "khorovod/tensor.h"
+
+namespace khorovod::detail {
+
+class Completion {
+ public:
+  explicit Completion(int parts = 1) : remaining_(parts) {}
+
+  // Marks one part finished. Results set before the last Finish are visible
+  // to waiters once they return.
+  void Finish(const Status& status);
+  void SetOutput(Tensor output, std::vector<int64_t> received_splits = {});
+  void SetJoinLastRank(int rank);
+
+  bool Ready() const;
+  Status Wait() const;
+  Status WaitFor(std::chrono::milliseconds timeout) const;
+  Tensor TakeOutput();
+  std::vector<int64_t> ReceivedSplits() const;
+  int JoinLastRank() const;
+
+  // A completion that is already done, for calls rejected before enqueueing.
+  static std::shared_ptr<Completion> Failed(const Status& status);
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  int remaining_;
+  Status status_;
+  Tensor output_;
+  std::vector<int64_t> received_splits_;
+  int join_last_rank_ = -1;
+};
+
+}  // namespace khorovod::detail

@@ -1,0 +1,203 @@
+#include "core/controller.h"
+
+#include <algorithm>
+
+#include "common/enforce.h"
+
+namespace khorovod {
+namespace {
+
+constexpr uint64_t kFlagNegotiate = 1;
+constexpr uint64_t kFlagShutdown = 2;
+
+void SetBit(std::vector<uint64_t>& v, uint32_t bit) { v[bit / 64] |= uint64_t{1} << (bit % 64); }
+bool TestBit(const std::vector<uint64_t>& v, uint32_t bit) {
+  return (v[bit / 64] >> (bit % 64)) & 1;
+}
+
+bool Cacheable(OpType op) { return op != OpType::kBarrier && op != OpType::kJoin; }
+
+}  // namespace
+
+Controller::Controller(const Config& config, ControlChannel* channel, TensorQueue* queue)
+    : rank_(config.rank),
+      size_(config.size),
+      // A cached op waiting this long is renegotiated through the coordinator,
+      // which is what can report it as stalled with the missing ranks.
+      stale_after_(std::clamp(config.stall_timeout / 4, std::chrono::milliseconds(1),
+                              std::chrono::milliseconds(5000))),
+      channel_(channel),
+      queue_(queue),
+      cache_(config.cache_capacity) {
+  if (rank_ == 0) coordinator_.emplace(size_, config.stall_timeout);
+}
+
+void Controller::Add(PendingOp op) {
+  std::string name = op.request.name;
+  if (op.request.op == OpType::kJoin) joined_ = true;
+  ops_.emplace(std::move(name), LocalOp{std::move(op), State::kNew, 0});
+}
+
+void Controller::Classify(LocalOp& local, Clock::time_point now, std::vector<uint64_t>& ready,
+                          std::vector<uint64_t>& invalid) {
+  if (local.state == State::kNew) {
+    local.state = State::kToSend;
+    if (cache_.enabled() && Cacheable(local.op.request.op)) {
+      ResponseCache::Result r = cache_.Find(local.op.request);
+      if (r.lookup == ResponseCache::Lookup::kHit) {
+        local.state = State::kCached;
+        local.slot = r.slot;
+      } else if (r.lookup == ResponseCache::Lookup::kInvalid) {
+        SetBit(invalid, r.slot);
+      }
+    }
+  }
+  if (local.state == State::kCached) {
+    SetBit(ready, local.slot);
+    if (now - local.op.submitted > stale_after_) SetBit(invalid, local.slot);
+  }
+}
+
+std::vector<Response> Controller::TakeCachedReady(const std::vector<uint64_t>& ready) {
+  std::vector<uint32_t> slots;
+  std::map<std::string, int> group_ready;
+  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!TestBit(ready, slot)) continue;
+    KH_ENFORCE(cache_.Occupied(slot), "globally ready bit for empty cache slot " << slot);
+    slots.push_back(slot);
+    const Response& r = cache_.response(slot);
+    if (r.group_size > 1) ++group_ready[r.group];
+  }
+  std::vector<Response> out;
+  for (uint32_t slot : slots) {
+    const Response& r = cache_.response(slot);
+    // A group runs only when all of its members are ready everywhere.
+    if (r.group_size > 1 && group_ready[r.group] < r.group_size) continue;
+    cache_.Touch(slot);
+    out.push_back(r);
+  }
+  return out;
+}
+
+void Controller::RequeueEvicted() {
+  for (auto& [name, local] : ops_) {
+    if (local.state != State::kCached) continue;
+    if (!cache_.Occupied(local.slot) || cache_.name(local.slot) != name) local.state = State::kNew;
+  }
+}
+
+Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Round* out) {
+  out->responses.clear();
+  out->shutdown = false;
+  const size_t words = (cache_.capacity() + 63) / 64;
+  std::vector<uint64_t> ready(words, 0), invalid(words, 0);
+  std::vector<Request> to_send;
+  for (auto& [name, local] : ops_) {
+    Classify(local, now, ready, invalid);
+    if (local.state == State::kToSend) {
+      to_send.push_back(local.op.request);
+      local.state = State::kSent;
+    }
+  }
+  if (joined_) {
+    // A joined rank stands ready for every allreduce (it contributes zeros).
+    for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+      if (cache_.Occupied(slot) && cache_.response(slot).op == OpType::kAllreduce) SetBit(ready, slot);
+    }
+  }
+  uint64_t flags = 0;
+  if (!to_send.empty() || (coordinator_ && coordinator_->StallDue(now))) flags |= kFlagNegotiate;
+  if (shutdown_requested) flags |= kFlagShutdown;
+
+  std::vector<uint64_t> vec;
+  vec.reserve(1 + 2 * words);
+  vec.push_back(~flags);
+  vec.insert(vec.end(), ready.begin(), ready.end());
+  for (uint64_t w : invalid) vec.push_back(~w);
+  KH_RETURN_IF_ERROR(channel_->AndReduce(&vec));
+
+  const uint64_t global_flags = ~vec[0];
+  if (global_flags & kFlagShutdown) {
+    out->shutdown = true;
+    return Status::Ok();
+  }
+  std::vector<uint64_t> global_invalid(words), global_ready(words);
+  for (size_t i = 0; i < words; ++i) {
+    global_invalid[i] = ~vec[1 + words + i];
+    global_ready[i] = vec[1 + i] & ~global_invalid[i];
+  }
+  out->responses = TakeCachedReady(global_ready);
+  for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
+    if (TestBit(global_invalid, slot)) cache_.Erase(slot);
+  }
+  RequeueEvicted();
+
+  if (global_flags & kFlagNegotiate) {
+    std::vector<Response> negotiated;
+    KH_RETURN_IF_ERROR(Negotiate(std::move(to_send), now, &negotiated));
+    for (auto& r : negotiated) out->responses.push_back(std::move(r));
+    RequeueEvicted();
+  }
+  out->idle = !(global_flags & kFlagNegotiate) && out->responses.empty();
+  return Status::Ok();
+}
+
+Status Controller::Negotiate(std::vector<Request> to_send, Clock::time_point now,
+                             std::vector<Response>* out) {
+  for (Request& r : to_send) r.rank = rank_;
+  std::vector<std::string> gathered;
+  KH_RETURN_IF_ERROR(channel_->GatherToRoot(EncodeRequests(to_send), &gathered));
+  std::string encoded;
+  if (coordinator_) {
+    for (const std::string& bytes : gathered) {
+      std::vector<Request> requests;
+      KH_RETURN_IF_ERROR(DecodeRequests(bytes, &requests));
+      for (const Request& r : requests) coordinator_->Add(r, now);
+    }
+    encoded = EncodeResponses(coordinator_->Collect(now));
+  }
+  KH_RETURN_IF_ERROR(channel_->BroadcastFromRoot(&encoded));
+  std::vector<Response> responses;
+  KH_RETURN_IF_ERROR(DecodeResponses(encoded, &responses));
+  for (Response& r : responses) {
+    if (r.kind == Response::Kind::kError || r.op == OpType::kJoin) {
+      Deliver(r);
+      continue;
+    }
+    if (cache_.enabled() && ResponseCache::Cacheable(r)) {
+      auto it = ops_.find(r.names.front());
+      cache_.Put(r, it == ops_.end() ? nullptr : &it->second.op.request);
+    }
+    out->push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+void Controller::Deliver(const Response& response) {
+  if (response.op == OpType::kJoin) {
+    joined_ = false;
+    if (auto op = Take(response.names.front())) {
+      op->completion->SetJoinLastRank(response.join_last_rank);
+      queue_->Complete(*op, Status::Ok());
+    }
+    return;
+  }
+  for (const std::string& name : response.names) {
+    if (auto op = Take(name)) queue_->Complete(*op, Status(response.error_code, response.error_message));
+  }
+}
+
+std::optional<PendingOp> Controller::Take(const std::string& name) {
+  auto it = ops_.find(name);
+  if (it == ops_.end()) return std::nullopt;
+  PendingOp op = std::move(it->second.op);
+  ops_.erase(it);
+  return op;
+}
+
+void Controller::FailAll(const Status& status) {
+  for (auto& [name, local] : ops_) queue_->Complete(local.op, status);
+  ops_.clear();
+}
+
+}  // namespace khorovod

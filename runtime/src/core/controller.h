@@ -1,0 +1,91 @@
+// Controller: one negotiation round of the coordination protocol, written
+// once for every backend (backends only supply ControlChannel primitives).
+//
+// A round, run by every rank's background thread in lockstep:
+//   1. Each new local op is looked up in the ResponseCache. A hit sets the
+//      op's bit in a "ready" bit vector; a known name with changed
+//      parameters, or a cached op that has waited too long, sets its bit in
+//      an "invalid" vector; everything else is queued for the coordinator.
+//   2. One AND-allreduce over [flags | ready | invalid] (flags and invalid
+//      travel inverted, so the AND computes their OR). A tensor is ready
+//      when its bit is set on every rank: that is the whole cost of a
+//      steady-state step.
+//   3. Ready cached responses are emitted in slot order; invalid slots are
+//      erased on every rank and their ops renegotiated.
+//   4. If any rank has uncached requests (or rank 0 has a stall to report),
+//      requests are gathered to rank 0, whose Coordinator answers with a
+//      response list that is broadcast and appended, in order, to the
+//      round's output. Errors and joins are delivered here directly.
+// The output is identical on every rank, so executing it in order keeps the
+// ranks' collectives matched.
+//
+// Thread-safety: none; owned by the background thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/coordinator.h"
+#include "core/response_cache.h"
+#include "core/tensor_queue.h"
+#include "khorovod/config.h"
+
+namespace khorovod {
+
+class Controller {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Controller(const Config& config, ControlChannel* channel, TensorQueue* queue);
+
+  void Add(PendingOp op);
+  bool has_local_work() const { return !ops_.empty(); }
+
+  struct Round {
+    std::vector<Response> responses;  // to execute, in order
+    bool shutdown = false;            // some rank asked to shut down
+    bool idle = true;                 // no rank had anything to do
+  };
+  // A non-OK status means the control channel failed (a peer is gone).
+  Status RunRound(bool shutdown_requested, Clock::time_point now, Round* out);
+
+  // Removes and returns the local op named `name`; nullopt when this rank
+  // has none (it joined).
+  std::optional<PendingOp> Take(const std::string& name);
+  // Completes every local op with `status`.
+  void FailAll(const Status& status);
+
+  const ResponseCache& cache() const { return cache_; }
+
+ private:
+  enum class State { kNew, kCached, kToSend, kSent };
+  struct LocalOp {
+    PendingOp op;
+    State state = State::kNew;
+    uint32_t slot = 0;
+  };
+
+  void Classify(LocalOp& local, Clock::time_point now, std::vector<uint64_t>& ready,
+                std::vector<uint64_t>& invalid);
+  std::vector<Response> TakeCachedReady(const std::vector<uint64_t>& ready);
+  void RequeueEvicted();
+  Status Negotiate(std::vector<Request> to_send, Clock::time_point now, std::vector<Response>* out);
+  void Deliver(const Response& response);
+
+  int rank_;
+  int size_;
+  std::chrono::milliseconds stale_after_;
+  ControlChannel* channel_;
+  TensorQueue* queue_;
+  ResponseCache cache_;
+  std::optional<Coordinator> coordinator_;  // rank 0 only
+  std::map<std::string, LocalOp> ops_;
+  bool joined_ = false;
+};
+
+}  // namespace khorovod

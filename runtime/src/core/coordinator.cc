@@ -1,0 +1,292 @@
+#include "core/coordinator.h"
+
+#include <set>
+#include <sstream>
+
+#include "common/enforce.h"
+
+namespace khorovod {
+namespace {
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+  os << ']';
+  return os.str();
+}
+
+template <typename T, typename Fmt>
+std::optional<std::string> Disagreement(const std::vector<std::optional<Request>>& by_rank,
+                                        const char* field, T (*get)(const Request&), Fmt fmt) {
+  const Request* first = nullptr;
+  for (const auto& r : by_rank) {
+    if (!r) continue;
+    if (!first) {
+      first = &*r;
+      continue;
+    }
+    if (!(get(*r) == get(*first))) {
+      std::ostringstream os;
+      os << "mismatched " << field << ":";
+      for (size_t i = 0; i < by_rank.size(); ++i) {
+        if (by_rank[i]) os << " rank " << i << " has " << fmt(get(*by_rank[i])) << ";";
+      }
+      std::string s = os.str();
+      s.pop_back();
+      return s;
+    }
+  }
+  return std::nullopt;
+}
+
+Shape TrailingDims(const Shape& s) { return s.empty() ? Shape{} : Shape(s.begin() + 1, s.end()); }
+
+}  // namespace
+
+Coordinator::Coordinator(int size, std::chrono::milliseconds stall_timeout)
+    : size_(size), stall_timeout_(stall_timeout), joined_(size, false) {}
+
+void Coordinator::Add(const Request& request, Clock::time_point now) {
+  KH_ENFORCE(request.rank >= 0 && request.rank < size_, "request from rank " << request.rank);
+  if (request.op == OpType::kJoin) {
+    if (!joined_[request.rank]) {
+      joined_[request.rank] = true;
+      ++joined_count_;
+    }
+    last_joined_ = request.rank;
+    return;
+  }
+  auto it = by_name_.find(request.name);
+  if (it == by_name_.end()) {
+    Entry e;
+    e.name = request.name;
+    e.by_rank.resize(size_);
+    e.first_seen = now;
+    table_.push_back(std::move(e));
+    it = by_name_.emplace(request.name, std::prev(table_.end())).first;
+  }
+  Entry& e = *it->second;
+  // A rank cannot have the same name in flight twice (enqueue rejects it), so
+  // a second request from the same rank can only replace a stale one.
+  if (!e.by_rank[request.rank]) ++e.submitted;
+  e.by_rank[request.rank] = request;
+}
+
+bool Coordinator::Ready(const Entry& e) const {
+  if (e.submitted == size_) return true;
+  if (joined_count_ == 0) return false;
+  for (int r = 0; r < size_; ++r) {
+    if (!e.by_rank[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
+  using R = const Request&;
+  if (auto d = Disagreement(e.by_rank, "operation", +[](R r) { return r.op; },
+                            [](OpType o) { return std::string(OpTypeName(o)); }))
+    return d;
+  if (auto d = Disagreement(e.by_rank, "dtype", +[](R r) { return r.dtype; },
+                            [](DataType t) { return std::string(DataTypeName(t)); }))
+    return d;
+  if (auto d = Disagreement(e.by_rank, "device", +[](R r) { return r.device.kind; },
+                            [](DeviceKind k) { return k == DeviceKind::kCPU ? "cpu" : "cuda"; }))
+    return d;
+  const Request* first = nullptr;
+  for (const auto& r : e.by_rank) {
+    if (r) {
+      first = &*r;
+      break;
+    }
+  }
+  KH_ENFORCE(first != nullptr, "ready entry without requests");
+  auto fmt_shape = [](const Shape& s) { return ShapeToString(s); };
+  auto fmt_num = [](auto v) { return std::to_string(v); };
+  switch (first->op) {
+    case OpType::kAllreduce:
+    case OpType::kReducescatter:
+      if (auto d = Disagreement(e.by_rank, "reduce op", +[](R r) { return r.reduce_op; },
+                                [](ReduceOp o) { return std::string(ReduceOpName(o)); }))
+        return d;
+      if (auto d = Disagreement(e.by_rank, "prescale factor", +[](R r) { return r.prescale; }, fmt_num))
+        return d;
+      if (auto d = Disagreement(e.by_rank, "postscale factor", +[](R r) { return r.postscale; }, fmt_num))
+        return d;
+      if (auto d = Disagreement(e.by_rank, "shape", +[](R r) { return r.shape; }, fmt_shape)) return d;
+      if (auto d = Disagreement(e.by_rank, "group", +[](R r) { return r.group; },
+                                [](const std::string& g) { return "'" + g + "'"; }))
+        return d;
+      if (first->op == OpType::kReducescatter && first->shape.empty()) {
+        return std::string("reducescatter needs a tensor with at least one dimension");
+      }
+      break;
+    case OpType::kBroadcast:
+      if (auto d = Disagreement(e.by_rank, "root rank", +[](R r) { return r.root; }, fmt_num)) return d;
+      if (auto d = Disagreement(e.by_rank, "shape", +[](R r) { return r.shape; }, fmt_shape)) return d;
+      break;
+    case OpType::kAllgather:
+    case OpType::kAlltoall:
+      if (auto d = Disagreement(e.by_rank, "rank (number of dimensions)",
+                                +[](R r) { return r.shape.size(); }, fmt_num))
+        return d;
+      if (first->shape.empty()) {
+        return std::string(OpTypeName(first->op)) + " needs a tensor with at least one dimension";
+      }
+      if (auto d = Disagreement(e.by_rank, "shape beyond the first dimension",
+                                +[](R r) { return TrailingDims(r.shape); }, fmt_shape))
+        return d;
+      break;
+    case OpType::kBarrier:
+    case OpType::kJoin:
+      break;
+  }
+  if (first->op != OpType::kAllreduce) {
+    for (int r = 0; r < size_; ++r) {
+      if (joined_[r] && !e.by_rank[r]) {
+        return std::string(OpTypeName(first->op)) + " is not supported while rank " +
+               std::to_string(r) + " has joined; only allreduce is";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+Response Coordinator::BuildResponse(const Entry& e) const {
+  const Request* first = nullptr;
+  for (const auto& r : e.by_rank) {
+    if (r) {
+      first = &*r;
+      break;
+    }
+  }
+  Response p;
+  p.kind = Response::Kind::kExecute;
+  p.op = first->op;
+  p.names = {e.name};
+  p.dtype = first->dtype;
+  p.reduce_op = first->reduce_op;
+  p.root = first->root;
+  p.device = first->device;
+  p.prescale = first->prescale;
+  p.postscale = first->postscale;
+  p.group = first->group;
+  p.group_size = first->group_size;
+  int64_t row = 1;
+  for (size_t d = 1; d < first->shape.size(); ++d) row *= first->shape[d];
+  switch (p.op) {
+    case OpType::kAllreduce:
+    case OpType::kBroadcast: p.sizes = {NumElements(first->shape)}; break;
+    case OpType::kReducescatter:
+      p.sizes = {first->shape[0]};
+      p.row_elements = row;
+      break;
+    case OpType::kAllgather:
+      p.row_elements = row;
+      for (const auto& r : e.by_rank) p.sizes.push_back(r->shape[0]);
+      break;
+    case OpType::kAlltoall:
+      p.row_elements = row;
+      for (const auto& r : e.by_rank) {
+        if (r->splits.empty()) {
+          for (int i = 0; i < size_; ++i) p.sizes.push_back(r->shape[0] / size_);
+        } else {
+          p.sizes.insert(p.sizes.end(), r->splits.begin(), r->splits.end());
+        }
+      }
+      break;
+    case OpType::kBarrier:
+    case OpType::kJoin: break;
+  }
+  return p;
+}
+
+Response Coordinator::ErrorFor(const Entry& e, StatusCode code, const std::string& message) const {
+  Response p;
+  p.kind = Response::Kind::kError;
+  for (const auto& r : e.by_rank) {
+    if (r) {
+      p.op = r->op;
+      break;
+    }
+  }
+  p.names = {e.name};
+  p.error_code = code;
+  p.error_message = "tensor '" + e.name + "': " + message;
+  return p;
+}
+
+std::string Coordinator::StallMessage(const Entry& e) const {
+  std::vector<int> have, missing;
+  for (int r = 0; r < size_; ++r) (e.by_rank[r] || joined_[r] ? have : missing).push_back(r);
+  return "stalled for more than " + std::to_string(stall_timeout_.count()) +
+         " ms: submitted by ranks " + RankList(have) + ", missing ranks " + RankList(missing);
+}
+
+bool Coordinator::StallDue(Clock::time_point now) const {
+  for (const Entry& e : table_) {
+    if (now - e.first_seen >= stall_timeout_) return true;
+  }
+  return false;
+}
+
+std::vector<Response> Coordinator::Collect(Clock::time_point now) {
+  std::vector<Response> out;
+  std::map<std::string, std::vector<std::list<Entry>::iterator>> ready_groups;
+  for (auto it = table_.begin(); it != table_.end();) {
+    Entry& e = *it;
+    bool release = false;
+    if (Ready(e)) {
+      if (auto problem = CheckAgreement(e)) {
+        out.push_back(ErrorFor(e, StatusCode::kMismatch, *problem));
+        release = true;
+      } else {
+        const Request* any = nullptr;
+        for (const auto& r : e.by_rank) {
+          if (r) any = &*r;
+        }
+        if (any->group_size > 1) {
+          auto& members = ready_groups[any->group];
+          members.push_back(it);
+          if (static_cast<int>(members.size()) == any->group_size) {
+            for (auto m : members) {
+              out.push_back(BuildResponse(*m));
+              by_name_.erase(m->name);
+              if (m != it) table_.erase(m);
+            }
+            release = true;
+          }
+        } else {
+          out.push_back(BuildResponse(e));
+          release = true;
+        }
+      }
+    }
+    // A tensor waiting for other ranks, or for the rest of its group, fails
+    // once it waited past the stall timeout.
+    if (!release && now - e.first_seen >= stall_timeout_) {
+      out.push_back(ErrorFor(e, StatusCode::kStalled, StallMessage(e)));
+      release = true;
+      for (auto& [group, members] : ready_groups) std::erase(members, it);
+    }
+    if (release) {
+      by_name_.erase(e.name);
+      it = table_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (joined_count_ == size_) {
+    Response p;
+    p.op = OpType::kJoin;
+    p.names = {"khorovod.join"};
+    p.join_last_rank = last_joined_;
+    out.push_back(std::move(p));
+    std::fill(joined_.begin(), joined_.end(), false);
+    joined_count_ = 0;
+    last_joined_ = -1;
+  }
+  return out;
+}
+
+}  // namespace khorovod

@@ -1,0 +1,66 @@
+// Coordinator: rank 0's table of tensors that some ranks have submitted.
+//
+// It turns the Requests of all ranks into an ordered list of Responses:
+//   * a tensor is ready once every rank submitted it (a joined rank counts
+//     as having submitted any allreduce);
+//   * ready tensors are checked for agreement (op, dtype, shape, root,
+//     scaling, group); disagreement yields a kMismatch error Response that
+//     names the field and each rank's value;
+//   * members of a group are released together, once all are ready;
+//   * a tensor still incomplete after the stall timeout yields a kStalled
+//     error naming the ranks that did and did not submit it;
+//   * join requests are counted; when every rank joined, one kJoin Response.
+// Responses come out in the order their tensors were first seen, so the
+// result is a pure function of the inputs and the clock readings passed in.
+//
+// Thread-safety: none; owned by rank 0's background thread.
+#pragma once
+
+#include <chrono>
+#include <list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/message.h"
+
+namespace khorovod {
+
+class Coordinator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Coordinator(int size, std::chrono::milliseconds stall_timeout);
+
+  void Add(const Request& request, Clock::time_point now);
+  std::vector<Response> Collect(Clock::time_point now);
+  // True when some tensor has waited past the stall timeout, so a round is
+  // needed to report it even though no rank has new requests.
+  bool StallDue(Clock::time_point now) const;
+  bool empty() const { return table_.empty(); }
+
+ private:
+  struct Entry {
+    std::string name;
+    std::vector<std::optional<Request>> by_rank;
+    int submitted = 0;
+    Clock::time_point first_seen;
+  };
+
+  bool Ready(const Entry& e) const;
+  std::optional<std::string> CheckAgreement(const Entry& e) const;
+  Response BuildResponse(const Entry& e) const;
+  Response ErrorFor(const Entry& e, StatusCode code, const std::string& message) const;
+  std::string StallMessage(const Entry& e) const;
+
+  int size_;
+  std::chrono::milliseconds stall_timeout_;
+  std::list<Entry> table_;  // arrival order
+  std::map<std::string, std::list<Entry>::iterator> by_name_;
+  std::vector<bool> joined_;
+  int joined_count_ = 0;
+  int last_joined_ = -1;
+};
+
+}  // namespace khorovod

@@ -1,0 +1,169 @@
+#include "core/executor.h"
+
+#include <cstring>
+
+#include "common/enforce.h"
+#include "common/reduce_kernels.h"
+#include "core/fusion.h"
+
+namespace khorovod {
+namespace {
+
+Shape WithFirstDim(int64_t rows, const Shape& like) {
+  Shape s = like;
+  if (s.empty()) s.push_back(rows);
+  else s[0] = rows;
+  return s;
+}
+
+}  // namespace
+
+Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue)
+    : rank_(rank), size_(size), fusion_threshold_(fusion_threshold), backend_(backend), queue_(queue) {}
+
+std::byte* Executor::FusionBuffer(size_t bytes) {
+  if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
+  return fusion_buffer_.data();
+}
+
+void Executor::ApplyPostScale(const Response& r, void* data, size_t count) {
+  if (r.reduce_op == ReduceOp::kAverage) Divide(data, count, r.dtype, size_);
+  Scale(data, count, r.dtype, r.postscale);
+}
+
+Status Executor::Execute(const std::vector<Response>& responses, Controller& controller) {
+  for (const std::vector<size_t>& group : PlanFusion(responses, fusion_threshold_)) {
+    const Response& head = responses[group.front()];
+    if (head.op == OpType::kAllreduce) {
+      std::vector<const Response*> members;
+      for (size_t i : group) members.push_back(&responses[i]);
+      KH_RETURN_IF_ERROR(RunAllreduce(members, controller));
+      continue;
+    }
+    std::optional<PendingOp> op = controller.Take(head.names.front());
+    KH_ENFORCE(op.has_value(), "no local op for " << OpTypeName(head.op) << " '" << head.names.front()
+                                                  << "' (only allreduce runs without one)");
+    Status s;
+    switch (head.op) {
+      case OpType::kAllgather: s = RunAllgather(head, *op); break;
+      case OpType::kBroadcast: s = RunBroadcast(head, *op); break;
+      case OpType::kAlltoall: s = RunAlltoall(head, *op); break;
+      case OpType::kReducescatter: s = RunReducescatter(head, *op); break;
+      case OpType::kBarrier: s = backend_->Barrier(); break;
+      default: KH_ENFORCE(false, "unexpected op " << OpTypeName(head.op));
+    }
+    queue_->Complete(*op, s);
+    KH_RETURN_IF_ERROR(s);
+  }
+  return Status::Ok();
+}
+
+Status Executor::RunAllreduce(const std::vector<const Response*>& group, Controller& controller) {
+  const Response& head = *group.front();
+  const size_t esize = DataTypeSize(head.dtype);
+  std::vector<std::optional<PendingOp>> ops;
+  size_t total = 0;
+  for (const Response* r : group) {
+    ops.push_back(controller.Take(r->names.front()));
+    total += static_cast<size_t>(r->total_elements());
+  }
+  auto complete_all = [&](const Status& s) {
+    for (auto& op : ops) {
+      if (op) queue_->Complete(*op, s);
+    }
+    return s;
+  };
+
+  if (group.size() == 1 && ops.front()) {
+    // A lone tensor is reduced straight from the input into the output.
+    PendingOp& op = *ops.front();
+    const void* in = op.input.data;
+    void* out = op.output.data;
+    if (head.prescale != 1.0) {
+      if (in != out) std::memcpy(out, in, total * esize);
+      Scale(out, total, head.dtype, head.prescale);
+      in = out;
+    }
+    Status s = backend_->Allreduce(in, out, total, head.dtype, head.reduce_op);
+    if (s.ok()) ApplyPostScale(head, out, total);
+    return complete_all(s);
+  }
+
+  std::byte* buffer = FusionBuffer(total * esize);
+  size_t offset = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const size_t n = static_cast<size_t>(group[i]->total_elements());
+    if (ops[i]) std::memcpy(buffer + offset * esize, ops[i]->input.data, n * esize);
+    else FillZeros(buffer + offset * esize, n, head.dtype);
+    offset += n;
+  }
+  Scale(buffer, total, head.dtype, head.prescale);
+  Status s = backend_->Allreduce(buffer, buffer, total, head.dtype, head.reduce_op);
+  if (s.ok()) {
+    ApplyPostScale(head, buffer, total);
+    offset = 0;
+    for (size_t i = 0; i < group.size(); ++i) {
+      const size_t n = static_cast<size_t>(group[i]->total_elements());
+      if (ops[i]) std::memcpy(ops[i]->output.data, buffer + offset * esize, n * esize);
+      offset += n;
+    }
+  }
+  // Large one-off fusions should not pin their memory forever.
+  if (fusion_buffer_.size() > fusion_threshold_) fusion_buffer_ = {};
+  return complete_all(s);
+}
+
+Status Executor::RunAllgather(const Response& r, PendingOp& op) {
+  int64_t rows = 0;
+  std::vector<size_t> counts;
+  for (int64_t n : r.sizes) {
+    rows += n;
+    counts.push_back(static_cast<size_t>(n * r.row_elements));
+  }
+  Tensor result(r.dtype, WithFirstDim(rows, op.request.shape));
+  KH_RETURN_IF_ERROR(backend_->Allgatherv(op.input.data, result.data(), counts, r.dtype));
+  op.completion->SetOutput(std::move(result));
+  return Status::Ok();
+}
+
+Status Executor::RunBroadcast(const Response& r, PendingOp& op) {
+  return backend_->Broadcast(op.input.data, static_cast<size_t>(r.total_elements()), r.dtype, r.root);
+}
+
+Status Executor::RunAlltoall(const Response& r, PendingOp& op) {
+  std::vector<int64_t> send(size_), recv(size_), received_rows(size_);
+  int64_t rows = 0;
+  for (int peer = 0; peer < size_; ++peer) {
+    send[peer] = r.sizes[rank_ * size_ + peer] * r.row_elements;
+    received_rows[peer] = r.sizes[peer * size_ + rank_];
+    recv[peer] = received_rows[peer] * r.row_elements;
+    rows += received_rows[peer];
+  }
+  Tensor result(r.dtype, WithFirstDim(rows, op.request.shape));
+  KH_RETURN_IF_ERROR(backend_->Alltoallv(op.input.data, send, result.data(), recv, r.dtype));
+  op.completion->SetOutput(std::move(result), std::move(received_rows));
+  return Status::Ok();
+}
+
+Status Executor::RunReducescatter(const Response& r, PendingOp& op) {
+  const int64_t total_rows = r.sizes.front();
+  const size_t count = static_cast<size_t>(total_rows * r.row_elements);
+  const size_t esize = DataTypeSize(r.dtype);
+  std::byte* buffer = FusionBuffer(count * esize);
+  if (count) std::memcpy(buffer, op.input.data, count * esize);
+  Scale(buffer, count, r.dtype, r.prescale);
+  KH_RETURN_IF_ERROR(backend_->Allreduce(buffer, buffer, count, r.dtype, r.reduce_op));
+  const int64_t base = total_rows / size_, extra = total_rows % size_;
+  const int64_t my_rows = base + (rank_ < extra ? 1 : 0);
+  const int64_t first_row = rank_ * base + std::min<int64_t>(rank_, extra);
+  Tensor result(r.dtype, WithFirstDim(my_rows, op.request.shape));
+  const size_t my_count = static_cast<size_t>(my_rows * r.row_elements);
+  std::byte* mine = buffer + static_cast<size_t>(first_row * r.row_elements) * esize;
+  ApplyPostScale(r, mine, my_count);
+  if (my_count) std::memcpy(result.data(), mine, my_count * esize);
+  op.completion->SetOutput(std::move(result));
+  if (fusion_buffer_.size() > fusion_threshold_) fusion_buffer_ = {};
+  return Status::Ok();
+}
+
+}  // namespace khorovod

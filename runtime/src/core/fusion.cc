@@ -1,0 +1,39 @@
+#include "core/fusion.h"
+
+namespace khorovod {
+namespace {
+
+bool Fusible(const Response& a, const Response& b) {
+  return b.op == OpType::kAllreduce && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
+         a.prescale == b.prescale && a.postscale == b.postscale && a.device == b.device;
+}
+
+size_t Bytes(const Response& r) { return static_cast<size_t>(r.total_elements()) * DataTypeSize(r.dtype); }
+
+}  // namespace
+
+std::vector<std::vector<size_t>> PlanFusion(const std::vector<Response>& responses,
+                                            size_t threshold_bytes) {
+  std::vector<std::vector<size_t>> plan;
+  std::vector<bool> placed(responses.size(), false);
+  for (size_t i = 0; i < responses.size(); ++i) {
+    if (placed[i]) continue;
+    placed[i] = true;
+    std::vector<size_t> group{i};
+    const Response& head = responses[i];
+    if (head.op == OpType::kAllreduce && head.kind == Response::Kind::kExecute) {
+      size_t total = Bytes(head);
+      for (size_t j = i + 1; j < responses.size() && total < threshold_bytes; ++j) {
+        if (placed[j] || !Fusible(head, responses[j])) continue;
+        if (total + Bytes(responses[j]) > threshold_bytes) continue;
+        total += Bytes(responses[j]);
+        placed[j] = true;
+        group.push_back(j);
+      }
+    }
+    plan.push_back(std::move(group));
+  }
+  return plan;
+}
+
+}  // namespace khorovod

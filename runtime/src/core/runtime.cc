@@ -1,0 +1,401 @@
+// Runtime and RuntimeImpl: argument checking on the caller's thread, and the
+// background thread that paces negotiation rounds and executes them.
+#include "khorovod/runtime.h"
+
+#include <gloo/context.h>
+
+#include <shared_mutex>
+#include <thread>
+
+#include "backend/gloo/gloo_control_channel.h"
+#include "backend/registry.h"
+#include "bootstrap/gloo_bootstrap.h"
+#include "common/enforce.h"
+#include "core/controller.h"
+#include "core/executor.h"
+#include "core/tensor_queue.h"
+
+namespace khorovod {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long an idle rank waits for local work before joining a round anyway;
+// it bounds how long a busy peer waits for an idle one.
+constexpr auto kIdleWait = std::chrono::milliseconds(5);
+
+constexpr const char* kReservedPrefix = "khorovod.";
+
+Status CheckView(const TensorView& t, const char* what) {
+  if (t.device.kind != DeviceKind::kCPU) {
+    return Status::InvalidArgument(std::string(what) +
+                                   ": device tensors need the NCCL backend, which this build lacks");
+  }
+  for (int64_t d : t.shape) {
+    if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " + ShapeToString(t.shape));
+  }
+  if (t.num_bytes() > 0 && t.data == nullptr) {
+    return Status::InvalidArgument(std::string(what) + ": null data for a non-empty tensor");
+  }
+  return Status::Ok();
+}
+
+Status CheckName(const std::string& name) {
+  if (name.empty()) return Status::InvalidArgument("tensor name must not be empty");
+  if (name.rfind(kReservedPrefix, 0) == 0) {
+    return Status::InvalidArgument("tensor names starting with '" + std::string(kReservedPrefix) +
+                                   "' are reserved");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Everything that exists between init() and shutdown().
+struct Session {
+  Config config;
+  std::shared_ptr<gloo::Context> context;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<GlooControlChannel> channel;
+  TensorQueue queue;
+  std::unique_ptr<Controller> controller;
+  std::unique_ptr<Executor> executor;
+  std::thread thread;
+};
+
+class RuntimeImpl {
+ public:
+  ~RuntimeImpl() { (void)Shutdown(); }
+
+  Status Init(const Config& config) {
+    std::unique_lock lock(mu_);
+    if (session_) return Status::Ok();
+    KH_RETURN_IF_ERROR(config.Validate());
+    auto s = std::make_unique<Session>();
+    s->config = config;
+    auto context = ConnectGlooContext(config);
+    if (!context.ok()) return context.status();
+    s->context = *context;
+    BackendInit init{&s->config, s->context};
+    auto backend = BackendRegistry::Create(config.cpu_backend, init);
+    if (!backend.ok()) return backend.status();
+    s->backend = std::move(*backend);
+    s->channel = std::make_unique<GlooControlChannel>(s->context);
+    s->controller = std::make_unique<Controller>(s->config, s->channel.get(), &s->queue);
+    s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
+                                             s->backend.get(), &s->queue);
+    Session* raw = s.get();
+    s->thread = std::thread([raw] { BackgroundLoop(*raw); });
+    session_ = std::move(s);
+    return Status::Ok();
+  }
+
+  Status Shutdown() {
+    std::unique_ptr<Session> s;
+    {
+      std::unique_lock lock(mu_);
+      s = std::move(session_);
+    }
+    if (!s) return Status::Ok();
+    s->queue.RequestShutdown();
+    s->thread.join();
+    return Status::Ok();
+  }
+
+  bool initialized() const {
+    std::shared_lock lock(mu_);
+    return session_ != nullptr;
+  }
+
+  Topology topology() const {
+    std::shared_lock lock(mu_);
+    if (!session_) return {};
+    const Config& c = session_->config;
+    return {c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size};
+  }
+
+  // Validates, builds the Requests and enqueues `ops` as one batch.
+  Handle Submit(std::vector<PendingOp> ops) {
+    std::shared_lock lock(mu_);
+    if (!session_) {
+      return Handle(detail::Completion::Failed(
+          Status::FailedPrecondition("khorovod is not initialized; call init() first")));
+    }
+    auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
+    const auto now = Clock::now();
+    for (PendingOp& op : ops) {
+      op.request.rank = session_->config.rank;
+      op.completion = completion;
+      op.submitted = now;
+    }
+    Status s = session_->queue.Push(std::move(ops));
+    if (!s.ok()) return Handle(detail::Completion::Failed(s));
+    return Handle(completion);
+  }
+
+  Status CheckRoot(int root) const {
+    std::shared_lock lock(mu_);
+    if (session_ && (root < 0 || root >= session_->config.size)) {
+      return Status::InvalidArgument("root rank " + std::to_string(root) + " outside [0, " +
+                                     std::to_string(session_->config.size) + ")");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static void BackgroundLoop(Session& s);
+
+  mutable std::shared_mutex mu_;
+  std::unique_ptr<Session> session_;
+};
+
+void RuntimeImpl::BackgroundLoop(Session& s) {
+  Status fatal;
+  auto last_start = Clock::now() - s.config.cycle_time;
+  try {
+    Controller::Round round;
+    std::vector<PendingOp> drained;
+    while (true) {
+      if (!s.controller->has_local_work()) s.queue.WaitForWork(Clock::now() + kIdleWait);
+      std::this_thread::sleep_until(last_start + s.config.cycle_time);
+      last_start = Clock::now();
+      drained.clear();
+      s.queue.PopAll(&drained);
+      for (PendingOp& op : drained) s.controller->Add(std::move(op));
+      fatal = s.controller->RunRound(s.queue.shutdown_requested(), last_start, &round);
+      if (!fatal.ok()) break;
+      if (round.shutdown) {
+        fatal = Status::Aborted("khorovod was shut down before the operation completed");
+        break;
+      }
+      fatal = s.executor->Execute(round.responses, *s.controller);
+      if (!fatal.ok()) break;
+    }
+  } catch (const std::exception& e) {
+    fatal = Status::Internal(std::string("background thread: ") + e.what());
+  }
+  s.queue.Close(fatal.code() == StatusCode::kAborted
+                    ? Status::FailedPrecondition("khorovod was shut down; call init() again")
+                    : fatal);
+  s.controller->FailAll(fatal);
+  std::vector<PendingOp> late;
+  s.queue.PopAll(&late);
+  for (PendingOp& op : late) s.queue.Complete(op, fatal);
+}
+
+// --- Runtime: argument checks, then Submit ----------------------------------
+
+Runtime::Runtime() : impl_(std::make_unique<RuntimeImpl>()) {}
+Runtime::~Runtime() = default;
+
+Status Runtime::init(const Config& config) { return impl_->Init(config); }
+
+Status Runtime::init() {
+  auto config = Config::FromEnvironment();
+  if (!config.ok()) return config.status();
+  return impl_->Init(*config);
+}
+
+Status Runtime::shutdown() { return impl_->Shutdown(); }
+bool Runtime::is_initialized() const { return impl_->initialized(); }
+Topology Runtime::topology() const { return impl_->topology(); }
+int Runtime::rank() const { return topology().rank; }
+int Runtime::size() const { return topology().size; }
+int Runtime::local_rank() const { return topology().local_rank; }
+int Runtime::local_size() const { return topology().local_size; }
+int Runtime::cross_rank() const { return topology().cross_rank; }
+int Runtime::cross_size() const { return topology().cross_size; }
+
+namespace {
+
+Handle Rejected(const Status& s) { return Handle(detail::Completion::Failed(s)); }
+
+PendingOp MakeOp(OpType type, const std::string& name, const TensorView& input) {
+  PendingOp op;
+  op.request.op = type;
+  op.request.name = name;
+  op.request.dtype = input.dtype;
+  op.request.device = input.device;
+  op.request.shape = input.shape;
+  op.input = input;
+  return op;
+}
+
+Status CheckAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                      const AllreduceOptions& opts) {
+  KH_RETURN_IF_ERROR(CheckName(name));
+  KH_RETURN_IF_ERROR(CheckView(in, "allreduce input"));
+  KH_RETURN_IF_ERROR(CheckView(out, "allreduce output"));
+  if (in.dtype != out.dtype || in.num_elements() != out.num_elements()) {
+    return Status::InvalidArgument("allreduce '" + name + "': output " +
+                                   std::string(DataTypeName(out.dtype)) + ShapeToString(out.shape) +
+                                   " does not match input " + std::string(DataTypeName(in.dtype)) +
+                                   ShapeToString(in.shape));
+  }
+  if (opts.prescale_factor != opts.prescale_factor || opts.postscale_factor != opts.postscale_factor) {
+    return Status::InvalidArgument("allreduce '" + name + "': scale factors must not be NaN");
+  }
+  return Status::Ok();
+}
+
+PendingOp MakeAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                        const AllreduceOptions& opts) {
+  PendingOp op = MakeOp(OpType::kAllreduce, name, in);
+  op.output = out;
+  op.request.reduce_op = opts.op;
+  op.request.prescale = opts.prescale_factor;
+  op.request.postscale = opts.postscale_factor;
+  return op;
+}
+
+}  // namespace
+
+Handle Runtime::allreduce_async(const std::string& name, const TensorView& input,
+                                const TensorView& output, const AllreduceOptions& options) {
+  if (Status s = CheckAllreduce(name, input, output, options); !s.ok()) return Rejected(s);
+  return impl_->Submit({MakeAllreduce(name, input, output, options)});
+}
+
+Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
+                                        const std::vector<TensorView>& inputs,
+                                        const std::vector<TensorView>& outputs,
+                                        const AllreduceOptions& options) {
+  if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size()) {
+    return Rejected(Status::InvalidArgument(
+        "grouped_allreduce needs the same, non-zero number of names, inputs and outputs"));
+  }
+  std::vector<PendingOp> ops;
+  const std::string group = names.front() + "#group" + std::to_string(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (Status s = CheckAllreduce(names[i], inputs[i], outputs[i], options); !s.ok()) return Rejected(s);
+    ops.push_back(MakeAllreduce(names[i], inputs[i], outputs[i], options));
+    ops.back().request.group = group;
+    ops.back().request.group_size = static_cast<int32_t>(names.size());
+  }
+  return impl_->Submit(std::move(ops));
+}
+
+Handle Runtime::allgather_async(const std::string& name, const TensorView& input,
+                                const AllgatherOptions&) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(input, "allgather input"); !s.ok()) return Rejected(s);
+  if (input.shape.empty()) return Rejected(Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
+  return impl_->Submit({MakeOp(OpType::kAllgather, name, input)});
+}
+
+Handle Runtime::broadcast_async(const std::string& name, const TensorView& buffer,
+                                const BroadcastOptions& options) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(buffer, "broadcast buffer"); !s.ok()) return Rejected(s);
+  if (Status s = impl_->CheckRoot(options.root_rank); !s.ok()) return Rejected(s);
+  PendingOp op = MakeOp(OpType::kBroadcast, name, buffer);
+  op.request.root = options.root_rank;
+  return impl_->Submit({std::move(op)});
+}
+
+Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
+                               const AlltoallOptions& options) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(input, "alltoall input"); !s.ok()) return Rejected(s);
+  if (input.shape.empty()) return Rejected(Status::InvalidArgument("alltoall '" + name + "': needs at least one dimension"));
+  const int world = size();
+  if (world > 0) {
+    if (options.splits.empty()) {
+      if (input.shape[0] % world != 0) {
+        return Rejected(Status::InvalidArgument(
+            "alltoall '" + name + "': first dimension " + std::to_string(input.shape[0]) +
+            " is not divisible by the world size " + std::to_string(world) + "; pass splits"));
+      }
+    } else {
+      int64_t sum = 0;
+      for (int64_t v : options.splits) {
+        if (v < 0) return Rejected(Status::InvalidArgument("alltoall '" + name + "': negative split"));
+        sum += v;
+      }
+      if (static_cast<int>(options.splits.size()) != world || sum != input.shape[0]) {
+        return Rejected(Status::InvalidArgument(
+            "alltoall '" + name + "': splits must have one entry per rank (" +
+            std::to_string(world) + ") summing to the first dimension " +
+            std::to_string(input.shape[0])));
+      }
+    }
+  }
+  PendingOp op = MakeOp(OpType::kAlltoall, name, input);
+  op.request.splits = options.splits;
+  return impl_->Submit({std::move(op)});
+}
+
+Handle Runtime::reducescatter_async(const std::string& name, const TensorView& input,
+                                    const ReducescatterOptions& options) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(input, "reducescatter input"); !s.ok()) return Rejected(s);
+  if (input.shape.empty()) return Rejected(Status::InvalidArgument("reducescatter '" + name + "': needs at least one dimension"));
+  PendingOp op = MakeOp(OpType::kReducescatter, name, input);
+  op.request.reduce_op = options.op;
+  op.request.prescale = options.prescale_factor;
+  op.request.postscale = options.postscale_factor;
+  return impl_->Submit({std::move(op)});
+}
+
+Status Runtime::allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                          const AllreduceOptions& options) {
+  return allreduce_async(name, input, output, options).wait();
+}
+
+Status Runtime::grouped_allreduce(const std::vector<std::string>& names,
+                                  const std::vector<TensorView>& inputs,
+                                  const std::vector<TensorView>& outputs,
+                                  const AllreduceOptions& options) {
+  return grouped_allreduce_async(names, inputs, outputs, options).wait();
+}
+
+Status Runtime::allgather(const std::string& name, const TensorView& input, Tensor* output,
+                          const AllgatherOptions& options) {
+  Handle h = allgather_async(name, input, options);
+  KH_RETURN_IF_ERROR(h.wait());
+  if (output) *output = h.take_output();
+  return Status::Ok();
+}
+
+Status Runtime::broadcast(const std::string& name, const TensorView& buffer,
+                          const BroadcastOptions& options) {
+  return broadcast_async(name, buffer, options).wait();
+}
+
+Status Runtime::alltoall(const std::string& name, const TensorView& input, Tensor* output,
+                         std::vector<int64_t>* received_splits, const AlltoallOptions& options) {
+  Handle h = alltoall_async(name, input, options);
+  KH_RETURN_IF_ERROR(h.wait());
+  if (output) *output = h.take_output();
+  if (received_splits) *received_splits = h.received_splits();
+  return Status::Ok();
+}
+
+Status Runtime::reducescatter(const std::string& name, const TensorView& input, Tensor* output,
+                              const ReducescatterOptions& options) {
+  Handle h = reducescatter_async(name, input, options);
+  KH_RETURN_IF_ERROR(h.wait());
+  if (output) *output = h.take_output();
+  return Status::Ok();
+}
+
+Status Runtime::barrier() {
+  PendingOp op;
+  op.request.op = OpType::kBarrier;
+  op.request.name = "khorovod.barrier";
+  op.request.shape = {0};
+  return impl_->Submit({std::move(op)}).wait();
+}
+
+Status Runtime::join(int* last_rank) {
+  PendingOp op;
+  op.request.op = OpType::kJoin;
+  op.request.name = "khorovod.join";
+  op.request.shape = {0};
+  Handle h = impl_->Submit({std::move(op)});
+  KH_RETURN_IF_ERROR(h.wait());
+  if (last_rank) *last_rank = h.join_last_rank();
+  return Status::Ok();
+}
+
+}  // namespace khorovod

@@ -1,0 +1,65 @@
+#include "core/tensor_queue.h"
+
+namespace khorovod {
+
+Status TensorQueue::Push(std::vector<PendingOp> ops) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return closed_reason_;
+    std::unordered_set<std::string> batch;
+    for (const PendingOp& op : ops) {
+      const std::string& name = op.request.name;
+      if (in_flight_.count(name) || !batch.insert(name).second) {
+        return Status::AlreadyExists("a tensor named '" + name +
+                                     "' is already in flight on this rank; names must be unique "
+                                     "until the operation completes");
+      }
+    }
+    for (PendingOp& op : ops) {
+      in_flight_.insert(op.request.name);
+      incoming_.push_back(std::move(op));
+    }
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+void TensorQueue::PopAll(std::vector<PendingOp>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& op : incoming_) out->push_back(std::move(op));
+  incoming_.clear();
+}
+
+void TensorQueue::Complete(const PendingOp& op, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(op.request.name);
+  }
+  op.completion->Finish(status);
+}
+
+void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, deadline, [&] { return !incoming_.empty() || shutdown_requested_; });
+}
+
+void TensorQueue::RequestShutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool TensorQueue::shutdown_requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutdown_requested_;
+}
+
+void TensorQueue::Close(const Status& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  closed_reason_ = reason;
+}
+
+}  // namespace khorovod

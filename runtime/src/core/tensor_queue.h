@@ -1,0 +1,62 @@
+// TensorQueue: the hand-off from user threads to the background thread.
+//
+// User threads Push operations; the background thread drains them with
+// PopAll and, when an operation finishes, calls Complete, which first frees
+// the name and then signals the Handle (so a caller that resubmits the same
+// name right after wait() returns is never refused as a duplicate).
+//
+// Names in flight are tracked here, at submission time, so a duplicate is
+// refused immediately on the submitting thread with kAlreadyExists.
+//
+// Thread-safety: all methods are safe to call concurrently.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/completion.h"
+#include "core/message.h"
+#include "khorovod/tensor.h"
+
+namespace khorovod {
+
+struct PendingOp {
+  Request request;
+  TensorView input;   // the tensor sent (broadcast: the buffer, in place)
+  TensorView output;  // allreduce only
+  std::shared_ptr<detail::Completion> completion;
+  std::chrono::steady_clock::time_point submitted;
+};
+
+class TensorQueue {
+ public:
+  // Enqueues all ops or none: a duplicate name (within `ops` or in flight)
+  // or a closed queue refuses the whole batch.
+  Status Push(std::vector<PendingOp> ops);
+  void PopAll(std::vector<PendingOp>* out);
+  // Frees the op's name, then finishes one part of its completion.
+  void Complete(const PendingOp& op, const Status& status);
+
+  // Waits until work is queued, shutdown was requested, or `deadline`.
+  void WaitForWork(std::chrono::steady_clock::time_point deadline);
+  void RequestShutdown();
+  bool shutdown_requested() const;
+  // Refuses every later Push with `reason`.
+  void Close(const Status& reason);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<PendingOp> incoming_;
+  std::unordered_set<std::string> in_flight_;
+  bool shutdown_requested_ = false;
+  bool closed_ = false;
+  Status closed_reason_;
+};
+
+}  // namespace khorovod

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every system dependency khorovod needs, from Debian packages only.
+# Idempotent: packages already present are skipped, so repeated runs are cheap.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache clang-format
+  libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
