@@ -130,10 +130,10 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
                  "Time between SIGTERM and SIGKILL when tearing the job down")
       ->capture_default_str()
       ->check(at_least(0, "grace period"));
-  // expected(1) + allow_extra_args(false): each -x takes exactly one value,
+  // Repeatable, but each -x takes exactly one value (allow_extra_args off),
   // so `-x FOO ./prog` never swallows the program name.
   app.add_option("-x,--env", env_specs, "Set NAME=VALUE, or pass NAME through, in workers")
-      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
       ->type_name("NAME[=VALUE]")
       ->check([](const std::string& s) { return validate_env_spec(s).value_or(std::string()); });
