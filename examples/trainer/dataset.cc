@@ -1,0 +1,40 @@
+#include "dataset.h"
+
+#include <random>
+
+namespace khorovod::example {
+
+Dataset MakeBlobs(int64_t samples, int features, int classes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> unit(0.0f, 1.0f);
+  // Class centres far enough apart to be learnable, close enough that the
+  // loss does not drop to zero in a few steps.
+  std::vector<float> centres(static_cast<size_t>(classes) * features);
+  for (float& c : centres) c = 0.6f * unit(rng);
+  Dataset d;
+  d.features = features;
+  d.classes = classes;
+  d.x.resize(static_cast<size_t>(samples) * features);
+  d.y.resize(static_cast<size_t>(samples));
+  for (int64_t i = 0; i < samples; ++i) {
+    const int label = static_cast<int>(rng() % static_cast<uint64_t>(classes));
+    d.y[i] = label;
+    for (int f = 0; f < features; ++f) {
+      d.x[i * features + f] = centres[label * features + f] + 1.0f * unit(rng);
+    }
+  }
+  return d;
+}
+
+Dataset Shard(const Dataset& full, int rank, int world) {
+  Dataset s;
+  s.features = full.features;
+  s.classes = full.classes;
+  for (int64_t i = rank; i < full.size(); i += world) {
+    s.y.push_back(full.y[i]);
+    s.x.insert(s.x.end(), full.row(i), full.row(i) + full.features);
+  }
+  return s;
+}
+
+}  // namespace khorovod::example
