@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script):
+#   1. a warnings-as-errors build and every test (ctest);
+#   2. the runtime and launcher tests again under ASan+UBSan;
+#   3. the runtime tests under TSan.
+# Ends with one line: "suite: N passed, M failed".
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash scripts/install-deps.sh || exit 1
+
+passed=0; failed=0; broken=()
+logdir="$root/build/test-logs"; mkdir -p "$logdir"
+
+# run_stage NAME CTEST_ARGS... : runs ctest in build/NAME and tallies its summary.
+run_stage() {
+  local name=$1; shift
+  echo "== ctest ($name)"
+  ctest --test-dir "build/$name" --output-on-failure --no-tests=error "$@" 2>&1 | tee "$logdir/$name.log"
+  local summary
+  summary=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$logdir/$name.log" | tail -1)
+  if [ -z "$summary" ]; then broken+=("$name: no ctest summary"); return; fi
+  local total fails
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
+  fails=$(sed -E 's/.*tests passed, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
+  passed=$((passed + total - fails)); failed=$((failed + fails))
+}
+
+build_stage() {
+  local name=$1; shift
+  echo "== build ($name)"
+  if ! bash scripts/build.sh "$name" "$@"; then broken+=("$name: build failed"); return 1; fi
+}
+
+runtime_targets=(collectives_test runtime_unit_test khorovodrun launcher_test)
+
+if build_stage ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON; then
+  run_stage ci --timeout 600
+fi
+if build_stage asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHOROVOD_WERROR=ON \
+     -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}"; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_stage asan -L "runtime|launcher" --timeout 900
+fi
+if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON \
+     -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test runtime_unit_test; then
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
+    run_stage tsan -L runtime --timeout 900
+fi
+
+for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done
+echo "suite: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
