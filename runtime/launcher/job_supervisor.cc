@@ -16,11 +16,20 @@ namespace {
 
 std::string signal_name(int sig) {
   switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    default: return "signal " + std::to_string(sig);
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
+
+// How long to keep reading after every worker exited, at least. Pipes
+// normally hit EOF right away; this only matters when something the workers
+// started holds them open, and keeps --grace-period-ms 0 from cutting off
+// output that is merely still in flight.
+constexpr std::chrono::milliseconds kMinDrainWindow{500};
 
 std::string workers_text(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " worker" : " workers");
@@ -111,18 +120,18 @@ int JobSupervisor::run() {
       kill_deadline_.reset();
       if (!group.all_exited()) {
         message(workers_text(group.running_count()) + " still running after the " +
-                std::to_string(config_.grace_period.count()) +
-                " ms grace period; sending SIGKILL");
+                std::to_string(config_.grace_period.count()) + " ms grace period; sending SIGKILL");
         group.signal_all_groups(SIGKILL);
       }
     }
     if (group.all_exited()) {
       if (!mux.has_open_streams()) break;
       if (!drain_deadline_) {
-        drain_deadline_ = now + config_.grace_period;
+        drain_deadline_ = now + std::max(config_.grace_period, kMinDrainWindow);
       } else if (now >= *drain_deadline_) {
-        message("all workers exited but processes they started still hold their output open;"
-                " killing them");
+        message(
+            "all workers exited but processes they started still hold their output open;"
+            " killing them");
         break;
       }
     }

@@ -1,10 +1,10 @@
 #include "launch_options.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <random>
 
 #include "worker_env.h"
@@ -22,24 +22,31 @@ bool is_env_name_char(char c, bool first) {
 std::string validate_job_id(const std::string& id) {
   if (id.empty()) return "job id must not be empty";
   const bool ok = std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
   });
   return ok ? std::string() : "job id may only contain letters, digits, '-', '_' and '.'";
 }
 
 // CLI11's numeric range validators print their bounds as huge doubles; say
 // what is wrong instead. Non-numbers pass here and fail CLI11's conversion.
-CLI::Validator at_least(long long minimum, const std::string& what) {
+CLI::Validator in_range(long long minimum, long long maximum, const std::string& what) {
   return CLI::Validator(
-      [minimum, what](const std::string& text) {
+      [=](const std::string& text) {
         long long value = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec != std::errc() || end != text.data() + text.size() || value >= minimum) return std::string();
-        return what + " must be at least " + std::to_string(minimum) + ", got " + text;
+        if (ec != std::errc() || end != text.data() + text.size()) return std::string();
+        if (value < minimum)
+          return what + " must be at least " + std::to_string(minimum) + ", got " + text;
+        if (value > maximum)
+          return what + " must be at most " + std::to_string(maximum) + ", got " + text;
+        return std::string();
       },
-      ">=" + std::to_string(minimum));
+      std::to_string(minimum) + ".." + std::to_string(maximum));
 }
+
+// Bounds keep deadline arithmetic far from overflow; nobody needs more than a day.
+constexpr long long kMaxGracePeriodMs = 24LL * 60 * 60 * 1000;
 
 // CLI11 only allows one-character names after a single dash, but horovodrun
 // users type `-np 4`. Rewrite that spelling to `--np` before parsing.
@@ -66,8 +73,8 @@ std::size_t find_program_index(const CLI::App& app, const std::vector<std::strin
     }
     if (token.size() < 2 || token[0] != '-') return i;  // first positional: the program
     // `--name=value` and `-xVALUE` carry their value inline.
-    const bool inline_value = token.rfind("--", 0) == 0 ? token.find('=') != std::string::npos
-                                                        : token.size() > 2;
+    const bool inline_value =
+        token.rfind("--", 0) == 0 ? token.find('=') != std::string::npos : token.size() > 2;
     const CLI::Option* opt = app.get_option_no_throw(token);
     const bool takes_next = !inline_value && opt != nullptr && opt->get_items_expected_min() > 0;
     i += takes_next ? 2 : 1;  // unknown options are left for CLI11 to reject
@@ -118,7 +125,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
       "is passed to the program unchanged; '--' may separate it explicitly.");
   app.add_option("--np,--num-proc", opts.num_proc, "Number of worker processes (-np N)")
       ->required()
-      ->check(at_least(1, "number of workers"));
+      ->check(in_range(1, std::numeric_limits<int>::max(), "number of workers"));
   app.add_option("--job-id", opts.job_id, "Job id shared by all ranks (default: random hex)")
       ->check(CLI::Validator(validate_job_id, "ID"));
   app.add_option("--hostname", opts.hostname, "Address the workers advertise to each other")
@@ -129,7 +136,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   app.add_option("--grace-period-ms", grace_ms,
                  "Time between SIGTERM and SIGKILL when tearing the job down")
       ->capture_default_str()
-      ->check(at_least(0, "grace period"));
+      ->check(in_range(0, kMaxGracePeriodMs, "grace period"));
   // Repeatable, but each -x takes exactly one value (allow_extra_args off),
   // so `-x FOO ./prog` never swallows the program name.
   app.add_option("-x,--env", env_specs, "Set NAME=VALUE, or pass NAME through, in workers")
@@ -147,7 +154,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   // arguments never go through CLI11.
   std::vector<std::string> for_cli;
   const std::size_t launcher_end = explicit_separator ? program_index - 1 : program_index;
-  for (std::size_t i = 0; i < launcher_end; ++i) for_cli.push_back(normalize_launcher_token(args[i]));
+  for (std::size_t i = 0; i < launcher_end; ++i)
+    for_cli.push_back(normalize_launcher_token(args[i]));
   if (program_index < args.size()) {
     if (args[program_index].rfind('-', 0) == 0) for_cli.push_back("--");
     for_cli.push_back(args[program_index]);

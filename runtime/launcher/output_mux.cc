@@ -121,8 +121,7 @@ void OutputMux::pump(Stream& stream, int max_reads) {
     const ssize_t n = ::read(stream.source.get(), read_buffer_.data(), read_buffer_.size());
     if (n > 0) {
       out.clear();
-      stream.prefixer.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)),
-                           out);
+      stream.prefixer.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)), out);
       write_to_sink(stream.sink_fd, out);
       continue;
     }

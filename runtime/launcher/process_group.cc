@@ -143,8 +143,9 @@ WorkerPipes ProcessGroup::spawn(const WorkerSpec& spec) {
     throw SpawnError("cannot open /dev/null: " + errno_text(e), e, false);
   }
 
-  const ChildSetup setup{::getpid(),          dev_null.get(), out.write.get(), err.write.get(),
-                         exec_error.write.get(), argv.data(),  envp.data()};
+  const ChildSetup setup{::getpid(),      dev_null.get(),         out.write.get(),
+                         err.write.get(), exec_error.write.get(), argv.data(),
+                         envp.data()};
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -168,8 +169,7 @@ WorkerPipes ProcessGroup::spawn(const WorkerSpec& spec) {
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    throw SpawnError("cannot execute '" + spec.argv[0] + "': " +
-                         errno_text(child_errno),
+    throw SpawnError("cannot execute '" + spec.argv[0] + "': " + errno_text(child_errno),
                      child_errno, true);
   }
 

@@ -33,8 +33,7 @@ extern "C" void on_signal(int sig) {
 SignalPipe::SignalPipe(std::initializer_list<int> signals) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw std::runtime_error(std::string("cannot create signal pipe: ") +
-                             std::strerror(errno));
+    throw std::runtime_error(std::string("cannot create signal pipe: ") + std::strerror(errno));
   }
   read_.reset(fds[0]);
   write_.reset(fds[1]);
@@ -59,8 +58,7 @@ SignalPipe::~SignalPipe() {
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
     ::sigaction(it->sig, &it->previous, nullptr);
   }
-  // Only release the global if this instance owns it (a failed constructor
-  // that threw never installed itself, but the destructor is not run then).
+  // Handlers are gone, so nothing can write to the pipe any more.
   int mine = write_.get();
   g_signal_write_fd.compare_exchange_strong(mine, -1);
 }

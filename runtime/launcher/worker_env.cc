@@ -17,8 +17,8 @@ constexpr std::array<std::string_view, 9> kContractNames = {
 std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
 
 void upsert(std::vector<EnvVar>& vars, EnvVar var) {
-  auto it = std::find_if(vars.begin(), vars.end(),
-                         [&](const EnvVar& v) { return v.first == var.first; });
+  auto it =
+      std::find_if(vars.begin(), vars.end(), [&](const EnvVar& v) { return v.first == var.first; });
   if (it != vars.end()) {
     it->second = std::move(var.second);
   } else {
@@ -46,8 +46,8 @@ std::vector<EnvVar> contract_variables(const ContractParams& p) {
   };
 }
 
-ContractParams single_host_params(int rank, int size, std::string store_path,
-                                  std::string job_id, std::string hostname) {
+ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,
+                                  std::string hostname) {
   ContractParams p;
   p.rank = rank;
   p.size = size;

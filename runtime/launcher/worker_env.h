@@ -46,8 +46,8 @@ struct ContractParams {
 std::vector<EnvVar> contract_variables(const ContractParams& params);
 
 // Single-host layout used by khorovodrun: local == global, one host.
-ContractParams single_host_params(int rank, int size, std::string store_path,
-                                  std::string job_id, std::string hostname);
+ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,
+                                  std::string hostname);
 
 struct ResolvedExtraEnv {
   std::vector<EnvVar> vars;

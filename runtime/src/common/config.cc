@@ -68,18 +68,18 @@ Status ReadInt(const EnvReader& env, const std::string& key, int64_t min, int64_
 }  // namespace
 
 Status Config::Validate() const {
-  if (size < 1) return Status::InvalidArgument("size must be >= 1, got " + std::to_string(size));
+  if (size < 1) return Status::InvalidArgument("KHOROVOD_SIZE must be >= 1, got " + std::to_string(size));
   if (rank < 0 || rank >= size) {
-    return Status::InvalidArgument("rank " + std::to_string(rank) + " outside [0, " +
-                                   std::to_string(size) + ")");
+    return Status::InvalidArgument("KHOROVOD_RANK=" + std::to_string(rank) +
+                                   " outside [0, KHOROVOD_SIZE=" + std::to_string(size) + ")");
   }
   if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
-    return Status::InvalidArgument("local_rank " + std::to_string(local_rank) +
-                                   " outside [0, local_size=" + std::to_string(local_size) + ")");
+    return Status::InvalidArgument("KHOROVOD_LOCAL_RANK=" + std::to_string(local_rank) +
+                                   " outside [0, KHOROVOD_LOCAL_SIZE=" + std::to_string(local_size) + ")");
   }
   if (cross_size < 1 || cross_rank < 0 || cross_rank >= cross_size) {
-    return Status::InvalidArgument("cross_rank " + std::to_string(cross_rank) +
-                                   " outside [0, cross_size=" + std::to_string(cross_size) + ")");
+    return Status::InvalidArgument("KHOROVOD_CROSS_RANK=" + std::to_string(cross_rank) +
+                                   " outside [0, KHOROVOD_CROSS_SIZE=" + std::to_string(cross_size) + ")");
   }
   if (size > 1 && store_path.empty()) {
     return Status::InvalidArgument(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/enforce.h"
 #include "common/half.h"
@@ -111,8 +112,14 @@ namespace {
 template <typename T>
 void DivideNative(void* data, size_t n, int64_t divisor) {
   T* p = static_cast<T*>(data);
-  const T d = static_cast<T>(divisor);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / d);
+  if constexpr (std::is_floating_point_v<T>) {
+    const T d = static_cast<T>(divisor);
+    for (size_t i = 0; i < n; ++i) p[i] /= d;
+  } else {
+    // Divide in int64 so a divisor beyond T's range (e.g. 256 ranks for
+    // uint8) neither wraps nor becomes zero.
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<int64_t>(p[i]) / divisor);
+  }
 }
 template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
 void Divide16(void* data, size_t n, int64_t divisor) {

@@ -23,8 +23,9 @@ using ReduceFn = void (*)(void* out, const void* a, const void* b, size_t count)
 // Never null for a valid dtype and op.
 ReduceFn GetReduceFn(DataType dtype, ReduceOp op);
 
-// data[i] *= factor, computed in double for 32/64-bit types and in float for
-// 16-bit floats; integer results truncate toward zero.
+// data[i] *= factor: in the element type for float32/float64 (the factor is
+// rounded to it, as Horovod does), in float for 16-bit floats, and in double
+// for integers, whose results truncate toward zero.
 void Scale(void* data, size_t count, DataType dtype, double factor);
 
 // data[i] /= divisor: exact integer division (toward zero) for integer

@@ -141,10 +141,15 @@ std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
     case OpType::kJoin:
       break;
   }
-  if (first->op != OpType::kAllreduce) {
-    for (int r = 0; r < size_; ++r) {
-      if (joined_[r] && !e.by_rank[r]) {
-        return std::string(OpTypeName(first->op)) + " is not supported while rank " +
+  return std::nullopt;
+}
+
+std::optional<std::string> Coordinator::JoinConflict(const Entry& e) const {
+  for (int r = 0; r < size_; ++r) {
+    if (!joined_[r] || e.by_rank[r]) continue;
+    for (const auto& req : e.by_rank) {
+      if (req && req->op != OpType::kAllreduce) {
+        return std::string(OpTypeName(req->op)) + " is not supported while rank " +
                std::to_string(r) + " has joined; only allreduce is";
       }
     }
@@ -237,7 +242,10 @@ std::vector<Response> Coordinator::Collect(Clock::time_point now) {
     Entry& e = *it;
     bool release = false;
     if (Ready(e)) {
-      if (auto problem = CheckAgreement(e)) {
+      if (auto conflict = JoinConflict(e)) {
+        out.push_back(ErrorFor(e, StatusCode::kFailedPrecondition, *conflict));
+        release = true;
+      } else if (auto problem = CheckAgreement(e)) {
         out.push_back(ErrorFor(e, StatusCode::kMismatch, *problem));
         release = true;
       } else {

@@ -50,6 +50,7 @@ class Coordinator {
 
   bool Ready(const Entry& e) const;
   std::optional<std::string> CheckAgreement(const Entry& e) const;
+  std::optional<std::string> JoinConflict(const Entry& e) const;
   Response BuildResponse(const Entry& e) const;
   Response ErrorFor(const Entry& e, StatusCode code, const std::string& message) const;
   std::string StallMessage(const Entry& e) const;

@@ -4,7 +4,7 @@ namespace khorovod {
 namespace {
 
 bool Fusible(const Response& a, const Response& b) {
-  return b.op == OpType::kAllreduce && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
+  return b.op == OpType::kAllreduce && b.kind == Response::Kind::kExecute && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.device == b.device;
 }
 

@@ -87,6 +87,7 @@ class Reader {
     return true;
   }
   bool AtEnd() const { return pos_ == in_.size(); }
+  size_t Remaining() const { return in_.size() - pos_; }
 
  private:
   const std::string& in_;
@@ -157,7 +158,7 @@ Status DecodeRequests(const std::string& bytes, std::vector<Request>* out) {
   uint64_t n;
   if (!CheckHeader(r, &n)) return Malformed("request header");
   out->clear();
-  out->reserve(n);
+  // No reserve(n): n is untrusted; a short message runs out of bytes first.
   for (uint64_t i = 0; i < n; ++i) {
     Request q;
     bool ok = r.Get(&q.rank) && r.GetOpType(&q.op) && r.GetString(&q.name) && r.GetDtype(&q.dtype) &&
@@ -202,18 +203,19 @@ Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
   uint64_t n;
   if (!CheckHeader(r, &n)) return Malformed("response header");
   out->clear();
-  out->reserve(n);
   for (uint64_t i = 0; i < n; ++i) {
     Response p;
     uint8_t kind, code;
     uint64_t names;
-    if (!r.Get(&kind) || kind > 1 || !r.GetOpType(&p.op) || !r.Get(&names) || names > kMaxItems) {
+    if (!r.Get(&kind) || kind > 1 || !r.GetOpType(&p.op) || !r.Get(&names) ||
+        names > r.Remaining() / sizeof(uint64_t)) {
       return Malformed("response kind");
     }
     p.kind = static_cast<Response::Kind>(kind);
-    p.names.resize(names);
-    for (auto& name : p.names) {
+    for (uint64_t k = 0; k < names; ++k) {
+      std::string name;
       if (!r.GetString(&name)) return Malformed("response name");
+      p.names.push_back(std::move(name));
     }
     bool ok = r.GetDtype(&p.dtype) && r.GetReduceOp(&p.reduce_op) && r.Get(&p.root) &&
               r.GetDevice(&p.device) && r.Get(&p.prescale) && r.Get(&p.postscale) &&

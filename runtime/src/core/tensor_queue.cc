@@ -59,7 +59,7 @@ bool TensorQueue::shutdown_requested() const {
 void TensorQueue::Close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
-  closed_reason_ = reason;
+  closed_reason_ = reason.ok() ? Status::Internal("queue closed without a reason") : reason;
 }
 
 }  // namespace khorovod

@@ -1,0 +1,224 @@
+// Config::FromMap: defaults, every KHOROVOD_* variable, and rejection of
+// malformed values with the variable named in the message.
+#include "khorovod/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "test_util.h"
+
+namespace khorovod {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+using testing::HasSubstr;
+
+// A valid two-rank environment that a test then modifies.
+Env TwoRanks() {
+  return {{"KHOROVOD_RANK", "1"}, {"KHOROVOD_SIZE", "2"}, {"KHOROVOD_STORE_PATH", "/tmp/store"}};
+}
+
+void ExpectRejected(const Env& env, const std::string& variable) {
+  StatusOr<Config> c = Config::FromMap(env);
+  ASSERT_FALSE(c.ok()) << variable;
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status();
+  EXPECT_TRUE(HasSubstr(c.status().message(), variable));
+}
+
+TEST(Config, DefaultsFromAnEmptyMap) {
+  StatusOr<Config> c = Config::FromMap({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rank, 0);
+  EXPECT_EQ(c->size, 1);
+  EXPECT_EQ(c->local_rank, 0);
+  EXPECT_EQ(c->local_size, 1);
+  EXPECT_EQ(c->cross_rank, 0);
+  EXPECT_EQ(c->cross_size, 1);
+  EXPECT_EQ(c->store_path, "");
+  EXPECT_EQ(c->job_id, "khorovod");
+  EXPECT_EQ(c->hostname, "127.0.0.1");
+  EXPECT_EQ(c->fusion_threshold_bytes, size_t{134217728});
+  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(1000));
+  EXPECT_EQ(c->cache_capacity, size_t{1024});
+  EXPECT_EQ(c->stall_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(c->transport_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(c->cpu_backend, "gloo");
+  EXPECT_TRUE(c->Validate().ok());
+}
+
+TEST(Config, EveryVariableIsParsed) {
+  Env env = {{"KHOROVOD_RANK", "5"},
+             {"KHOROVOD_SIZE", "8"},
+             {"KHOROVOD_LOCAL_RANK", "1"},
+             {"KHOROVOD_LOCAL_SIZE", "4"},
+             {"KHOROVOD_CROSS_RANK", "1"},
+             {"KHOROVOD_CROSS_SIZE", "2"},
+             {"KHOROVOD_STORE_PATH", "/shared/rdzv"},
+             {"KHOROVOD_JOB_ID", "job-42"},
+             {"KHOROVOD_HOSTNAME", "10.0.0.7"},
+             {"KHOROVOD_FUSION_THRESHOLD", "0"},
+             {"KHOROVOD_CYCLE_TIME", "2.5"},
+             {"KHOROVOD_CACHE_CAPACITY", "0"},
+             {"KHOROVOD_STALL_CHECK_TIME_SECONDS", "1.5"},
+             {"KHOROVOD_TIMEOUT_SECONDS", "7"},
+             {"KHOROVOD_CPU_OPERATIONS", "other"},
+             {"UNRELATED", "x"}};
+  StatusOr<Config> c = Config::FromMap(env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rank, 5);
+  EXPECT_EQ(c->size, 8);
+  EXPECT_EQ(c->local_rank, 1);
+  EXPECT_EQ(c->local_size, 4);
+  EXPECT_EQ(c->cross_rank, 1);
+  EXPECT_EQ(c->cross_size, 2);
+  EXPECT_EQ(c->store_path, "/shared/rdzv");
+  EXPECT_EQ(c->job_id, "job-42");
+  EXPECT_EQ(c->hostname, "10.0.0.7");
+  EXPECT_EQ(c->fusion_threshold_bytes, size_t{0});
+  EXPECT_EQ(c->cycle_time, std::chrono::microseconds(2500));
+  EXPECT_EQ(c->cache_capacity, size_t{0});
+  EXPECT_EQ(c->stall_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(c->transport_timeout, std::chrono::seconds(7));
+  EXPECT_EQ(c->cpu_backend, "other");
+}
+
+TEST(Config, LocalRankAndSizeDefaultToGlobalOnes) {
+  StatusOr<Config> c = Config::FromMap(TwoRanks());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->local_rank, 1);
+  EXPECT_EQ(c->local_size, 2);
+  EXPECT_EQ(c->cross_rank, 0);
+  EXPECT_EQ(c->cross_size, 1);
+}
+
+TEST(Config, CycleTimeAcceptsFractionalMilliseconds) {
+  const std::pair<const char*, int64_t> cases[] = {
+      {"0.25", 250}, {"0", 0}, {"1", 1000}, {"0.0015", 2}, {"1e1", 10'000}, {"10000", 10'000'000}};
+  for (auto [text, micros] : cases) {
+    StatusOr<Config> c = Config::FromMap({{"KHOROVOD_CYCLE_TIME", text}});
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status();
+    EXPECT_EQ(c->cycle_time, std::chrono::microseconds(micros)) << text;
+  }
+}
+
+TEST(Config, EmptyValueMeansUnset) {
+  StatusOr<Config> c = Config::FromMap({{"KHOROVOD_SIZE", ""}, {"KHOROVOD_JOB_ID", ""}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->size, 1);
+  EXPECT_EQ(c->job_id, "khorovod");
+}
+
+TEST(Config, LargestAcceptedValues) {
+  Env env = {{"KHOROVOD_FUSION_THRESHOLD", "1099511627776"},  // 2^40
+             {"KHOROVOD_CACHE_CAPACITY", "1048576"}};
+  StatusOr<Config> c = Config::FromMap(env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->fusion_threshold_bytes, size_t{1} << 40);
+  EXPECT_EQ(c->cache_capacity, size_t{1} << 20);
+}
+
+const char* const kIntegerVariables[] = {"KHOROVOD_RANK",       "KHOROVOD_SIZE",
+                                         "KHOROVOD_LOCAL_RANK", "KHOROVOD_LOCAL_SIZE",
+                                         "KHOROVOD_CROSS_RANK", "KHOROVOD_CROSS_SIZE",
+                                         "KHOROVOD_FUSION_THRESHOLD", "KHOROVOD_CACHE_CAPACITY"};
+const char* const kNumberVariables[] = {"KHOROVOD_CYCLE_TIME", "KHOROVOD_STALL_CHECK_TIME_SECONDS",
+                                        "KHOROVOD_TIMEOUT_SECONDS"};
+
+TEST(Config, MalformedIntegersNameTheVariable) {
+  for (const char* var : kIntegerVariables) {
+    for (const char* bad : {"abc", "-1", "1.5", "3x", "2 ", "0x10", "99999999999999999999999"}) {
+      SCOPED_TRACE(std::string(var) + "='" + bad + "'");
+      Env env = TwoRanks();
+      env[var] = bad;
+      ExpectRejected(env, var);
+    }
+  }
+}
+
+TEST(Config, MalformedNumbersNameTheVariable) {
+  for (const char* var : kNumberVariables) {
+    for (const char* bad : {"abc", "-1", "1.5ms", "nan", "inf", "1e400", "."}) {
+      SCOPED_TRACE(std::string(var) + "='" + bad + "'");
+      Env env = TwoRanks();
+      env[var] = bad;
+      ExpectRejected(env, var);
+    }
+  }
+}
+
+TEST(Config, OutOfRangeValuesNameTheVariable) {
+  ExpectRejected({{"KHOROVOD_SIZE", "0"}}, "KHOROVOD_SIZE");
+  ExpectRejected({{"KHOROVOD_LOCAL_SIZE", "0"}}, "KHOROVOD_LOCAL_SIZE");
+  ExpectRejected({{"KHOROVOD_CROSS_SIZE", "0"}}, "KHOROVOD_CROSS_SIZE");
+  ExpectRejected({{"KHOROVOD_FUSION_THRESHOLD", "1099511627777"}}, "KHOROVOD_FUSION_THRESHOLD");
+  ExpectRejected({{"KHOROVOD_CACHE_CAPACITY", "1048577"}}, "KHOROVOD_CACHE_CAPACITY");
+  ExpectRejected({{"KHOROVOD_CYCLE_TIME", "10000.5"}}, "KHOROVOD_CYCLE_TIME");
+  ExpectRejected({{"KHOROVOD_STALL_CHECK_TIME_SECONDS", "0"}}, "KHOROVOD_STALL_CHECK_TIME_SECONDS");
+  ExpectRejected({{"KHOROVOD_TIMEOUT_SECONDS", "0"}}, "KHOROVOD_TIMEOUT_SECONDS");
+}
+
+TEST(Config, RankNotBelowSizeNamesTheVariable) {
+  Env env = TwoRanks();
+  env["KHOROVOD_RANK"] = "2";
+  ExpectRejected(env, "KHOROVOD_RANK");
+  env = TwoRanks();
+  env["KHOROVOD_LOCAL_SIZE"] = "1";  // local rank defaults to the rank, 1
+  ExpectRejected(env, "KHOROVOD_LOCAL_RANK");
+  env = TwoRanks();
+  env["KHOROVOD_CROSS_RANK"] = "1";  // cross size defaults to 1
+  ExpectRejected(env, "KHOROVOD_CROSS_RANK");
+}
+
+TEST(Config, RankNotBelowSizeIsRejected) {
+  // The code half of the check above, independent of the message wording.
+  Env env = TwoRanks();
+  env["KHOROVOD_RANK"] = "2";
+  StatusOr<Config> c = Config::FromMap(env);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  env["KHOROVOD_RANK"] = "7";
+  env["KHOROVOD_SIZE"] = "4";
+  EXPECT_EQ(Config::FromMap(env).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Config, SizeAboveOneRequiresAStorePath) {
+  ExpectRejected({{"KHOROVOD_RANK", "0"}, {"KHOROVOD_SIZE", "2"}}, "KHOROVOD_STORE_PATH");
+  EXPECT_TRUE(Config::FromMap({{"KHOROVOD_SIZE", "1"}}).ok());
+}
+
+TEST(Config, ValidateChecksRangesAndCrossFieldConstraints) {
+  Config c;
+  EXPECT_TRUE(c.Validate().ok());
+  auto rejected = [](Config bad) { return bad.Validate().code() == StatusCode::kInvalidArgument; };
+  Config bad = c;
+  bad.size = 0;
+  EXPECT_TRUE(rejected(bad));
+  bad = c;
+  bad.rank = -1;
+  EXPECT_TRUE(rejected(bad));
+  bad = c;
+  bad.job_id.clear();
+  EXPECT_TRUE(rejected(bad));
+  bad = c;
+  bad.cycle_time = std::chrono::microseconds(-1);
+  EXPECT_TRUE(rejected(bad));
+  bad = c;
+  bad.stall_timeout = std::chrono::milliseconds(0);
+  EXPECT_TRUE(rejected(bad));
+  bad = c;
+  bad.transport_timeout = std::chrono::milliseconds(0);
+  EXPECT_TRUE(rejected(bad));
+  bad = c;
+  bad.size = 3;
+  bad.rank = 2;
+  EXPECT_TRUE(rejected(bad));  // no store path
+  bad.store_path = "/s";
+  bad.local_size = 3;
+  bad.local_rank = 2;
+  EXPECT_TRUE(bad.Validate().ok()) << bad.Validate();
+}
+
+}  // namespace
+}  // namespace khorovod

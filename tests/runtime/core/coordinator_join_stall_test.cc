@@ -1,0 +1,181 @@
+// Coordinator: stall detection (with explicit clock readings) and join.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "coord_common.h"
+#include "core/coordinator.h"
+#include "test_util.h"
+
+namespace khorovod {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Allreduce;
+using testing::HasSubstr;
+using testing::kT0;
+using testing::MakeRequest;
+using testing::Names;
+
+Request Join(int rank) { return MakeRequest(rank, OpType::kJoin, "khorovod.join", {}); }
+
+TEST(CoordinatorStall, DueExactlyAtTheTimeoutSinceFirstSeen) {
+  Coordinator c(3, 1000ms);
+  EXPECT_FALSE(c.StallDue(kT0 + 1h));  // nothing pending
+  c.Add(Allreduce(0, "a"), kT0);
+  c.Add(Allreduce(1, "a"), kT0 + 900ms);  // later submissions do not reset the clock
+  EXPECT_FALSE(c.StallDue(kT0 + 999ms));
+  EXPECT_TRUE(c.Collect(kT0 + 999ms).empty());
+  EXPECT_TRUE(c.StallDue(kT0 + 1000ms));
+  EXPECT_TRUE(c.StallDue(kT0 + 5000ms));
+}
+
+TEST(CoordinatorStall, StalledTensorFailsNamingSubmittedAndMissingRanks) {
+  Coordinator c(4, 1000ms);
+  c.Add(Allreduce(2, "a"), kT0);
+  c.Add(Allreduce(0, "a"), kT0 + 10ms);
+  c.Add(Allreduce(3, "b"), kT0 + 500ms);
+  std::vector<Response> out = c.Collect(kT0 + 1000ms);
+  ASSERT_EQ(out.size(), 1u) << "only 'a' waited past the timeout";
+  EXPECT_EQ(out[0].kind, Response::Kind::kError);
+  EXPECT_EQ(out[0].error_code, StatusCode::kStalled);
+  EXPECT_EQ(out[0].names, std::vector<std::string>{"a"});
+  EXPECT_EQ(out[0].op, OpType::kAllreduce);
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "tensor 'a'"));
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "submitted by ranks [0, 2]"));
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "missing ranks [1, 3]"));
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "1000 ms"));
+  EXPECT_FALSE(c.StallDue(kT0 + 1000ms)) << "the stalled entry was released";
+  EXPECT_TRUE(c.StallDue(kT0 + 1500ms));
+  out = c.Collect(kT0 + 1500ms);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "submitted by ranks [3], missing ranks [0, 1, 2]"));
+  EXPECT_TRUE(c.empty());
+}
+
+TEST(CoordinatorStall, ATensorCompletedBeforeTheTimeoutIsNotStalled) {
+  Coordinator c(2, 1000ms);
+  c.Add(Allreduce(0, "a"), kT0);
+  c.Add(Allreduce(1, "a"), kT0 + 5000ms);
+  std::vector<Response> out = c.Collect(kT0 + 5000ms);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Response::Kind::kExecute) << "ready beats stalled";
+}
+
+TEST(CoordinatorStall, GroupMemberWaitingForTheRestOfItsGroupStalls) {
+  Coordinator c(2, 1000ms);
+  Request g1 = Allreduce(0, "g1"), g2 = Allreduce(0, "g2");
+  g1.group = g2.group = "g";
+  g1.group_size = g2.group_size = 2;
+  c.Add(g1, kT0);
+  g1.rank = 1;
+  c.Add(g1, kT0);
+  c.Add(g2, kT0 + 600ms);  // only rank 0
+  EXPECT_TRUE(c.Collect(kT0 + 999ms).empty());
+  std::vector<Response> out = c.Collect(kT0 + 1000ms);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].names, std::vector<std::string>{"g1"});
+  EXPECT_EQ(out[0].error_code, StatusCode::kStalled);
+  out = c.Collect(kT0 + 1600ms);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].names, std::vector<std::string>{"g2"});
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "missing ranks [1]"));
+}
+
+TEST(CoordinatorJoin, AllreduceBecomesReadyWhenTheMissingRanksJoined) {
+  Coordinator c(3, 60s);
+  c.Add(Allreduce(0, "a", {2, 2}), kT0);
+  c.Add(Allreduce(1, "a", {2, 2}), kT0);
+  EXPECT_TRUE(c.Collect(kT0).empty());
+  c.Add(Join(2), kT0);
+  std::vector<Response> out = c.Collect(kT0);
+  ASSERT_EQ(out.size(), 1u) << "no join response until every rank joined";
+  EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
+  EXPECT_EQ(out[0].names, std::vector<std::string>{"a"});
+  EXPECT_EQ(out[0].sizes, std::vector<int64_t>{4});
+  // A later allreduce from the remaining ranks is ready without rank 2.
+  c.Add(Allreduce(1, "b"), kT0);
+  EXPECT_TRUE(c.Collect(kT0).empty());
+  c.Add(Allreduce(0, "b"), kT0);
+  EXPECT_EQ(Names(c.Collect(kT0)), std::vector<std::string>{"b"});
+}
+
+TEST(CoordinatorJoin, JoinedRanksCountAsSubmittedInStallMessages) {
+  Coordinator c(3, 1000ms);
+  c.Add(Join(2), kT0);
+  c.Add(Allreduce(0, "a"), kT0);
+  std::vector<Response> out = c.Collect(kT0 + 1000ms);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].error_code, StatusCode::kStalled);
+  EXPECT_TRUE(HasSubstr(out[0].error_message, "submitted by ranks [0, 2], missing ranks [1]"));
+}
+
+TEST(CoordinatorJoin, OtherCollectivesWithAJoinedRankFail) {
+  for (OpType op : {OpType::kAllgather, OpType::kBroadcast, OpType::kAlltoall, OpType::kReducescatter,
+                    OpType::kBarrier}) {
+    SCOPED_TRACE(std::string(OpTypeName(op)));
+    Coordinator c(3, 60s);
+    c.Add(Join(1), kT0);
+    c.Add(MakeRequest(0, op, "t", {6, 2}), kT0);
+    c.Add(MakeRequest(2, op, "t", {6, 2}), kT0);
+    std::vector<Response> out = c.Collect(kT0);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].kind, Response::Kind::kError);
+    EXPECT_NE(out[0].error_code, StatusCode::kOk);
+    EXPECT_EQ(out[0].names, std::vector<std::string>{"t"});
+    EXPECT_EQ(out[0].op, op);
+    EXPECT_TRUE(HasSubstr(out[0].error_message, "rank 1 has joined"));
+    EXPECT_TRUE(c.empty());
+  }
+}
+
+TEST(CoordinatorJoin, OtherCollectivesWithAJoinedRankFailWithFailedPrecondition) {
+  // runtime.h, Runtime::join: "other collectives fail with
+  // kFailedPrecondition while a rank is joined".
+  Coordinator c(2, 60s);
+  c.Add(Join(1), kT0);
+  c.Add(MakeRequest(0, OpType::kBroadcast, "t", {3}), kT0);
+  std::vector<Response> out = c.Collect(kT0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].error_code, StatusCode::kFailedPrecondition) << out[0].error_message;
+}
+
+TEST(CoordinatorJoin, OneJoinResponseOnceEveryRankJoined) {
+  Coordinator c(3, 60s);
+  c.Add(Join(1), kT0);
+  c.Add(Join(0), kT0);
+  EXPECT_TRUE(c.Collect(kT0).empty());
+  c.Add(Join(1), kT0);  // joining twice counts once
+  EXPECT_TRUE(c.Collect(kT0).empty());
+  c.Add(Join(2), kT0);
+  std::vector<Response> out = c.Collect(kT0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].op, OpType::kJoin);
+  EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
+  EXPECT_EQ(out[0].join_last_rank, 2);
+  EXPECT_EQ(out[0].names, std::vector<std::string>{"khorovod.join"});
+  EXPECT_TRUE(c.Collect(kT0).empty()) << "exactly one join response";
+
+  // The join state was reset: allreduces need every rank again.
+  c.Add(Allreduce(0, "a"), kT0);
+  c.Add(Allreduce(1, "a"), kT0);
+  EXPECT_TRUE(c.Collect(kT0).empty());
+}
+
+TEST(CoordinatorJoin, PendingAllreduceIsReleasedBeforeTheJoinResponse) {
+  Coordinator c(2, 60s);
+  c.Add(Allreduce(0, "a"), kT0);
+  c.Add(Join(0), kT0);
+  EXPECT_TRUE(c.Collect(kT0).empty());
+  c.Add(Join(1), kT0);
+  std::vector<Response> out = c.Collect(kT0);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].names, std::vector<std::string>{"a"});
+  EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
+  EXPECT_EQ(out[1].op, OpType::kJoin);
+  EXPECT_EQ(out[1].join_last_rank, 1);
+}
+
+}  // namespace
+}  // namespace khorovod
