@@ -1,0 +1,145 @@
+#include "launch_options.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+namespace khorovod::launcher {
+namespace {
+
+struct Parsed {
+  ParseOutcome outcome;
+  std::string out;
+  std::string err;
+};
+
+Parsed parse(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  ParseOutcome outcome = parse_launch_options(args, out, err);
+  return Parsed{std::move(outcome), out.str(), err.str()};
+}
+
+LaunchOptions parse_ok(const std::vector<std::string>& args) {
+  Parsed p = parse(args);
+  EXPECT_TRUE(p.outcome.options.has_value()) << p.err;
+  return p.outcome.options.value_or(LaunchOptions{});
+}
+
+using Args = std::vector<std::string>;
+
+TEST(LaunchOptionsTest, HorovodrunStyleWithDefaults) {
+  const LaunchOptions o = parse_ok({"-np", "4", "./trainer", "--steps", "10"});
+  EXPECT_EQ(o.num_proc, 4);
+  EXPECT_EQ(o.command, (Args{"./trainer", "--steps", "10"}));
+  EXPECT_EQ(o.job_id, "");
+  EXPECT_EQ(o.hostname, "127.0.0.1");
+  EXPECT_EQ(o.grace_period, std::chrono::milliseconds(3000));
+  EXPECT_TRUE(o.extra_env.empty());
+}
+
+TEST(LaunchOptionsTest, NumProcSpellings) {
+  for (const Args& args : {Args{"-np", "2", "p"}, Args{"-np=2", "p"}, Args{"--np", "2", "p"},
+                           Args{"--np=2", "p"}, Args{"--num-proc", "2", "p"}}) {
+    EXPECT_EQ(parse_ok(args).num_proc, 2) << args[0];
+  }
+}
+
+TEST(LaunchOptionsTest, AllOptions) {
+  const LaunchOptions o =
+      parse_ok({"--job-id", "job-1", "--hostname", "10.0.0.1", "--grace-period-ms", "250", "-x",
+                "A=1", "-x", "B", "-xC=x=y", "--env=D=", "-np", "3", "prog"});
+  EXPECT_EQ(o.num_proc, 3);
+  EXPECT_EQ(o.job_id, "job-1");
+  EXPECT_EQ(o.hostname, "10.0.0.1");
+  EXPECT_EQ(o.grace_period, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.extra_env,
+            (std::vector<EnvSpec>{{"A", "1"}, {"B", std::nullopt}, {"C", "x=y"}, {"D", ""}}));
+  EXPECT_EQ(o.command, Args{"prog"});
+}
+
+TEST(LaunchOptionsTest, ProgramArgumentsAreNeverParsed) {
+  const Args program_args{"-np", "3", "-x", "A=1", "--", "[1,2]", "{}", "", "--help"};
+  Args args{"-np", "2", "-x", "B=2", "prog"};
+  args.insert(args.end(), program_args.begin(), program_args.end());
+  const LaunchOptions o = parse_ok(args);
+  EXPECT_EQ(o.num_proc, 2);
+  EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"B", "2"}}));
+  Args expected{"prog"};
+  expected.insert(expected.end(), program_args.begin(), program_args.end());
+  EXPECT_EQ(o.command, expected);
+}
+
+TEST(LaunchOptionsTest, DoubleDashAllowsProgramStartingWithDash) {
+  EXPECT_EQ(parse_ok({"-np", "1", "--", "-weird", "a"}).command, (Args{"-weird", "a"}));
+  EXPECT_EQ(parse_ok({"-np", "1", "--", "--", "a"}).command, (Args{"--", "a"}));
+}
+
+TEST(LaunchOptionsTest, ExtraEnvDoesNotSwallowProgram) {
+  const LaunchOptions o = parse_ok({"-np", "1", "-x", "FOO", "prog", "arg"});
+  EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"FOO", std::nullopt}}));
+  EXPECT_EQ(o.command, (Args{"prog", "arg"}));
+}
+
+TEST(LaunchOptionsTest, HelpIsNotAnError) {
+  const Parsed p = parse({"--help"});
+  EXPECT_FALSE(p.outcome.options);
+  EXPECT_EQ(p.outcome.exit_code, 0);
+  EXPECT_NE(p.out.find("--np"), std::string::npos);
+  EXPECT_NE(p.out.find("--grace-period-ms"), std::string::npos);
+}
+
+class LaunchOptionsRejectTest
+    : public ::testing::TestWithParam<std::pair<Args, std::string /*expected in message*/>> {};
+
+TEST_P(LaunchOptionsRejectTest, ClearErrorAndNonZeroExit) {
+  const auto& [args, expected] = GetParam();
+  const Parsed p = parse(args);
+  EXPECT_FALSE(p.outcome.options);
+  EXPECT_NE(p.outcome.exit_code, 0);
+  EXPECT_NE(p.err.find(expected), std::string::npos) << p.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LaunchOptionsRejectTest,
+    ::testing::Values(std::pair{Args{}, "--np is required"},
+                      std::pair{Args{"prog"}, "--np is required"},
+                      std::pair{Args{"-np", "0", "prog"}, "must be at least 1, got 0"},
+                      std::pair{Args{"-np", "-3", "prog"}, "must be at least 1, got -3"},
+                      std::pair{Args{"-np", "x", "prog"}, "--np"},
+                      std::pair{Args{"-np", "2"}, "program is required"},
+                      std::pair{Args{"-np", "2", "--"}, "program is required"},
+                      std::pair{Args{"-np"}, "--np"},
+                      std::pair{Args{"-np", "2", "--bogus", "prog"}, "--bogus"},
+                      std::pair{Args{"-np", "2", "-x", "", "prog"}, "NAME"},
+                      std::pair{Args{"-np", "2", "-x", "=v", "prog"}, "NAME"},
+                      std::pair{Args{"-np", "2", "-x", "A-B=1", "prog"}, "not a valid"},
+                      std::pair{Args{"-np", "2", "-x", "KHOROVOD_SIZE=9", "prog"}, "KHOROVOD_SIZE"},
+                      std::pair{Args{"-np", "2", "--job-id", "", "prog"}, "job id"},
+                      std::pair{Args{"-np", "2", "--job-id", "a b", "prog"}, "job id"},
+                      std::pair{Args{"-np", "2", "--hostname", "", "prog"}, "hostname"},
+                      std::pair{Args{"-np", "2", "--grace-period-ms", "-1", "prog"},
+                                "grace period must be at least 0"}));
+
+TEST(EnvSpecTest, ValidateAndParse) {
+  EXPECT_FALSE(validate_env_spec("FOO"));
+  EXPECT_FALSE(validate_env_spec("_foo9=a b=c"));
+  EXPECT_TRUE(validate_env_spec("9FOO"));
+  EXPECT_TRUE(validate_env_spec("FO.O=1"));
+  EXPECT_TRUE(validate_env_spec("KHOROVOD_RANK"));
+  EXPECT_FALSE(validate_env_spec("KHOROVOD_OTHER=1"));  // only the contract names are reserved
+  EXPECT_EQ(parse_env_spec("FOO"), (EnvSpec{"FOO", std::nullopt}));
+  EXPECT_EQ(parse_env_spec("FOO="), (EnvSpec{"FOO", ""}));
+  EXPECT_EQ(parse_env_spec("FOO=a=b"), (EnvSpec{"FOO", "a=b"}));
+}
+
+TEST(JobIdTest, RandomHex) {
+  const std::string a = generate_job_id();
+  const std::string b = generate_job_id();
+  EXPECT_TRUE(std::regex_match(a, std::regex("[0-9a-f]{16}"))) << a;
+  EXPECT_NE(a, b);  // 2^-64 chance of a false failure
+}
+
+}  // namespace
+}  // namespace khorovod::launcher
