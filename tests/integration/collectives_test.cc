@@ -246,14 +246,25 @@ TEST_P(CollectivesTest, GroupedAllreduceAndBarrier) {
 
 TEST_P(CollectivesTest, JoinLetsOtherRanksFinishWithZeros) {
   KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
-    // Rank r runs r + 1 steps, then joins; a step's sum only counts the
-    // ranks that have not joined yet.
+    // Rank r runs r + 1 steps, then joins; a step's sums only count the
+    // ranks that have not joined yet. Each step has a lone allreduce and a
+    // fused pair with a tensor large enough to be reduced in place, so the
+    // joined ranks must mirror both execution paths.
     for (int step = 0; step <= ctx.rank; ++step) {
+      const float active = static_cast<float>(ctx.size - step);
       Tensor t(DataType::kFloat32, {4});
       std::fill(t.data_as<float>(), t.data_as<float>() + 4, 1.0f);
       ASSERT_TRUE(rt.allreduce("join.step", t.view(), t.view(), {ReduceOp::kSum}).ok());
-      const float active = static_cast<float>(ctx.size - step);
       ASSERT_EQ(t.data_as<float>()[0], active) << "step " << step;
+      Tensor big(DataType::kFloat32, {40000}), small(DataType::kFloat32, {3});
+      std::fill(big.data_as<float>(), big.data_as<float>() + 40000, 2.0f);
+      std::fill(small.data_as<float>(), small.data_as<float>() + 3, 1.0f);
+      Handle hb = rt.allreduce_async("join.big", big.view(), big.view(), {ReduceOp::kSum});
+      Handle hs = rt.allreduce_async("join.small", small.view(), small.view(), {ReduceOp::kSum});
+      ASSERT_TRUE(hb.wait().ok());
+      ASSERT_TRUE(hs.wait().ok());
+      ASSERT_EQ(big.data_as<float>()[39999], 2 * active) << "step " << step;
+      ASSERT_EQ(small.data_as<float>()[2], active) << "step " << step;
     }
     int last = -2;
     ASSERT_TRUE(rt.join(&last).ok());

@@ -35,6 +35,14 @@ class Backend {
   virtual Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) = 0;
   // out = concatenation over ranks r of counts[r] elements; in holds
   // counts[rank] elements.
+  // Reduces the concatenation of `buffers` in place, as if it were one
+  // buffer, without packing it. This is how fused tensors are reduced with
+  // one collective and no copies. The default packs into a scratch buffer.
+  struct Span {
+    void* data;
+    size_t count;  // elements
+  };
+  virtual Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op);
   virtual Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
                             DataType dtype) = 0;
   virtual Status Broadcast(void* buffer, size_t count, DataType dtype, int root) = 0;

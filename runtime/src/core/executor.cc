@@ -9,6 +9,10 @@
 namespace khorovod {
 namespace {
 
+// Below this size a tensor is cheaper to copy into the fusion buffer than to
+// send as its own pieces.
+constexpr size_t kPackBelowBytes = 64 << 10;
+
 Shape WithFirstDim(int64_t rows, const Shape& like) {
   Shape s = like;
   if (s.empty()) s.push_back(rows);
@@ -74,11 +78,21 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
     return s;
   };
 
-  if (group.size() == 1 && ops.front()) {
-    // A lone tensor is reduced straight from the input into the output.
-    PendingOp& op = *ops.front();
-    const void* in = op.input.data;
-    void* out = op.output.data;
+  // The path taken must depend only on the responses, which every rank
+  // shares, never on whether this rank has the tensor (a joined rank does not).
+  if (group.size() == 1) {
+    // A lone tensor is reduced straight from the input into the output; a
+    // joined rank contributes zeros.
+    const void* in;
+    void* out;
+    if (ops.front()) {
+      in = ops.front()->input.data;
+      out = ops.front()->output.data;
+    } else {
+      out = FusionBuffer(total * esize);
+      FillZeros(out, total, head.dtype);
+      in = out;
+    }
     if (head.prescale != 1.0) {
       if (in != out) std::memcpy(out, in, total * esize);
       Scale(out, total, head.dtype, head.prescale);
@@ -89,23 +103,50 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
     return complete_all(s);
   }
 
-  std::byte* buffer = FusionBuffer(total * esize);
+  // Tensors below kPackBelowBytes are packed into the fusion buffer (one
+  // span); larger ones are reduced where they live (a joined rank reduces
+  // zeros in their place). The layout depends only on the sizes, so every
+  // rank builds the same spans.
+  auto is_large = [&](size_t i) {
+    return static_cast<size_t>(group[i]->total_elements()) * esize >= kPackBelowBytes;
+  };
+  size_t packed = 0;
+  std::vector<std::vector<std::byte>> joined_zeros;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (!is_large(i)) packed += static_cast<size_t>(group[i]->total_elements()) * esize;
+  }
+  std::byte* buffer = FusionBuffer(packed);
+  std::vector<Backend::Span> spans;
   size_t offset = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     const size_t n = static_cast<size_t>(group[i]->total_elements());
-    if (ops[i]) std::memcpy(buffer + offset * esize, ops[i]->input.data, n * esize);
-    else FillZeros(buffer + offset * esize, n, head.dtype);
-    offset += n;
+    if (is_large(i)) {
+      if (!ops[i]) {
+        joined_zeros.emplace_back(n * esize);  // value-initialized: zeros
+        spans.push_back({joined_zeros.back().data(), n});
+        continue;
+      }
+      if (ops[i]->input.data != ops[i]->output.data) {
+        std::memcpy(ops[i]->output.data, ops[i]->input.data, n * esize);
+      }
+      spans.push_back({ops[i]->output.data, n});
+      continue;
+    }
+    if (ops[i]) std::memcpy(buffer + offset, ops[i]->input.data, n * esize);
+    else FillZeros(buffer + offset, n, head.dtype);
+    offset += n * esize;
   }
-  Scale(buffer, total, head.dtype, head.prescale);
-  Status s = backend_->Allreduce(buffer, buffer, total, head.dtype, head.reduce_op);
+  if (packed) spans.push_back({buffer, packed / esize});
+  for (const auto& span : spans) Scale(span.data, span.count, head.dtype, head.prescale);
+  Status s = backend_->AllreduceSpans(spans, head.dtype, head.reduce_op);
   if (s.ok()) {
-    ApplyPostScale(head, buffer, total);
+    for (const auto& span : spans) ApplyPostScale(head, span.data, span.count);
     offset = 0;
     for (size_t i = 0; i < group.size(); ++i) {
       const size_t n = static_cast<size_t>(group[i]->total_elements());
-      if (ops[i]) std::memcpy(ops[i]->output.data, buffer + offset * esize, n * esize);
-      offset += n;
+      if (is_large(i)) continue;
+      if (ops[i]) std::memcpy(ops[i]->output.data, buffer + offset, n * esize);
+      offset += n * esize;
     }
   }
   // Large one-off fusions should not pin their memory forever.

@@ -4,6 +4,7 @@
 
 #include <gloo/context.h>
 
+#include <algorithm>
 #include <shared_mutex>
 #include <thread>
 
@@ -156,8 +157,15 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     Controller::Round round;
     std::vector<PendingOp> drained;
     while (true) {
-      if (!s.controller->has_local_work()) s.queue.WaitForWork(Clock::now() + kIdleWait);
-      std::this_thread::sleep_until(last_start + s.config.cycle_time);
+      auto next_start = last_start + s.config.cycle_time;
+      if (!s.controller->has_local_work()) {
+        s.queue.WaitForWork(Clock::now() + kIdleWait);
+        // Work arriving after an idle spell usually comes in a burst (a
+        // backward pass); give the burst one cycle to land so it is
+        // negotiated and fused in one round.
+        next_start = std::max(next_start, Clock::now() + s.config.cycle_time);
+      }
+      std::this_thread::sleep_until(next_start);
       last_start = Clock::now();
       drained.clear();
       s.queue.PopAll(&drained);

@@ -3,6 +3,7 @@
 #include <gloo/context.h>
 
 #include "backend/gloo/gloo_ops.h"
+#include "backend/gloo/gloo_ring.h"
 #include "backend/registry.h"
 
 namespace khorovod {
@@ -17,6 +18,15 @@ class GlooBackend final : public Backend {
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
     return gloo_ops::Allreduce(ctx_, in, out, count, DataTypeSize(dtype), GetReduceFn(dtype, op));
+  }
+
+  Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) override {
+    // Every rank makes the same calls in the same order, so the counter
+    // yields the same slots everywhere; the prefix keeps them apart from
+    // the slots of Gloo's own collectives.
+    const uint64_t slot = (uint64_t{0x7e} << 56) | next_ring_slot_;
+    next_ring_slot_ = (next_ring_slot_ + 2 * static_cast<uint64_t>(ctx_->size)) & ((uint64_t{1} << 56) - 1);
+    return gloo_ops::RingAllreduceSpans(ctx_, spans, DataTypeSize(dtype), GetReduceFn(dtype, op), slot);
   }
 
   Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
@@ -43,6 +53,7 @@ class GlooBackend final : public Backend {
 
  private:
   std::shared_ptr<gloo::Context> ctx_;
+  uint64_t next_ring_slot_ = 0;
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeGlooBackend(const BackendInit& init) {

@@ -1,0 +1,35 @@
+// A ring allreduce over a list of buffers treated as one concatenated
+// vector, on Gloo's unbound-buffer transport: the fused tensors are reduced
+// where they live, with no packing copy in and no unpacking copy out.
+//
+// The vector is split into one chunk per rank; a reduce-scatter pass and an
+// allgather pass each take size-1 steps. Within a step a chunk moves as
+// pieces of at most kPieceBytes that never straddle two buffers; all pieces
+// of a step are posted at once, and each received piece is reduced as soon
+// as it lands, so reduction overlaps the transfer of the pieces behind it.
+//
+// Thread-safety: one call at a time per gloo::Context (the background
+// thread). Errors (a dead peer, the context's timeout) come back as
+// kUnavailable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/reduce_kernels.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace khorovod::gloo_ops {
+
+inline constexpr size_t kPieceBytes = 1 << 20;
+
+Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
+                          const std::vector<Backend::Span>& spans, size_t element_size,
+                          ReduceFn reduce, uint64_t slot);
+
+}  // namespace khorovod::gloo_ops
