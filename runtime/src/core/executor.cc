@@ -13,6 +13,11 @@ namespace {
 // send as its own pieces.
 constexpr size_t kPackBelowBytes = 64 << 10;
 
+// memcpy that accepts the null pointers of empty tensors.
+void CopyBytes(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
 Shape WithFirstDim(int64_t rows, const Shape& like) {
   Shape s = like;
   if (s.empty()) s.push_back(rows);
@@ -94,7 +99,7 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
       in = out;
     }
     if (head.prescale != 1.0) {
-      if (in != out) std::memcpy(out, in, total * esize);
+      if (in != out) CopyBytes(out, in, total * esize);
       Scale(out, total, head.dtype, head.prescale);
       in = out;
     }
@@ -127,12 +132,12 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
         continue;
       }
       if (ops[i]->input.data != ops[i]->output.data) {
-        std::memcpy(ops[i]->output.data, ops[i]->input.data, n * esize);
+        CopyBytes(ops[i]->output.data, ops[i]->input.data, n * esize);
       }
       spans.push_back({ops[i]->output.data, n});
       continue;
     }
-    if (ops[i]) std::memcpy(buffer + offset, ops[i]->input.data, n * esize);
+    if (ops[i]) CopyBytes(buffer + offset, ops[i]->input.data, n * esize);
     else FillZeros(buffer + offset, n, head.dtype);
     offset += n * esize;
   }
@@ -145,7 +150,7 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
     for (size_t i = 0; i < group.size(); ++i) {
       const size_t n = static_cast<size_t>(group[i]->total_elements());
       if (is_large(i)) continue;
-      if (ops[i]) std::memcpy(ops[i]->output.data, buffer + offset, n * esize);
+      if (ops[i]) CopyBytes(ops[i]->output.data, buffer + offset, n * esize);
       offset += n * esize;
     }
   }
@@ -191,7 +196,7 @@ Status Executor::RunReducescatter(const Response& r, PendingOp& op) {
   const size_t count = static_cast<size_t>(total_rows * r.row_elements);
   const size_t esize = DataTypeSize(r.dtype);
   std::byte* buffer = FusionBuffer(count * esize);
-  if (count) std::memcpy(buffer, op.input.data, count * esize);
+  CopyBytes(buffer, op.input.data, count * esize);
   Scale(buffer, count, r.dtype, r.prescale);
   KH_RETURN_IF_ERROR(backend_->Allreduce(buffer, buffer, count, r.dtype, r.reduce_op));
   const int64_t base = total_rows / size_, extra = total_rows % size_;
@@ -201,7 +206,7 @@ Status Executor::RunReducescatter(const Response& r, PendingOp& op) {
   const size_t my_count = static_cast<size_t>(my_rows * r.row_elements);
   std::byte* mine = buffer + static_cast<size_t>(first_row * r.row_elements) * esize;
   ApplyPostScale(r, mine, my_count);
-  if (my_count) std::memcpy(result.data(), mine, my_count * esize);
+  CopyBytes(result.data(), mine, my_count * esize);
   op.completion->SetOutput(std::move(result));
   if (fusion_buffer_.size() > fusion_threshold_) fusion_buffer_ = {};
   return Status::Ok();
