@@ -17,7 +17,12 @@ class GlooBackend final : public Backend {
   bool SupportsDevice(const Device& device) const override { return device.kind == DeviceKind::kCPU; }
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
-    return gloo_ops::Allreduce(ctx_, in, out, count, DataTypeSize(dtype), GetReduceFn(dtype, op));
+    const size_t esize = DataTypeSize(dtype);
+    if (count * esize <= gloo_ops::kDirectAllreduceMaxBytes) {
+      const uint64_t slot = (uint64_t{0x7d} << 56) | (next_direct_slot_++ & ((uint64_t{1} << 56) - 1));
+      return gloo_ops::DirectAllreduce(ctx_, in, out, count, esize, GetReduceFn(dtype, op), slot);
+    }
+    return gloo_ops::Allreduce(ctx_, in, out, count, esize, GetReduceFn(dtype, op));
   }
 
   Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) override {
@@ -54,6 +59,7 @@ class GlooBackend final : public Backend {
  private:
   std::shared_ptr<gloo::Context> ctx_;
   uint64_t next_ring_slot_ = 0;
+  uint64_t next_direct_slot_ = 0;
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeGlooBackend(const BackendInit& init) {

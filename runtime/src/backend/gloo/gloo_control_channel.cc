@@ -18,8 +18,9 @@ void AndWords(void* out, const void* a, const void* b, size_t n) {
 
 Status GlooControlChannel::AndReduce(std::vector<uint64_t>* words) {
   if (ctx_->size == 1) return Status::Ok();
-  return gloo_ops::Allreduce(ctx_, words->data(), words->data(), words->size(), sizeof(uint64_t),
-                             &AndWords);
+  const uint64_t slot = (uint64_t{0x7c} << 56) | (next_slot_++ & ((uint64_t{1} << 56) - 1));
+  return gloo_ops::DirectAllreduce(ctx_, words->data(), words->data(), words->size(),
+                                   sizeof(uint64_t), &AndWords, slot);
 }
 
 Status GlooControlChannel::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {

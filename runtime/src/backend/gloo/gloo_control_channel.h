@@ -23,6 +23,7 @@ class GlooControlChannel final : public ControlChannel {
 
  private:
   std::shared_ptr<gloo::Context> ctx_;
+  uint64_t next_slot_ = 0;  // advances identically on every rank
 };
 
 }  // namespace khorovod

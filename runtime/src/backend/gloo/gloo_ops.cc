@@ -8,6 +8,7 @@
 #include <gloo/common/error.h>
 #include <gloo/context.h>
 
+#include <cstring>
 #include <exception>
 #include <numeric>
 #include <string>
@@ -54,6 +55,35 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void
       case 8: RunAllreduce<uint64_t>(ctx, in, out, count, reduce); break;
       default: throw std::invalid_argument("unsupported element size " + std::to_string(element_size));
     }
+  });
+}
+
+Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
+                       size_t count, size_t element_size, ReduceFn reduce, uint64_t slot) {
+  const size_t bytes = count * element_size;
+  if (bytes == 0) return Status::Ok();
+  const int size = ctx->size, rank = ctx->rank;
+  if (size == 1) {
+    if (in != out) std::memcpy(out, in, bytes);
+    return Status::Ok();
+  }
+  return Guarded("direct allreduce", [&] {
+    // Contributions land in rank order; this rank's own goes in its slot.
+    std::vector<std::byte> all(bytes * size);
+    std::memcpy(all.data() + bytes * rank, in, bytes);
+    auto recv_buf = ctx->createUnboundBuffer(all.data(), all.size());
+    auto send_buf = ctx->createUnboundBuffer(all.data() + bytes * rank, bytes);
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer != rank) recv_buf->recv(peer, slot, bytes * peer, bytes);
+    }
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer != rank) send_buf->send(peer, slot);
+    }
+    const auto timeout = ctx->getTimeout();
+    for (int i = 1; i < size; ++i) recv_buf->waitRecv(timeout);
+    for (int i = 1; i < size; ++i) send_buf->waitSend(timeout);
+    std::memcpy(out, all.data(), bytes);
+    for (int peer = 1; peer < size; ++peer) reduce(out, out, all.data() + bytes * peer, count);
   });
 }
 

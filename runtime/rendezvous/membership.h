@@ -1,0 +1,188 @@
+// Membership: the elastic membership policy of one job, as a pure state
+// machine. It decides who is in each generation and when a generation is
+// frozen; it does no I/O, starts no threads and never reads a clock: every
+// call takes the current time, so tests drive it with a fake clock.
+//
+// Vocabulary. A *generation* G >= 1 is a frozen, ordered World. A registered
+// worker is either a *member* of the current generation or *pending*. A
+// worker is *ready* once it has asked for the generation after the current
+// one (AwaitNext with after == G for a member; any AwaitNext for a pending
+// worker).
+//
+// Policy (each knob is in MembershipPolicy):
+//  * Formation. Candidates are the surviving members of G in their previous
+//    rank order (so the oldest survivor becomes rank 0), then ready pending
+//    workers in registration order; at most max_workers of them, and per
+//    address at most the largest `slots` declared there. A new generation is
+//    frozen when (a) it is the first one, or a member was lost, or a member
+//    asked for the next generation; (b) every survivor is ready; (c) there
+//    are at least min_workers candidates; and (d) the settle window has
+//    passed since (a)-(c) first held, or the candidates reach max_workers.
+//  * Joining. A ready pending worker does not disturb a running generation
+//    by itself: members see membership_changed in their heartbeat and the
+//    newcomer is admitted once they ask for the next generation.
+//  * Loss. A worker is removed when it leaves, reports a failure, misses
+//    heartbeats for heartbeat_timeout, or (once a re-formation has started)
+//    does not ask for the next generation within reform_timeout.
+//  * Elastic timeout. While fewer than min_workers are registered (at start,
+//    or after losses) the job waits elastic_timeout, then fails.
+//  * Blacklist. Failures feed a Blacklist (see blacklist.h); a name in
+//    cooldown cannot register (kBlacklisted with retry_after).
+//  * Reset limit. Each generation after the first is a reset; forming one
+//    more than reset_limit (when >= 0) fails the job. Once the limit is used
+//    up, newcomers alone no longer raise membership_changed.
+//  * A failed job stays failed: every call then returns kJobFailed.
+//
+// Thread-safety: not thread-safe. RendezvousService serializes all calls.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "blacklist.h"
+#include "world.h"
+
+namespace khorovod::rendezvous {
+
+using TimePoint = std::chrono::steady_clock::time_point;
+using Millis = std::chrono::milliseconds;
+
+struct MembershipPolicy {
+  int min_workers = 1;
+  int max_workers = 1024;
+  Millis settle{1000};
+  Millis heartbeat_timeout{15000};
+  Millis elastic_timeout{600000};
+  Millis reform_timeout{60000};
+  int blacklist_threshold = 2;
+  Millis blacklist_base{1000};
+  Millis blacklist_max{60000};
+  int reset_limit = -1;  // -1: unlimited
+
+  // Empty when valid, else what is wrong.
+  std::string Validate() const;
+};
+
+enum class JobState { kForming, kRunning, kReforming, kFailed };
+const char* JobStateName(JobState state);
+
+enum class MembershipError { kOk, kInvalidArgument, kUnknownWorker, kJobFailed, kBlacklisted, kBadGeneration };
+
+struct MembershipResult {
+  MembershipError error = MembershipError::kOk;
+  std::string message;
+  Millis retry_after{0};  // kBlacklisted only
+  bool ok() const { return error == MembershipError::kOk; }
+};
+
+struct HeartbeatView {
+  int64_t generation = 0;           // current generation (0: none formed yet)
+  bool member = false;              // a member of the current generation
+  bool membership_changed = false;  // members only: the next generation will differ
+};
+
+struct NextView {
+  bool ready = false;                   // a generation after `after` includes the worker
+  std::shared_ptr<const World> world;   // set when ready
+  int rank = -1;                        // set when ready
+};
+
+struct MembershipStats {
+  int registered = 0;  // members + pending
+  int active = 0;      // members of the current generation still registered
+  int pending = 0;
+  int64_t generation = 0;
+  Millis last_formation{0};
+  int64_t joins = 0;
+  int64_t failures = 0;
+  int64_t resets = 0;
+  int blacklisted = 0;
+  JobState state = JobState::kForming;
+};
+
+class Membership {
+ public:
+  // `now` starts the elastic (start-up) timeout. The policy must be valid.
+  Membership(MembershipPolicy policy, TimePoint now);
+
+  // Adds a pending worker. Registering a pending name again updates its spec
+  // (idempotent retry); registering a current member again means it restarted:
+  // the old incarnation is removed as a failure and the new one is pending.
+  MembershipResult Register(const WorkerSpec& spec, TimePoint now);
+  MembershipResult Heartbeat(const std::string& name, TimePoint now, HeartbeatView* out);
+  MembershipResult Leave(const std::string& name, TimePoint now);
+  MembershipResult ReportFailure(const std::string& name, const std::string& reason, TimePoint now);
+
+  // "Give me the generation after `after`." A member of the current
+  // generation G with after < G gets G at once; with after == G it becomes
+  // ready for G+1. A pending worker becomes ready to join. after > G is
+  // kBadGeneration (e.g. a worker from before a server restart).
+  MembershipResult AwaitNext(const std::string& name, int64_t after, TimePoint now, NextView* out);
+
+  // Applies timeouts and freezes a generation when the policy allows.
+  // Every other mutating call does this too.
+  void Tick(TimePoint now);
+
+  JobState state() const;
+  bool failed() const { return failed_; }
+  int64_t generation() const { return generation_; }
+  const std::string& failure_reason() const { return failure_reason_; }
+  std::shared_ptr<const World> world() const { return world_; }
+  std::vector<std::string> PendingNames() const;
+  MembershipStats Stats(TimePoint now) const;
+
+ private:
+  struct Worker {
+    WorkerSpec spec;
+    uint64_t seq = 0;          // registration order
+    TimePoint last_seen{};
+    int64_t member_of = 0;     // generation it was admitted to (0: never)
+    int prev_rank = -1;        // rank in member_of
+    bool ready = false;
+  };
+  struct Outlook {
+    std::vector<const Worker*> survivors;  // members, by previous rank
+    std::vector<const Worker*> selected;   // next generation's order
+    bool reforming = false;                // a member was lost or asked for the next generation
+    bool all_survivors_ready = true;
+    bool newcomer_admissible = false;      // selected includes a pending worker
+  };
+
+  bool IsMember(const Worker& w) const { return generation_ > 0 && w.member_of == generation_; }
+  bool ResetsExhausted() const { return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit; }
+  Outlook ComputeOutlook() const;
+  void Remove(const std::string& name, bool failure, TimePoint now);
+  void Fail(std::string reason);
+  void Advance(TimePoint now);
+  void TryForm(TimePoint now);
+  void Freeze(const std::vector<const Worker*>& selected, TimePoint now);
+  MembershipResult FailedResult() const;
+
+  MembershipPolicy policy_;
+  Blacklist blacklist_;
+  std::map<std::string, Worker> workers_;
+  uint64_t next_seq_ = 0;
+
+  int64_t generation_ = 0;
+  std::shared_ptr<const World> world_;
+  bool failed_ = false;
+  std::string failure_reason_;
+
+  bool member_lost_ = false;                  // since the current generation froze
+  std::optional<TimePoint> reform_started_;   // first loss / ready member since the freeze
+  std::optional<TimePoint> change_detected_;  // start of the formation being timed
+  std::optional<TimePoint> settle_started_;
+  std::optional<TimePoint> below_min_since_;
+
+  int64_t resets_ = 0;
+  int64_t joins_ = 0;
+  int64_t failures_ = 0;
+  Millis last_formation_{0};
+};
+
+}  // namespace khorovod::rendezvous

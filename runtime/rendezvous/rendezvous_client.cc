@@ -1,0 +1,191 @@
+#include "rendezvous_client.h"
+
+#include <algorithm>
+
+#include "protocol.h"
+
+namespace khorovod::rendezvous {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kPollSlice{20000};
+
+bool IsUnknownWorker(const JsonReply& r) { return r.status == 404 && r.code() == error_code::kUnknownWorker; }
+bool IsJobFailed(const JsonReply& r) { return r.status == 409 && r.code() == error_code::kJobFailed; }
+
+// Parses a ready answer of the generation endpoint.
+StatusOr<GenerationInfo> ParseGeneration(const std::string& what, const json& b) {
+  try {
+    GenerationInfo g;
+    g.generation = b.at("generation").get<int64_t>();
+    g.rank = b.at("rank").get<int>();
+    g.size = b.at("size").get<int>();
+    g.local_rank = b.at("local_rank").get<int>();
+    g.local_size = b.at("local_size").get<int>();
+    g.cross_rank = b.at("cross_rank").get<int>();
+    g.cross_size = b.at("cross_size").get<int>();
+    g.server_id = b.value("server_id", "");
+    for (const json& m : b.at("world")) {
+      WorldMember w;
+      w.name = m.at("name").get<std::string>();
+      w.address = m.at("address").get<std::string>();
+      w.slots = m.at("slots").get<int>();
+      w.rank = m.at("rank").get<int>();
+      w.local_rank = m.at("local_rank").get<int>();
+      w.local_size = m.at("local_size").get<int>();
+      w.cross_rank = m.at("cross_rank").get<int>();
+      g.world.push_back(std::move(w));
+    }
+    if (g.rank < 0 || g.rank >= g.size || static_cast<int>(g.world.size()) != g.size) {
+      return Status::Internal(what + ": inconsistent generation answer");
+    }
+    return g;
+  } catch (const json::exception& e) {
+    return Status::Internal(what + ": malformed generation answer: " + e.what());
+  }
+}
+
+}  // namespace
+
+RendezvousClient::RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self,
+                                   RendezvousClientOptions options)
+    : http_(std::move(endpoint), options.retry), job_(std::move(job)), self_(std::move(self)) {}
+
+std::string RendezvousClient::WorkerPathFor(const char* verb) const { return WorkerPath(job_, self_.name, verb); }
+
+Status RendezvousClient::Register() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RegisterLocked();
+}
+
+Status RendezvousClient::RegisterLocked() {
+  const std::string path = WorkersPath(job_);
+  json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots}};
+  StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
+  if (!reply.ok()) return reply.status();
+  if (!reply->ok()) {
+    Status s = JsonHttpClient::ToStatus("rendezvous register '" + self_.name + "'", *reply);
+    if (reply->status == 429) {
+      return Status::Unavailable(s.message() + " (retry after " +
+                                 std::to_string(reply->body.value("retry_after_ms", int64_t(0))) + " ms)");
+    }
+    return s;
+  }
+  last_generation_ = 0;
+  ++registrations_;
+  server_id_ = reply->body.value("server_id", "");
+  int64_t interval = reply->body.value("heartbeat_interval_ms", int64_t(1000));
+  heartbeat_interval_ = milliseconds(std::max<int64_t>(1, interval));
+  return Status::Ok();
+}
+
+StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
+  const std::string what = "rendezvous heartbeat '" + self_.name + "'";
+  HeartbeatInfo info;
+  for (int round = 0; round < 2; ++round) {
+    StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("heartbeat"), json::object(), milliseconds(0), true);
+    if (!reply.ok()) return reply.status();
+    if (IsJobFailed(*reply)) {
+      info.job_failed = true;
+      info.failure_reason = reply->body.value("reason", reply->error());
+      info.generation = reply->body.value("generation", int64_t(0));
+      return info;
+    }
+    if (IsUnknownWorker(*reply) && round == 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      KH_RETURN_IF_ERROR(RegisterLocked());
+      info.reregistered = true;
+      continue;
+    }
+    if (!reply->ok()) return JsonHttpClient::ToStatus(what, *reply);
+    info.generation = reply->body.value("generation", int64_t(0));
+    info.active = reply->body.value("state", "") == "active";
+    // After a re-registration the old generation is gone: the worker must reset.
+    info.membership_changed = reply->body.value("membership_changed", false) || info.reregistered;
+    return info;
+  }
+  return Status::Unavailable(what + ": the server forgot this worker again right after it re-registered");
+}
+
+Status RendezvousClient::Leave(const std::string& reason) {
+  json body = json::object();
+  if (!reason.empty()) body["reason"] = reason.substr(0, kMaxReasonLength);
+  StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("leave"), body, milliseconds(0), true);
+  if (!reply.ok()) return reply.status();
+  if (reply->ok() || IsUnknownWorker(*reply)) return Status::Ok();
+  return JsonHttpClient::ToStatus("rendezvous leave '" + self_.name + "'", *reply);
+}
+
+Status RendezvousClient::ReportFailure(const std::string& reason) {
+  json body = {{"reason", reason.substr(0, kMaxReasonLength)}};
+  StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("failure"), body, milliseconds(0), true);
+  if (!reply.ok()) return reply.status();
+  if (reply->ok() || IsUnknownWorker(*reply)) return Status::Ok();
+  return JsonHttpClient::ToStatus("rendezvous failure '" + self_.name + "'", *reply);
+}
+
+StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds timeout) {
+  const std::string what = "rendezvous generation '" + self_.name + "'";
+  auto deadline = Clock::now() + std::max(timeout, milliseconds(0));
+  for (;;) {
+    int64_t after;
+    uint64_t registration;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      after = last_generation_;
+      registration = registrations_;
+    }
+    auto left = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+    milliseconds slice = std::min(kPollSlice, left);
+    json body = {{"after", after}, {"timeout_ms", slice.count()}};
+    StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("generation"), body, slice, /*idempotent=*/true);
+    if (!reply.ok()) return reply.status();
+    if (IsUnknownWorker(*reply) ||
+        (reply->status == 409 && reply->code() == error_code::kBadGeneration)) {
+      // The server restarted (or forgot us): register again unless another
+      // thread already did since this request was built.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (registrations_ == registration) {
+        if (reply->status == 409 && !IsUnknownWorker(*reply)) {
+          return JsonHttpClient::ToStatus(what, *reply);
+        }
+        KH_RETURN_IF_ERROR(RegisterLocked());
+      }
+      continue;
+    }
+    if (!reply->ok()) return JsonHttpClient::ToStatus(what, *reply);
+    if (reply->body.value("ready", false)) {
+      StatusOr<GenerationInfo> g = ParseGeneration(what, reply->body);
+      if (g.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (registrations_ == registration) last_generation_ = std::max(last_generation_, g->generation);
+      }
+      return g;
+    }
+    if (Clock::now() >= deadline) {
+      return Status::DeadlineExceeded(what + ": no generation after " + std::to_string(after) + " within " +
+                                      std::to_string(timeout.count()) + " ms (job state " +
+                                      reply->body.value("state", "unknown") + ")");
+    }
+  }
+}
+
+int64_t RendezvousClient::last_generation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_generation_;
+}
+
+std::chrono::milliseconds RendezvousClient::heartbeat_interval() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return heartbeat_interval_;
+}
+
+std::string RendezvousClient::server_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return server_id_;
+}
+
+}  // namespace khorovod::rendezvous

@@ -1,0 +1,135 @@
+// RendezvousClient: a worker's side of the elastic rendezvous protocol.
+//
+// The worker's life, as the runtime drives it:
+//
+//   RendezvousClient rdzv(endpoint, "myjob", {"worker-3", "10.0.0.7", 4});
+//   KH_RETURN_IF_ERROR(rdzv.Register());
+//   for (;;) {
+//     StatusOr<GenerationInfo> g = rdzv.WaitForNextGeneration(std::chrono::minutes(10));
+//     ... HttpStore(endpoint, "myjob", g->generation) -> gloo context with g->rank, g->size ...
+//     ... train; a heartbeat thread calls rdzv.Heartbeat() every heartbeat_interval();
+//     ... when it reports membership_changed, or a collective fails, reset at the
+//     ... next commit point and loop (WaitForNextGeneration also tells the
+//     ... server that this worker is ready for the next generation).
+//   }
+//   rdzv.Leave("done");
+//
+// Server restarts: the server keeps no state across restarts. When a call
+// finds that the server no longer knows this worker (404 unknown_worker),
+// Heartbeat() and WaitForNextGeneration() register again by themselves;
+// Heartbeat() then reports reregistered and membership_changed, and the next
+// WaitForNextGeneration() waits for a generation of the new server.
+//
+// Errors (khorovod::Status; the message names the request, the HTTP status
+// and the server's error code and text):
+//   kInvalidArgument     the server rejected a request as malformed (400)
+//   kFailedPrecondition  bad token (401), unknown job (404), job failed (409)
+//   kUnavailable         server unreachable after retries, or this worker is
+//                        blacklisted (429; the message gives the retry delay)
+//   kDeadlineExceeded    WaitForNextGeneration's timeout passed
+// Connection failures are retried with backoff (RetryPolicy) before a call
+// gives up, so a restarting server is ridden out.
+//
+// Thread-safety: all methods are thread-safe; Heartbeat() from a heartbeat
+// thread may run concurrently with WaitForNextGeneration() on the main thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "http_json_client.h"
+#include "khorovod/status.h"
+
+namespace khorovod::rendezvous {
+
+struct WorkerIdentity {
+  std::string name;     // unique in the job, [A-Za-z0-9._:-]
+  std::string address;  // host address of this worker's data plane
+  int slots = 1;        // worker processes on this host
+};
+
+struct WorldMember {
+  std::string name;
+  std::string address;
+  int slots = 1;
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+};
+
+struct GenerationInfo {
+  int64_t generation = 0;
+  int rank = 0;
+  int size = 0;
+  int local_rank = 0;
+  int local_size = 0;
+  int cross_rank = 0;
+  int cross_size = 0;
+  std::vector<WorldMember> world;  // indexed by rank
+  std::string server_id;
+};
+
+struct HeartbeatInfo {
+  int64_t generation = 0;           // the server's current generation
+  bool active = false;              // this worker is a member of it
+  bool membership_changed = false;  // reset at the next commit point
+  bool job_failed = false;          // the job failed: stop with failure_reason
+  std::string failure_reason;
+  bool reregistered = false;        // the server had forgotten this worker (restart)
+};
+
+struct RendezvousClientOptions {
+  RetryPolicy retry;
+};
+
+class RendezvousClient {
+ public:
+  RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self, RendezvousClientOptions options = {});
+
+  // Registers (or re-registers) this worker; it is pending until a
+  // generation admits it.
+  Status Register();
+
+  // Reports liveness. A failed job is reported in the result (job_failed),
+  // not as an error.
+  StatusOr<HeartbeatInfo> Heartbeat();
+
+  // Leaves the job (not counted as a failure). Leaving twice is fine.
+  Status Leave(const std::string& reason = "");
+
+  // Tells the server this worker failed; it is removed and the failure
+  // counts towards its blacklisting.
+  Status ReportFailure(const std::string& reason);
+
+  // Waits (at most `timeout`) for the first generation after the last one
+  // this worker was given by this server, which also declares the worker
+  // ready for it. Returns this worker's place in it.
+  StatusOr<GenerationInfo> WaitForNextGeneration(std::chrono::milliseconds timeout);
+
+  // The last generation returned by WaitForNextGeneration (0: none yet).
+  int64_t last_generation() const;
+  // How often to call Heartbeat(), as suggested by the server at Register().
+  std::chrono::milliseconds heartbeat_interval() const;
+  // The id of the server instance this worker is registered with.
+  std::string server_id() const;
+
+ private:
+  Status RegisterLocked();  // mu_ held
+  std::string WorkerPathFor(const char* verb) const;
+
+  JsonHttpClient http_;
+  const std::string job_;
+  const WorkerIdentity self_;
+
+  mutable std::mutex mu_;
+  int64_t last_generation_ = 0;
+  uint64_t registrations_ = 0;  // bumped by every successful Register
+  std::chrono::milliseconds heartbeat_interval_{1000};
+  std::string server_id_;
+};
+
+}  // namespace khorovod::rendezvous

@@ -1,0 +1,338 @@
+#include "service.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include "base64.h"
+#include "metrics_text.h"
+#include "protocol.h"
+
+namespace khorovod::rendezvous {
+namespace {
+
+using nlohmann::json;
+
+std::string RandomId() {
+  std::random_device rd;
+  std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd());
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(gen()));
+  return buf;
+}
+
+json WorldJson(const World& w) {
+  json members = json::array();
+  for (const Assignment& a : w.members) {
+    members.push_back({{"name", a.name},
+                       {"address", a.address},
+                       {"slots", a.slots},
+                       {"rank", a.rank},
+                       {"local_rank", a.local_rank},
+                       {"local_size", a.local_size},
+                       {"cross_rank", a.cross_rank}});
+  }
+  return members;
+}
+
+}  // namespace
+
+Reply ErrorReply(int status, const char* code, std::string message) {
+  Reply r;
+  r.status = status;
+  r.body = {{"error", std::move(message)}, {"code", code}};
+  return r;
+}
+
+RendezvousService::RendezvousService(ServiceOptions options)
+    : options_(std::move(options)),
+      server_id_(RandomId()),
+      membership_(options_.policy, Clock::now()),
+      kv_(KvStore::Limits{options_.kv_max_bytes}) {
+  ticker_ = std::thread([this] { TickerLoop(); });
+}
+
+RendezvousService::~RendezvousService() { Shutdown(); }
+
+void RendezvousService::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  kv_.Shutdown();
+  if (ticker_.joinable()) ticker_.join();
+}
+
+void RendezvousService::TickerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(20));
+    if (stopping_) break;
+    membership_.Tick(Clock::now());
+    AfterChange();
+  }
+}
+
+void RendezvousService::Log(const std::string& line) {
+  if (!options_.log) return;
+  std::lock_guard<std::mutex> lock(log_mu_);
+  std::fprintf(stderr, "khorovod-rendezvous[%s]: %s\n", options_.job.c_str(), line.c_str());
+}
+
+void RendezvousService::AfterChange() {
+  bool changed = false;
+  if (membership_.generation() != seen_generation_) {
+    seen_generation_ = membership_.generation();
+    changed = true;
+    auto world = membership_.world();
+    std::string names;
+    for (const Assignment& a : world->members) names += (names.empty() ? "" : ", ") + a.name;
+    Log("generation " + std::to_string(seen_generation_) + " formed in " +
+        std::to_string(world->formation_time.count()) + " ms: [" + names + "]");
+    kv_.DropGenerationsBelow(seen_generation_ - 1);
+  }
+  if (membership_.state() == JobState::kFailed && !seen_failed_) {
+    seen_failed_ = true;
+    changed = true;
+    Log("job failed: " + membership_.failure_reason());
+  }
+  if (changed) cv_.notify_all();
+}
+
+Reply RendezvousService::FromMembership(const MembershipResult& r) {
+  switch (r.error) {
+    case MembershipError::kOk: return Reply{};
+    case MembershipError::kInvalidArgument: return ErrorReply(400, error_code::kInvalidArgument, r.message);
+    case MembershipError::kUnknownWorker: return ErrorReply(404, error_code::kUnknownWorker, r.message);
+    case MembershipError::kBadGeneration: return ErrorReply(409, error_code::kBadGeneration, r.message);
+    case MembershipError::kBlacklisted: {
+      Reply reply = ErrorReply(429, error_code::kBlacklisted, r.message);
+      reply.body["retry_after_ms"] = r.retry_after.count();
+      return reply;
+    }
+    case MembershipError::kJobFailed: {
+      Reply reply = ErrorReply(409, error_code::kJobFailed, r.message);
+      reply.body["job_failed"] = true;
+      reply.body["reason"] = membership_.failure_reason();
+      return reply;
+    }
+  }
+  return ErrorReply(500, error_code::kInternal, "unexpected membership result");
+}
+
+RendezvousService::Clock::time_point RendezvousService::DeadlineFor(Millis timeout) const {
+  return Clock::now() + std::clamp(timeout, Millis(0), options_.max_wait);
+}
+
+Reply RendezvousService::Register(const WorkerSpec& spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MembershipResult r = membership_.Register(spec, Clock::now());
+  AfterChange();
+  if (!r.ok()) {
+    if (r.error == MembershipError::kBlacklisted) Log("refused registration: " + r.message);
+    return FromMembership(r);
+  }
+  Log("registered worker '" + spec.name + "' at " + spec.address + " (" + std::to_string(spec.slots) + " slots)");
+  Reply reply;
+  Millis hb = options_.policy.heartbeat_timeout;
+  reply.body = {{"name", spec.name},
+                {"server_id", server_id_},
+                {"generation", membership_.generation()},
+                {"state", "pending"},
+                {"heartbeat_interval_ms", std::max<int64_t>(1, hb.count() / 5)},
+                {"heartbeat_timeout_ms", hb.count()}};
+  return reply;
+}
+
+Reply RendezvousService::Heartbeat(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HeartbeatView view;
+  MembershipResult r = membership_.Heartbeat(name, Clock::now(), &view);
+  AfterChange();
+  Reply reply = FromMembership(r);
+  reply.body["generation"] = view.generation;
+  reply.body["server_id"] = server_id_;
+  if (r.ok()) {
+    reply.body["membership_changed"] = view.membership_changed;
+    reply.body["job_failed"] = false;
+    reply.body["state"] = view.member ? "active" : "pending";
+  }
+  return reply;
+}
+
+Reply RendezvousService::Leave(const std::string& name, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MembershipResult r = membership_.Leave(name, Clock::now());
+  AfterChange();
+  if (r.ok()) Log("worker '" + name + "' left" + (reason.empty() ? "" : ": " + reason));
+  Reply reply = FromMembership(r);
+  if (r.ok()) reply.body["removed"] = true;
+  return reply;
+}
+
+Reply RendezvousService::ReportFailure(const std::string& name, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MembershipResult r = membership_.ReportFailure(name, reason, Clock::now());
+  AfterChange();
+  if (r.ok()) Log("worker '" + name + "' reported a failure: " + reason);
+  Reply reply = FromMembership(r);
+  if (r.ok()) reply.body["removed"] = true;
+  return reply;
+}
+
+Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Millis timeout) {
+  auto deadline = DeadlineFor(timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (stopping_) return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
+    NextView view;
+    MembershipResult r = membership_.AwaitNext(name, after, Clock::now(), &view);
+    AfterChange();
+    if (!r.ok()) return FromMembership(r);
+    if (view.ready) {
+      const World& w = *view.world;
+      const Assignment& me = w.members.at(static_cast<size_t>(view.rank));
+      Reply reply;
+      reply.body = {{"ready", true},          {"server_id", server_id_},   {"generation", w.generation},
+                    {"rank", me.rank},        {"size", w.size},            {"local_rank", me.local_rank},
+                    {"local_size", me.local_size}, {"cross_rank", me.cross_rank}, {"cross_size", w.cross_size},
+                    {"world", WorldJson(w)}};
+      return reply;
+    }
+    auto now = Clock::now();
+    if (now >= deadline) {
+      Reply reply;
+      reply.body = {{"ready", false}, {"server_id", server_id_}, {"generation", membership_.generation()},
+                    {"state", JobStateName(membership_.state())}};
+      return reply;
+    }
+    // Wake at least every second so that the wait also counts as a heartbeat.
+    cv_.wait_until(lock, std::min(deadline, now + std::chrono::seconds(1)));
+  }
+}
+
+Reply RendezvousService::JobStatus() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = Clock::now();
+  membership_.Tick(now);
+  AfterChange();
+  MembershipStats s = membership_.Stats(now);
+  Reply reply;
+  auto world = membership_.world();
+  reply.body = {{"job", options_.job},
+                {"server_id", server_id_},
+                {"state", JobStateName(s.state)},
+                {"generation", s.generation},
+                {"failure_reason", membership_.failure_reason()},
+                {"resets", s.resets},
+                {"world", world ? WorldJson(*world) : json::array()},
+                {"pending", membership_.PendingNames()}};
+  return reply;
+}
+
+Reply RendezvousService::CheckKvGeneration(int64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (membership_.failed()) {
+    return FromMembership({MembershipError::kJobFailed, "job failed: " + membership_.failure_reason(), Millis(0)});
+  }
+  int64_t current = membership_.generation();
+  if (generation < 0) return ErrorReply(400, error_code::kInvalidArgument, "generation must not be negative");
+  if (generation > current) {
+    return ErrorReply(404, error_code::kUnknownGeneration, "generation " + std::to_string(generation) +
+                                                               " has not been formed (current " +
+                                                               std::to_string(current) + ")");
+  }
+  if (generation != 0 && generation < current - 1) {
+    return ErrorReply(410, error_code::kGenerationGone, "generation " + std::to_string(generation) +
+                                                            " is over and its keys were dropped");
+  }
+  return Reply{0, json::object()};
+}
+
+namespace {
+Reply FromKv(KvStore::Result r, const std::string& key) {
+  switch (r) {
+    case KvStore::Result::kOk: return Reply{};
+    case KvStore::Result::kNotFound: return ErrorReply(404, error_code::kKeyNotFound, "key '" + key + "' not found");
+    case KvStore::Result::kNotInteger:
+      return ErrorReply(409, error_code::kNotAnInteger, "key '" + key + "' does not hold an int64 or the sum overflows");
+    case KvStore::Result::kFull: return ErrorReply(507, error_code::kStoreFull, "the key-value store is full");
+    case KvStore::Result::kShutdown:
+      return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
+  }
+  return ErrorReply(500, error_code::kInternal, "unexpected store result");
+}
+}  // namespace
+
+Reply RendezvousService::KvSet(int64_t generation, const std::string& key, std::string value) {
+  if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
+  return FromKv(kv_.Set(generation, key, std::move(value)), key);
+}
+
+Reply RendezvousService::KvGet(int64_t generation, const std::string& key, Millis timeout) {
+  if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
+  std::string value;
+  KvStore::Result r = kv_.Get(generation, key, DeadlineFor(timeout), &value);
+  if (r != KvStore::Result::kOk) return FromKv(r, key);
+  Reply reply;
+  reply.body = {{"value", Base64Encode(value)}};
+  return reply;
+}
+
+Reply RendezvousService::KvAdd(int64_t generation, const std::string& key, int64_t delta) {
+  if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
+  int64_t result = 0;
+  KvStore::Result r = kv_.Add(generation, key, delta, &result);
+  if (r != KvStore::Result::kOk) return FromKv(r, key);
+  Reply reply;
+  reply.body = {{"value", result}};
+  return reply;
+}
+
+Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::string>& keys, Millis timeout) {
+  if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
+  std::vector<std::string> missing;
+  KvStore::Result r = kv_.Wait(generation, keys, DeadlineFor(timeout), &missing);
+  if (r != KvStore::Result::kOk && r != KvStore::Result::kNotFound) return FromKv(r, "");
+  Reply reply;
+  reply.body = {{"ready", r == KvStore::Result::kOk}, {"missing", missing}};
+  return reply;
+}
+
+void RendezvousService::CountResponse(int status) {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  ++responses_[status];
+}
+
+std::string RendezvousService::Metrics() {
+  MembershipStats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = membership_.Stats(Clock::now());
+  }
+  MetricsText m;
+  const std::string p = "khorovod_rendezvous_";
+  m.Gauge(p + "registered_workers", "Workers registered (members of the current generation and pending).",
+          s.registered);
+  m.Gauge(p + "active_workers", "Registered members of the current generation.", s.active);
+  m.Gauge(p + "pending_workers", "Registered workers waiting to join a generation.", s.pending);
+  m.Gauge(p + "generation", "Current generation number (0 before the first one).", double(s.generation));
+  m.Gauge(p + "last_formation_seconds", "Time taken to form the last generation.",
+          double(s.last_formation.count()) / 1000.0);
+  m.Counter(p + "joins_total", "Accepted worker registrations.", double(s.joins));
+  m.Counter(p + "failures_total", "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
+            double(s.failures));
+  m.Counter(p + "resets_total", "Generations formed after the first.", double(s.resets));
+  m.Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.", s.blacklisted);
+  m.Gauge(p + "job_failed", "1 once the job has failed.", s.state == JobState::kFailed ? 1 : 0);
+  m.Gauge(p + "kv_bytes", "Bytes held by the key-value store.", double(kv_.total_bytes()));
+  m.Family(p + "http_responses_total", MetricsText::Type::kCounter, "HTTP responses by status code.");
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  for (const auto& [code, n] : responses_) {
+    m.Sample(p + "http_responses_total", double(n), {{"code", std::to_string(code)}});
+  }
+  return m.text();
+}
+
+}  // namespace khorovod::rendezvous

@@ -1,0 +1,109 @@
+// RendezvousService: the rendezvous server's logic, independent of HTTP.
+//
+// It owns the job's Membership (under one mutex) and KvStore, runs a ticker
+// thread that applies the membership timeouts every 20 ms, implements the
+// bounded long-polls, and shapes every answer as a Reply: an HTTP status and
+// a JSON body. Arguments arrive already type-checked by the HTTP layer
+// (http_server.cc); semantic checks (names, generations, limits) happen here
+// or in Membership. The JSON bodies are documented in README.md.
+//
+// Waits: AwaitNext, KvGet and KvWait block for at most
+// min(timeout, ServiceOptions::max_wait), and return at once after
+// Shutdown() (503 shutting_down).
+//
+// Thread-safety: all public methods are thread-safe; many HTTP threads call
+// them concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kv_store.h"
+#include "membership.h"
+
+namespace khorovod::rendezvous {
+
+struct ServiceOptions {
+  std::string job = "job";
+  MembershipPolicy policy;
+  Millis max_wait{30000};                 // cap on any single long-poll
+  size_t kv_max_bytes = size_t(256) << 20;
+  bool log = true;                        // one line per event on stderr
+};
+
+struct Reply {
+  int status = 200;
+  nlohmann::json body = nlohmann::json::object();
+};
+
+// {"error": message, "code": code} with the given status.
+Reply ErrorReply(int status, const char* code, std::string message);
+
+class RendezvousService {
+ public:
+  explicit RendezvousService(ServiceOptions options);
+  ~RendezvousService();  // calls Shutdown()
+  RendezvousService(const RendezvousService&) = delete;
+  RendezvousService& operator=(const RendezvousService&) = delete;
+
+  // Wakes every waiter, stops the ticker. Idempotent.
+  void Shutdown();
+
+  const std::string& job() const { return options_.job; }
+  // Random per process: lets clients notice a server restart.
+  const std::string& server_id() const { return server_id_; }
+
+  Reply Register(const WorkerSpec& spec);
+  Reply Heartbeat(const std::string& name);
+  Reply Leave(const std::string& name, const std::string& reason);
+  Reply ReportFailure(const std::string& name, const std::string& reason);
+  Reply AwaitNext(const std::string& name, int64_t after, Millis timeout);
+  Reply JobStatus();
+
+  Reply KvSet(int64_t generation, const std::string& key, std::string value);
+  Reply KvGet(int64_t generation, const std::string& key, Millis timeout);
+  Reply KvAdd(int64_t generation, const std::string& key, int64_t delta);
+  Reply KvWait(int64_t generation, const std::vector<std::string>& keys, Millis timeout);
+
+  // Counts one HTTP response by status code (for /metrics).
+  void CountResponse(int status);
+  // The Prometheus text exposition of the server's metrics.
+  std::string Metrics();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Reply FromMembership(const MembershipResult& r);         // mu_ held
+  void AfterChange();                                      // mu_ held
+  Reply CheckKvGeneration(int64_t generation);             // locks mu_; status 0 when fine
+  Clock::time_point DeadlineFor(Millis timeout) const;
+  void TickerLoop();
+  void Log(const std::string& line);
+
+  const ServiceOptions options_;
+  const std::string server_id_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // generation changed, job failed, or shutdown
+  Membership membership_;
+  int64_t seen_generation_ = 0;
+  bool seen_failed_ = false;
+  bool stopping_ = false;
+
+  KvStore kv_;
+  std::thread ticker_;
+
+  std::mutex counts_mu_;
+  std::map<int, int64_t> responses_;
+  std::mutex log_mu_;
+};
+
+}  // namespace khorovod::rendezvous

@@ -1,0 +1,53 @@
+// World: the frozen, ordered membership of one generation, and BuildWorld,
+// the pure function that assigns ranks to an ordered list of workers.
+//
+// Rank assignment (the order is decided by Membership; BuildWorld keeps it):
+//   rank        = position in the list; size = list length
+//   local_rank  = position among the workers with the same address (workers
+//                 sharing an address are on one host), in rank order
+//   local_size  = number of workers with that address
+//   cross_rank  = index of the worker's host, hosts numbered in the order of
+//                 their lowest rank; cross_size = number of distinct hosts
+//
+// Thread-safety: value types and a pure function. A World is immutable once
+// built and is shared as std::shared_ptr<const World>.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace khorovod::rendezvous {
+
+// What a worker declares when it registers.
+struct WorkerSpec {
+  std::string name;     // unique within the job; [A-Za-z0-9._:-]
+  std::string address;  // host address the worker's data plane listens on
+  int slots = 1;        // worker processes its host runs (caps admissions per address)
+};
+
+struct Assignment {
+  std::string name;
+  std::string address;
+  int slots = 1;
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+};
+
+struct World {
+  int64_t generation = 0;
+  int size = 0;
+  int cross_size = 0;
+  std::vector<Assignment> members;  // indexed by rank
+  std::chrono::milliseconds formation_time{0};
+
+  // The member named `name`, or nullptr.
+  const Assignment* Find(const std::string& name) const;
+};
+
+World BuildWorld(int64_t generation, const std::vector<WorkerSpec>& ordered);
+
+}  // namespace khorovod::rendezvous
