@@ -1,5 +1,7 @@
 #include "core/completion.h"
 
+#include <thread>
+
 #include "khorovod/handle.h"
 
 namespace khorovod {
@@ -9,7 +11,17 @@ void Completion::Finish(const Status& status) {
   std::lock_guard<std::mutex> lock(mu_);
   if (remaining_ <= 0) return;  // already failed as a whole
   if (!status.ok() && status_.ok()) status_ = status;
-  if (--remaining_ == 0) cv_.notify_all();
+  if (--remaining_ == 0) {
+    done_.store(true, std::memory_order_release);
+    cv_.notify_all();
+  }
+}
+
+void Completion::SpinUntilDone() const {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+  while (!done_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
 }
 
 void Completion::SetOutput(Tensor output, std::vector<int64_t> received_splits) {
@@ -29,6 +41,7 @@ bool Completion::Ready() const {
 }
 
 Status Completion::Wait() const {
+  SpinUntilDone();
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return remaining_ <= 0; });
   return status_;

@@ -8,6 +8,7 @@
 // Thread-safety: every method is safe to call concurrently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -39,8 +40,13 @@ class Completion {
   static std::shared_ptr<Completion> Failed(const Status& status);
 
  private:
+  // Spins briefly before sleeping: on virtual machines waking a sleeping
+  // thread can cost milliseconds, far more than a small collective.
+  void SpinUntilDone() const;
+
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
+  std::atomic<bool> done_{false};
   int remaining_;
   Status status_;
   Tensor output_;

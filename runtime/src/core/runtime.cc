@@ -25,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 // it bounds how long a busy peer waits for an idle one.
 constexpr auto kIdleWait = std::chrono::milliseconds(5);
 
+// After a round that did work, the next submission usually follows within
+// microseconds; spinning that long avoids a costly sleep and wake-up.
+constexpr auto kBusySpin = std::chrono::microseconds(200);
+
 constexpr const char* kReservedPrefix = "khorovod.";
 
 Status CheckView(const TensorView& t, const char* what) {
@@ -159,7 +163,8 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     while (true) {
       auto next_start = last_start + s.config.cycle_time;
       if (!s.controller->has_local_work()) {
-        s.queue.WaitForWork(Clock::now() + kIdleWait);
+        s.queue.WaitForWork(Clock::now() + kIdleWait,
+                            round.idle ? std::chrono::microseconds(0) : kBusySpin);
         // Work arriving after an idle spell usually comes in a burst (a
         // backward pass); give the burst one cycle to land so it is
         // negotiated and fused in one round.

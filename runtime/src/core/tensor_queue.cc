@@ -1,5 +1,8 @@
 #include "core/tensor_queue.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace khorovod {
 
 Status TensorQueue::Push(std::vector<PendingOp> ops) {
@@ -19,6 +22,7 @@ Status TensorQueue::Push(std::vector<PendingOp> ops) {
       in_flight_.insert(op.request.name);
       incoming_.push_back(std::move(op));
     }
+    has_incoming_.store(true, std::memory_order_release);
   }
   cv_.notify_one();
   return Status::Ok();
@@ -28,6 +32,7 @@ void TensorQueue::PopAll(std::vector<PendingOp>* out) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& op : incoming_) out->push_back(std::move(op));
   incoming_.clear();
+  has_incoming_.store(false, std::memory_order_release);
 }
 
 void TensorQueue::Complete(const PendingOp& op, const Status& status) {
@@ -38,7 +43,13 @@ void TensorQueue::Complete(const PendingOp& op, const Status& status) {
   op.completion->Finish(status);
 }
 
-void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline) {
+void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline,
+                              std::chrono::microseconds spin) {
+  const auto spin_until = std::min(deadline, std::chrono::steady_clock::now() + spin);
+  while (!has_incoming_.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < spin_until) {
+    std::this_thread::yield();
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_until(lock, deadline, [&] { return !incoming_.empty() || shutdown_requested_; });
 }

@@ -11,6 +11,7 @@
 // Thread-safety: all methods are safe to call concurrently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -42,8 +43,11 @@ class TensorQueue {
   // Frees the op's name, then finishes one part of its completion.
   void Complete(const PendingOp& op, const Status& status);
 
-  // Waits until work is queued, shutdown was requested, or `deadline`.
-  void WaitForWork(std::chrono::steady_clock::time_point deadline);
+  // Waits until work is queued, shutdown was requested, or `deadline`,
+  // spinning for up to `spin` first (cheap when the next submission follows
+  // the last completion closely, as in a training loop).
+  void WaitForWork(std::chrono::steady_clock::time_point deadline,
+                   std::chrono::microseconds spin = std::chrono::microseconds(0));
   void RequestShutdown();
   bool shutdown_requested() const;
   // Refuses every later Push with `reason`.
@@ -53,6 +57,7 @@ class TensorQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<PendingOp> incoming_;
+  std::atomic<bool> has_incoming_{false};
   std::unordered_set<std::string> in_flight_;
   bool shutdown_requested_ = false;
   bool closed_ = false;
