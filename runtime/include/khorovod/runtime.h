@@ -56,6 +56,16 @@ class Runtime {
   Status shutdown();
   bool is_initialized() const;
 
+  // Elastic jobs: leaves the current generation, joins the next one through
+  // the rendezvous server and reconnects, taking the new rank and size.
+  // Pending operations fail with kAborted. Fails with kFailedPrecondition in
+  // a job started without a rendezvous server.
+  Status reset();
+  // True when the rendezvous server announced that workers joined or left,
+  // so the job should re-form at its next commit. Always false outside
+  // elastic jobs.
+  bool membership_changed() const;
+
   int rank() const;
   int size() const;
   int local_rank() const;

@@ -28,6 +28,7 @@ enum class StatusCode {
   kDeadlineExceeded,    // a bounded wait expired
   kAborted,             // the runtime was shut down while the operation was pending
   kInternal,            // a bug in khorovod: an invariant did not hold
+  kMembershipChanged,   // elastic: workers joined or left; re-form at this commit
 };
 
 const char* StatusCodeName(StatusCode code);

@@ -22,6 +22,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
     case StatusCode::kAborted: return "ABORTED";
     case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kMembershipChanged: return "MEMBERSHIP_CHANGED";
   }
   return "UNKNOWN";
 }

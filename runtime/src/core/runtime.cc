@@ -11,6 +11,7 @@
 #include "backend/gloo/gloo_control_channel.h"
 #include "backend/registry.h"
 #include "bootstrap/gloo_bootstrap.h"
+#include "bootstrap/rendezvous.h"
 #include "common/enforce.h"
 #include "core/controller.h"
 #include "core/executor.h"
@@ -73,12 +74,35 @@ class RuntimeImpl {
   ~RuntimeImpl() { (void)Shutdown(); }
 
   Status Init(const Config& config) {
+    {
+      std::shared_lock lock(mu_);
+      if (session_) return Status::Ok();
+    }
+    KH_RETURN_IF_ERROR(config.Validate());
+    base_config_ = config;
+    rendezvous_ = MakeStaticRendezvous();
+    auto assignment = rendezvous_->NextGeneration(-1);
+    if (!assignment.ok()) return assignment.status();
+    generation_ = assignment->generation;
+    return StartSession(config);
+  }
+
+  Status Reset() {
+    if (!rendezvous_ || !initialized()) {
+      return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    }
+    KH_RETURN_IF_ERROR(rendezvous_->NextGeneration(generation_).status());
+    return Status::Internal("unreachable: static rendezvous cannot re-form");
+  }
+
+  bool MembershipChanged() const { return rendezvous_ && rendezvous_->MembershipChanged(); }
+
+  Status StartSession(const Config& config) {
     std::unique_lock lock(mu_);
     if (session_) return Status::Ok();
-    KH_RETURN_IF_ERROR(config.Validate());
     auto s = std::make_unique<Session>();
     s->config = config;
-    auto context = ConnectGlooContext(config);
+    auto context = rendezvous_->Connect(Assignment{}, config);
     if (!context.ok()) return context.status();
     s->context = *context;
     BackendInit init{&s->config, s->context};
@@ -152,6 +176,10 @@ class RuntimeImpl {
 
   mutable std::shared_mutex mu_;
   std::unique_ptr<Session> session_;
+  // Survive across generations: the worker's identity in the job.
+  Config base_config_;
+  std::unique_ptr<Rendezvous> rendezvous_;
+  int64_t generation_ = -1;
 };
 
 void RuntimeImpl::BackgroundLoop(Session& s) {
@@ -210,6 +238,8 @@ Status Runtime::init() {
 }
 
 Status Runtime::shutdown() { return impl_->Shutdown(); }
+Status Runtime::reset() { return impl_->Reset(); }
+bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }
 Topology Runtime::topology() const { return impl_->topology(); }
 int Runtime::rank() const { return topology().rank; }

@@ -1,0 +1,88 @@
+#include <cstring>
+
+#include "khorovod/elastic.h"
+
+namespace khorovod::elastic {
+
+void State::add_tensor(const std::string& name, const TensorView& view) {
+  tensors_.push_back({name, view, {}});
+}
+
+int64_t& State::counter(const std::string& name) { return counters_[name]; }
+
+void State::Snapshot() {
+  for (Entry& e : tensors_) {
+    e.saved.resize(e.view.num_bytes());
+    if (!e.saved.empty()) std::memcpy(e.saved.data(), e.view.data, e.saved.size());
+  }
+  saved_counters_ = counters_;
+}
+
+Status State::commit() {
+  Snapshot();
+  ++commits_;
+  if (runtime_.membership_changed()) {
+    return Status(StatusCode::kMembershipChanged, "workers joined or left; re-forming at this commit");
+  }
+  return Status::Ok();
+}
+
+void State::restore() {
+  for (Entry& e : tensors_) {
+    if (e.saved.size() == e.view.num_bytes() && !e.saved.empty()) {
+      std::memcpy(e.view.data, e.saved.data(), e.saved.size());
+    }
+  }
+  counters_ = saved_counters_;
+}
+
+Status State::sync() {
+  std::vector<Handle> handles;
+  for (Entry& e : tensors_) handles.push_back(runtime_.broadcast_async("elastic.state." + e.name, e.view));
+  std::vector<int64_t> values;
+  for (const auto& [name, value] : counters_) values.push_back(value);
+  TensorView counters{values.data(), DataType::kInt64, {static_cast<int64_t>(values.size())}, {}};
+  if (!values.empty()) handles.push_back(runtime_.broadcast_async("elastic.counters", counters));
+  Status first;
+  for (const Handle& h : handles) {
+    Status s = h.wait();
+    if (!s.ok() && first.ok()) first = s;
+  }
+  KH_RETURN_IF_ERROR(first);
+  size_t i = 0;
+  for (auto& [name, value] : counters_) value = values[i++];
+  Snapshot();
+  return Status::Ok();
+}
+
+void State::run_reset_callbacks() {
+  for (auto& cb : reset_callbacks_) cb();
+}
+
+Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
+           const RunOptions& options) {
+  int resets = 0;
+  bool synced = false;
+  while (true) {
+    Status s = synced ? train() : state.sync();
+    if (s.ok()) {
+      if (synced) return s;
+      synced = true;
+      continue;
+    }
+    if (s.code() == StatusCode::kUnavailable) {
+      state.restore();
+    } else if (s.code() != StatusCode::kMembershipChanged) {
+      return s;
+    }
+    if (++resets > options.reset_limit) {
+      return Status::FailedPrecondition("elastic run gave up after " + std::to_string(options.reset_limit) +
+                                        " resets; last cause: " + s.ToString());
+    }
+    KH_RETURN_IF_ERROR(runtime.reset());
+    state.run_reset_callbacks();
+    synced = false;
+  }
+}
+
+}  // namespace khorovod::elastic
