@@ -241,7 +241,7 @@ TEST(Message, ResponseWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[13], static_cast<char>(OpType::kJoin));
   ASSERT_EQ(good[code], static_cast<char>(StatusCode::kStalled));
   const std::pair<size_t, uint8_t> corruptions[] = {{12, 2},  {13, 7}, {31, 8},   {32, 5},
-                                                    {37, 2},  {code, 10}, {code, 0xff}};
+                                                    {37, 2},  {code, static_cast<uint8_t>(StatusCode::kMembershipChanged) + 1}, {code, 0xff}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
