@@ -86,9 +86,11 @@ std::string RunRanks(int size, const RankBody& body, const RankOptions& options)
       done[r] = true;
       --remaining;
       progressed = true;
-      if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+      if (options.expect_killed.count(r) && !WIFSIGNALED(status)) {
+        failures += "rank " + std::to_string(r) + " was expected to be killed but exited; ";
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         failures += "rank " + std::to_string(r) + " exited " + std::to_string(WEXITSTATUS(status)) + "; ";
-      } else if (WIFSIGNALED(status)) {
+      } else if (WIFSIGNALED(status) && !options.expect_killed.count(r)) {
         failures += "rank " + std::to_string(r) + " killed by signal " + std::to_string(WTERMSIG(status)) + "; ";
       }
     }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "khorovod/runtime.h"
@@ -27,6 +28,8 @@ struct RankOptions {
   // Initialize the runtime before calling body (false: body gets an
   // uninitialized runtime and the rank's Config in `config`).
   bool init = true;
+  // Ranks the test expects to die by a signal (peer-failure tests).
+  std::set<int> expect_killed;
 };
 
 struct RankContext {

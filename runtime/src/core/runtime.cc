@@ -5,6 +5,7 @@
 #include <gloo/context.h>
 
 #include <algorithm>
+#include <csignal>
 #include <shared_mutex>
 #include <thread>
 
@@ -31,6 +32,16 @@ constexpr auto kIdleWait = std::chrono::milliseconds(5);
 constexpr auto kBusySpin = std::chrono::microseconds(200);
 
 constexpr const char* kReservedPrefix = "khorovod.";
+
+// Gloo writes to sockets without MSG_NOSIGNAL, so a peer that dies mid-send
+// would kill this process with SIGPIPE instead of surfacing as kUnavailable.
+// A handler the program installed itself is left alone.
+void IgnoreSigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
 
 Status CheckView(const TensorView& t, const char* what) {
   if (t.device.kind != DeviceKind::kCPU) {
@@ -74,6 +85,7 @@ class RuntimeImpl {
   ~RuntimeImpl() { (void)Shutdown(); }
 
   Status Init(const Config& config) {
+    IgnoreSigpipe();
     {
       std::shared_lock lock(mu_);
       if (session_) return Status::Ok();
@@ -222,6 +234,16 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
   std::vector<PendingOp> late;
   s.queue.PopAll(&late);
   for (PendingOp& op : late) s.queue.Complete(op, fatal);
+  if (fatal.code() != StatusCode::kAborted) {
+    // Close every connection now rather than at shutdown: peers blocked on
+    // this rank then see EOF at once instead of waiting for their timeout,
+    // so one failure reaches every rank quickly.
+    s.executor.reset();
+    s.controller.reset();
+    s.backend.reset();
+    s.channel.reset();
+    s.context.reset();
+  }
 }
 
 // --- Runtime: argument checks, then Submit ----------------------------------
