@@ -13,9 +13,11 @@
 // commit() snapshots the registered tensors and counters, then asks the
 // runtime whether workers were added or removed; if so it returns
 // kMembershipChanged and run() re-forms the ring (reset) and broadcasts the
-// state from the new rank 0 (sync), without rolling back. A collective that
-// fails because a peer died returns kUnavailable; run() then restores the
-// last commit, resets and syncs. Any other error ends run().
+// state from the new rank 0 (sync), without rolling back. Ranks agree on the
+// flag inside commit() (one small allreduce), so all re-form at the same
+// commit. A collective that fails because a peer died returns kUnavailable
+// (kAborted if a peer was re-forming); run() then restores the last commit,
+// resets and syncs. Any other error ends run().
 //
 // Thread-safety: a State is used by the training thread only.
 #pragma once

@@ -21,7 +21,13 @@ void State::Snapshot() {
 Status State::commit() {
   Snapshot();
   ++commits_;
-  if (runtime_.membership_changed()) {
+  // Heartbeats reach ranks at different moments; agreeing on the flag here
+  // makes every rank re-form at this same commit (as Horovod's
+  // check_host_updates does).
+  int32_t changed = runtime_.membership_changed() ? 1 : 0;
+  TensorView flag{&changed, DataType::kInt32, {1}, {}};
+  KH_RETURN_IF_ERROR(runtime_.allreduce("elastic.membership", flag, flag, {ReduceOp::kMax}));
+  if (changed) {
     return Status(StatusCode::kMembershipChanged, "workers joined or left; re-forming at this commit");
   }
   return Status::Ok();
@@ -70,7 +76,9 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
       synced = true;
       continue;
     }
-    if (s.code() == StatusCode::kUnavailable) {
+    // kAborted: a peer shut its session down to re-form while this rank was
+    // mid-step; like a failure, the partial step is rolled back.
+    if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted) {
       state.restore();
     } else if (s.code() != StatusCode::kMembershipChanged) {
       return s;
