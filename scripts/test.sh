@@ -32,7 +32,7 @@ build_stage() {
   if ! bash scripts/build.sh "$name" "$@"; then broken+=("$name: build failed"); return 1; fi
 }
 
-runtime_targets=(collectives_test runtime_unit_test khorovodrun launcher_test)
+runtime_targets=(collectives_test runtime_unit_test khorovodrun launcher_test rendezvous_unit_test rendezvous_http_test khorovod-rendezvous)
 
 if build_stage ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON; then
   run_stage ci --timeout 600
@@ -40,7 +40,7 @@ fi
 if build_stage asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHOROVOD_WERROR=ON \
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}"; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_stage asan -L "runtime|launcher" --timeout 900
+    run_stage asan -L "runtime|launcher|rendezvous" --timeout 900
 fi
 if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON \
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test runtime_unit_test; then

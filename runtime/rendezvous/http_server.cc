@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <functional>
+#include <limits>
 
 #include "base64.h"
 #include "json_request.h"

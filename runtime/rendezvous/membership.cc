@@ -245,7 +245,9 @@ void Membership::TryForm(TimePoint now) {
   Outlook o = ComputeOutlook();
   bool initial = generation_ == 0;
   bool wanted = (initial && !o.selected.empty()) || o.reforming;
-  if (!change_detected_ && (wanted || (o.newcomer_admissible && !ResetsExhausted()))) change_detected_ = now;
+  bool changing = wanted || (o.newcomer_admissible && !ResetsExhausted());
+  if (!changing) change_detected_.reset();  // e.g. the newcomer left again
+  else if (!change_detected_) change_detected_ = now;
   if (!wanted || !o.all_survivors_ready || static_cast<int>(o.selected.size()) < policy_.min_workers) {
     settle_started_.reset();
     return;

@@ -207,8 +207,9 @@ Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Milli
                     {"state", JobStateName(membership_.state())}};
       return reply;
     }
-    // Wake at least every second so that the wait also counts as a heartbeat.
-    cv_.wait_until(lock, std::min(deadline, now + std::chrono::seconds(1)));
+    // Wake regularly so that the wait also counts as a heartbeat.
+    Millis beat = std::clamp(options_.policy.heartbeat_timeout / 4, Millis(1), Millis(1000));
+    cv_.wait_until(lock, std::min(deadline, now + beat));
   }
 }
 

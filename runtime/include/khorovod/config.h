@@ -18,6 +18,13 @@
 //                             within this time fails with kStalled [60]
 //   KHOROVOD_TIMEOUT_SECONDS  bound on any single transport operation [30]
 //   KHOROVOD_CPU_OPERATIONS   data-plane backend for host tensors ["gloo"]
+// Elastic jobs (set by khorovodrun --min-np/--max-np or the operator):
+//   KHOROVOD_RENDEZVOUS_ADDR  HOST:PORT of the job's khorovod-rendezvous server;
+//                             when set, rank and size come from the server
+//   KHOROVOD_RENDEZVOUS_TOKEN, KHOROVOD_RENDEZVOUS_TOKEN_FILE  the job's token
+//   KHOROVOD_WORKER_NAME      this worker's unique name [<host>-<pid>]
+//   KHOROVOD_SLOTS            worker processes this host may run [1]
+//   KHOROVOD_ELASTIC_TIMEOUT_SECONDS  longest wait for a generation [600]
 //
 // Thread-safety: a value type.
 #pragma once
@@ -49,6 +56,14 @@ struct Config {
   std::chrono::milliseconds stall_timeout{60'000};
   std::chrono::milliseconds transport_timeout{30'000};
   std::string cpu_backend = "gloo";
+
+  std::string rendezvous_addr;
+  std::string rendezvous_token;
+  std::string worker_name;
+  int slots = 1;
+  std::chrono::milliseconds elastic_timeout{600'000};
+
+  bool elastic() const { return !rendezvous_addr.empty(); }
 
   // Checks ranges and cross-field constraints (rank < size, ...).
   Status Validate() const;

@@ -56,4 +56,8 @@ class Rendezvous {
 // in-process store).
 std::unique_ptr<Rendezvous> MakeStaticRendezvous();
 
+// The elastic rendezvous through the job's khorovod-rendezvous server at
+// config.rendezvous_addr, authenticated with config.rendezvous_token.
+StatusOr<std::unique_ptr<Rendezvous>> MakeHttpRendezvous(const Config& config);
+
 }  // namespace khorovod

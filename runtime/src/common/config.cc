@@ -2,7 +2,11 @@
 // runtime that reads the environment.
 #include "khorovod/config.h"
 
+#include <unistd.h>
+
+#include <cctype>
 #include <cerrno>
+#include <fstream>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -65,6 +69,17 @@ Status ReadInt(const EnvReader& env, const std::string& key, int64_t min, int64_
   return Status::Ok();
 }
 
+// <hostname>-<pid>, restricted to the characters worker names allow.
+std::string DefaultWorkerName() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string name = std::string(host) + "-" + std::to_string(getpid());
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '-';
+  }
+  return name;
+}
+
 }  // namespace
 
 Status Config::Validate() const {
@@ -81,7 +96,7 @@ Status Config::Validate() const {
     return Status::InvalidArgument("KHOROVOD_CROSS_RANK=" + std::to_string(cross_rank) +
                                    " outside [0, KHOROVOD_CROSS_SIZE=" + std::to_string(cross_size) + ")");
   }
-  if (size > 1 && store_path.empty()) {
+  if (size > 1 && store_path.empty() && !elastic()) {
     return Status::InvalidArgument(
         "KHOROVOD_STORE_PATH is required when size > 1 (start the job with khorovodrun)");
   }
@@ -108,6 +123,21 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   env.String("KHOROVOD_JOB_ID", &c.job_id);
   env.String("KHOROVOD_HOSTNAME", &c.hostname);
   env.String("KHOROVOD_CPU_OPERATIONS", &c.cpu_backend);
+  env.String("KHOROVOD_RENDEZVOUS_ADDR", &c.rendezvous_addr);
+  env.String("KHOROVOD_RENDEZVOUS_TOKEN", &c.rendezvous_token);
+  if (const std::string* file = env.Find("KHOROVOD_RENDEZVOUS_TOKEN_FILE"); file && c.rendezvous_token.empty()) {
+    std::ifstream in(*file);
+    if (!in || !std::getline(in, c.rendezvous_token) || c.rendezvous_token.empty()) {
+      return Status::InvalidArgument("KHOROVOD_RENDEZVOUS_TOKEN_FILE='" + *file +
+                                     "': cannot read a token from it");
+    }
+  }
+  env.String("KHOROVOD_WORKER_NAME", &c.worker_name);
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_SLOTS", 1, 1 << 16, &c.slots));
+  if (c.worker_name.empty()) c.worker_name = DefaultWorkerName();
+  double elastic_s = c.elastic_timeout.count() / 1000.0;
+  KH_RETURN_IF_ERROR(env.Double("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", 0.001, 1e7, &elastic_s));
+  c.elastic_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(elastic_s * 1000.0)));
 
   int64_t fusion = static_cast<int64_t>(c.fusion_threshold_bytes);
   KH_RETURN_IF_ERROR(env.Int("KHOROVOD_FUSION_THRESHOLD", 0, int64_t{1} << 40, &fusion));

@@ -82,7 +82,7 @@ struct Session {
 
 class RuntimeImpl {
  public:
-  ~RuntimeImpl() { (void)Shutdown(); }
+  ~RuntimeImpl() { (void)Finish(); }
 
   Status Init(const Config& config) {
     IgnoreSigpipe();
@@ -92,29 +92,50 @@ class RuntimeImpl {
     }
     KH_RETURN_IF_ERROR(config.Validate());
     base_config_ = config;
-    rendezvous_ = MakeStaticRendezvous();
-    auto assignment = rendezvous_->NextGeneration(-1);
-    if (!assignment.ok()) return assignment.status();
-    generation_ = assignment->generation;
-    return StartSession(config);
+    if (config.elastic()) {
+      auto rdzv = MakeHttpRendezvous(config);
+      if (!rdzv.ok()) return rdzv.status();
+      rendezvous_ = std::move(*rdzv);
+    } else {
+      rendezvous_ = MakeStaticRendezvous();
+    }
+    return JoinNextGeneration();
   }
 
   Status Reset() {
-    if (!rendezvous_ || !initialized()) {
-      return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    if (!rendezvous_) return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    if (!rendezvous_->elastic()) KH_RETURN_IF_ERROR(rendezvous_->NextGeneration(generation_).status());
+    KH_RETURN_IF_ERROR(Shutdown());
+    return JoinNextGeneration();
+  }
+
+  // Waits for the next generation and starts a session in it.
+  Status JoinNextGeneration() {
+    auto assignment = rendezvous_->NextGeneration(generation_);
+    if (!assignment.ok()) return assignment.status();
+    Config config = base_config_;
+    if (rendezvous_->elastic()) {
+      config.rank = assignment->rank;
+      config.size = assignment->size;
+      config.local_rank = assignment->local_rank;
+      config.local_size = assignment->local_size;
+      config.cross_rank = assignment->cross_rank;
+      config.cross_size = assignment->cross_size;
+      // Keys of different generations never mix.
+      config.job_id = base_config_.job_id + "/generation-" + std::to_string(assignment->generation);
     }
-    KH_RETURN_IF_ERROR(rendezvous_->NextGeneration(generation_).status());
-    return Status::Internal("unreachable: static rendezvous cannot re-form");
+    generation_ = assignment->generation;
+    return StartSession(config, *assignment);
   }
 
   bool MembershipChanged() const { return rendezvous_ && rendezvous_->MembershipChanged(); }
 
-  Status StartSession(const Config& config) {
+  Status StartSession(const Config& config, const Assignment& assignment) {
     std::unique_lock lock(mu_);
     if (session_) return Status::Ok();
     auto s = std::make_unique<Session>();
     s->config = config;
-    auto context = rendezvous_->Connect(Assignment{}, config);
+    auto context = rendezvous_->Connect(assignment, config);
     if (!context.ok()) return context.status();
     s->context = *context;
     BackendInit init{&s->config, s->context};
@@ -129,6 +150,15 @@ class RuntimeImpl {
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
     session_ = std::move(s);
     return Status::Ok();
+  }
+
+  // Leaves the job for good (elastic) and ends the session.
+  Status Finish() {
+    Status s = Shutdown();
+    if (rendezvous_) rendezvous_->Leave();
+    rendezvous_.reset();
+    generation_ = -1;
+    return s;
   }
 
   Status Shutdown() {
@@ -259,7 +289,7 @@ Status Runtime::init() {
   return impl_->Init(*config);
 }
 
-Status Runtime::shutdown() { return impl_->Shutdown(); }
+Status Runtime::shutdown() { return impl_->Finish(); }
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }

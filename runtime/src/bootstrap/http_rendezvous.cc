@@ -1,0 +1,147 @@
+// The elastic Rendezvous: membership and generations come from the job's
+// khorovod-rendezvous server; Gloo contexts meet through its key-value store.
+// A heartbeat thread keeps this worker alive on the server and records when
+// the server announces a membership change.
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/rendezvous.h"
+#include "http_store.h"
+#include "rendezvous_client.h"
+
+namespace khorovod {
+namespace {
+
+using rendezvous::HttpEndpoint;
+using rendezvous::HttpStore;
+using rendezvous::RendezvousClient;
+
+class HttpRendezvous final : public Rendezvous {
+ public:
+  HttpRendezvous(HttpEndpoint endpoint, const Config& config)
+      : endpoint_(std::move(endpoint)),
+        job_(config.job_id),
+        elastic_timeout_(config.elastic_timeout),
+        client_(endpoint_, config.job_id,
+                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots}) {}
+
+  ~HttpRendezvous() override { StopHeartbeats(); }
+
+  StatusOr<Assignment> NextGeneration(int64_t previous) override {
+    if (previous < 0) KH_RETURN_IF_ERROR(client_.Register());
+    changed_.store(false);
+    auto g = client_.WaitForNextGeneration(elastic_timeout_);
+    if (!g.ok()) return g.status();
+    StartHeartbeats();
+    Assignment a;
+    a.generation = g->generation;
+    a.rank = g->rank;
+    a.size = g->size;
+    a.local_rank = g->local_rank;
+    a.local_size = g->local_size;
+    a.cross_rank = g->cross_rank;
+    a.cross_size = g->cross_size;
+    return a;
+  }
+
+  StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment& a, const Config& config) override {
+    try {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = config.hostname;
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      rendezvous::HttpStoreOptions options;
+      options.timeout = config.transport_timeout;
+      HttpStore store(endpoint_, job_, a.generation, options);
+      auto context = std::make_shared<gloo::rendezvous::Context>(a.rank, a.size);
+      context->setTimeout(config.transport_timeout);
+      context->connectFullMesh(store, device);
+      return std::shared_ptr<gloo::Context>(context);
+    } catch (const std::exception& e) {
+      return Status::Unavailable("generation " + std::to_string(a.generation) + ": rank " +
+                                 std::to_string(a.rank) + " could not connect to its peers: " + e.what());
+    }
+  }
+
+  bool MembershipChanged() const override { return changed_.load(); }
+
+  void ReportFailure(int64_t generation, const std::string& reason) override {
+    (void)client_.ReportFailure("generation " + std::to_string(generation) + ": " + reason);
+  }
+
+  void Leave() override {
+    StopHeartbeats();
+    (void)client_.Leave("finished");
+  }
+
+  bool elastic() const override { return true; }
+
+ private:
+  void StartHeartbeats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (heartbeat_.joinable()) return;
+    heartbeat_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!stop_) {
+        const auto interval = client_.heartbeat_interval();
+        lock.unlock();
+        auto info = client_.Heartbeat();
+        if (info.ok() && (info->membership_changed || !info->active || info->job_failed)) {
+          changed_.store(true);
+        }
+        lock.lock();
+        cv_.wait_for(lock, interval, [&] { return stop_; });
+      }
+    });
+  }
+
+  void StopHeartbeats() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (heartbeat_.joinable()) heartbeat_.join();
+  }
+
+  HttpEndpoint endpoint_;
+  std::string job_;
+  std::chrono::milliseconds elastic_timeout_;
+  RendezvousClient client_;
+  std::atomic<bool> changed_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread heartbeat_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Rendezvous>> MakeHttpRendezvous(const Config& config) {
+  const std::string& addr = config.rendezvous_addr;
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument("KHOROVOD_RENDEZVOUS_ADDR='" + addr + "': expected HOST:PORT");
+  }
+  HttpEndpoint endpoint;
+  endpoint.host = addr.substr(0, colon);
+  try {
+    endpoint.port = std::stoi(addr.substr(colon + 1));
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("KHOROVOD_RENDEZVOUS_ADDR='" + addr + "': bad port");
+  }
+  if (config.rendezvous_token.empty()) {
+    return Status::InvalidArgument(
+        "elastic jobs need the job's rendezvous token: set KHOROVOD_RENDEZVOUS_TOKEN or "
+        "KHOROVOD_RENDEZVOUS_TOKEN_FILE");
+  }
+  endpoint.token = config.rendezvous_token;
+  return std::unique_ptr<Rendezvous>(std::make_unique<HttpRendezvous>(std::move(endpoint), config));
+}
+
+}  // namespace khorovod
