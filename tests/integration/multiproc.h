@@ -30,6 +30,15 @@ struct RankOptions {
   bool init = true;
   // Ranks the test expects to die by a signal (peer-failure tests).
   std::set<int> expect_killed;
+  // Elastic tests know victims by rank, not by process: any of these may
+  // die by a signal, and exactly `expected_deaths` of them must.
+  std::set<int> may_be_killed;
+  int expected_deaths = 0;
+  // Ranks forked only once the named file exists (workers joining mid-run).
+  std::map<int, std::string> start_when_file_exists;
+  // Called in the parent when this file appears (e.g. restart a server).
+  std::string parent_trigger_file;
+  std::function<void()> on_parent_trigger;
 };
 
 struct RankContext {

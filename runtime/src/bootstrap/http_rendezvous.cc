@@ -35,9 +35,11 @@ class HttpRendezvous final : public Rendezvous {
 
   StatusOr<Assignment> NextGeneration(int64_t previous) override {
     if (previous < 0) KH_RETURN_IF_ERROR(client_.Register());
-    changed_.store(false);
     auto g = client_.WaitForNextGeneration(elastic_timeout_);
     if (!g.ok()) return g.status();
+    // Heartbeats answered while this worker waited describe the old world.
+    generation_.store(g->generation);
+    changed_.store(false);
     StartHeartbeats();
     Assignment a;
     a.generation = g->generation;
@@ -91,13 +93,18 @@ class HttpRendezvous final : public Rendezvous {
         const auto interval = client_.heartbeat_interval();
         lock.unlock();
         auto info = client_.Heartbeat();
-        if (info.ok() && (info->membership_changed || !info->active || info->job_failed)) {
-          changed_.store(true);
-        }
+        if (info.ok() && Outdated(*info)) changed_.store(true);
         lock.lock();
         cv_.wait_for(lock, interval, [&] { return stop_; });
       }
     });
+  }
+
+  // Whether a heartbeat answer means the running generation must re-form.
+  bool Outdated(const rendezvous::HeartbeatInfo& info) const {
+    const int64_t mine = generation_.load();
+    if (info.job_failed || info.reregistered || info.generation > mine) return true;
+    return info.generation == mine && (info.membership_changed || !info.active);
   }
 
   void StopHeartbeats() {
@@ -114,6 +121,7 @@ class HttpRendezvous final : public Rendezvous {
   std::chrono::milliseconds elastic_timeout_;
   RendezvousClient client_;
   std::atomic<bool> changed_{false};
+  std::atomic<int64_t> generation_{-1};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

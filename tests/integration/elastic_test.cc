@@ -1,0 +1,129 @@
+// Elastic training end to end: real worker processes, a real
+// khorovod-rendezvous server, and the C++ elastic State/run API. Workers are
+// killed, added, and the server is restarted mid-run; afterwards every
+// survivor must hold exactly the parameters that applying each step once
+// produces (no lost commit, no step applied twice), which also means they
+// agree bit for bit.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "khorovod/elastic.h"
+#include "multiproc.h"
+#include "rendezvous_process.h"
+
+namespace khorovod::testing {
+namespace {
+
+constexpr int kParams = 32;
+
+// Integer-valued and identical on every rank, so the average over any world
+// size is exact and the trajectory does not depend on membership.
+double Gradient(int64_t step, int j) { return static_cast<double>(((step + 1) * 7 + j * 3) % 13 - 6); }
+
+std::vector<double> Reference(int64_t steps) {
+  std::vector<double> p(kParams, 0.0);
+  for (int64_t s = 0; s < steps; ++s) {
+    for (int j = 0; j < kParams; ++j) p[j] -= 0.5 * Gradient(s, j);
+  }
+  return p;
+}
+
+struct Scenario {
+  std::string name;
+  int workers;                  // processes started (late ones included)
+  std::set<int> late;           // worker indices started mid-run
+  std::set<int> victim_ranks;   // ranks (in the first generation) that SIGKILL themselves
+  int64_t kill_step = 15;
+  bool restart_server = false;  // the parent restarts the server mid-run
+  int final_size;               // world size the job must reach before stopping
+};
+
+std::string Marker(const std::string& dir, const std::string& what) { return dir + "/" + what; }
+
+void Touch(const std::string& path) { std::ofstream(path) << "1\n"; }
+
+class ElasticTest : public ::testing::TestWithParam<Scenario> {};
+
+TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
+  const Scenario sc = GetParam();
+  RendezvousProcess server("elastic-test", {"--min-workers", "2", "--max-workers", "4", "--settle-ms",
+                                            "300", "--heartbeat-timeout-ms", "1500",
+                                            "--reform-timeout-ms", "5000"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string dir = ::testing::TempDir() + "/elastic-" + sc.name + "-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+
+  RankOptions opts;
+  opts.deadline = std::chrono::seconds(120);
+  opts.init = false;
+  opts.env = {{"KHOROVOD_RENDEZVOUS_ADDR", server.address()},
+              {"KHOROVOD_RENDEZVOUS_TOKEN", server.token()},
+              {"KHOROVOD_JOB_ID", "elastic-test"},
+              {"KHOROVOD_SLOTS", "4"},
+              {"KHOROVOD_TIMEOUT_SECONDS", "5"},
+              {"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", "60"}};
+  // Indices of killed workers are only known by rank, so any worker may die.
+  for (int i = 0; i < sc.workers; ++i) {
+    if (!sc.victim_ranks.empty()) opts.may_be_killed.insert(i);
+  }
+  opts.expected_deaths = static_cast<int>(sc.victim_ranks.size());
+  for (int i : sc.late) opts.start_when_file_exists[i] = Marker(dir, "add-worker");
+  if (sc.restart_server) {
+    opts.parent_trigger_file = Marker(dir, "restart-server");
+    opts.on_parent_trigger = [&server] { server.Restart(); };
+  }
+
+  KH_RUN_RANKS(sc.workers, [&](Runtime& rt, const RankContext& ctx) {
+    ASSERT_TRUE(rt.init(ctx.config).ok());
+    std::vector<double> params(kParams, 0.0);
+    elastic::State state(rt);
+    state.add_tensor("params", TensorView{params.data(), DataType::kFloat64, {kParams}, {}});
+    int64_t& step = state.counter("step");
+    int resets = 0;
+    state.on_reset([&resets] { ++resets; });
+    const bool first_generation_victim = sc.victim_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
+    Status s = elastic::run(rt, state, [&]() -> Status {
+      while (true) {
+        std::vector<double> g(kParams);
+        for (int j = 0; j < kParams; ++j) g[j] = Gradient(step, j);
+        TensorView gv{g.data(), DataType::kFloat64, {kParams}, {}};
+        KH_RETURN_IF_ERROR(rt.allreduce("grad", gv, gv));
+        for (int j = 0; j < kParams; ++j) params[j] -= 0.5 * g[j];
+        ++step;
+        KH_RETURN_IF_ERROR(state.commit());
+        if (first_generation_victim && step == sc.kill_step) raise(SIGKILL);
+        if (rt.rank() == 0 && step == 10) {
+          if (!sc.late.empty()) Touch(Marker(dir, "add-worker"));
+          if (sc.restart_server) Touch(Marker(dir, "restart-server"));
+        }
+        const bool events_done = !sc.restart_server || step >= 60;
+        if (step >= 30 && rt.size() == sc.final_size && events_done) return Status::Ok();
+        if (step >= 20000) return Status::Internal("the world never reached size " + std::to_string(sc.final_size));
+      }
+    });
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(rt.size(), sc.final_size);
+    // Every scenario changes the membership once, so every original worker
+    // re-formed at least once (a newcomer starts in the new generation).
+    if (!sc.late.count(ctx.rank)) EXPECT_GE(resets, 1);
+    EXPECT_EQ(params, Reference(step)) << "step " << step;
+    EXPECT_TRUE(rt.shutdown().ok());
+  }, opts);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, ElasticTest,
+    ::testing::Values(Scenario{"kill_rank_2", 3, {}, {2}, 15, false, 2},
+                      Scenario{"kill_rank_0", 3, {}, {0}, 15, false, 2},
+                      Scenario{"kill_two_at_once", 4, {}, {1, 3}, 15, false, 2},
+                      Scenario{"add_a_worker", 3, {2}, {}, 15, false, 3},
+                      Scenario{"restart_the_server", 2, {}, {}, 15, true, 2}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace khorovod::testing
