@@ -2,7 +2,8 @@
 # The whole test suite, exactly as CI runs it (.ci/run calls this script):
 #   1. a warnings-as-errors build and every test (ctest);
 #   2. the runtime and launcher tests again under ASan+UBSan;
-#   3. the runtime tests under TSan.
+#   3. the runtime's unit and multi-process tests under TSan (the elastic
+#      tests need cpp-httplib, which Debian does not build with TSan).
 # Ends with one line: "suite: N passed, M failed".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +33,8 @@ build_stage() {
   if ! bash scripts/build.sh "$name" "$@"; then broken+=("$name: build failed"); return 1; fi
 }
 
-runtime_targets=(collectives_test runtime_unit_test khorovodrun launcher_test rendezvous_unit_test rendezvous_http_test khorovod-rendezvous)
+runtime_targets=(collectives_test runtime_unit_test elastic_test khorovodrun launcher_test
+                 rendezvous_unit_test rendezvous_http_test khorovod-rendezvous)
 
 if build_stage ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON; then
   run_stage ci --timeout 600
@@ -45,7 +47,7 @@ fi
 if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON \
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test runtime_unit_test; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
-    run_stage tsan -L runtime --timeout 900
+    run_stage tsan -L "runtime-unit|runtime-integration" --timeout 900
 fi
 
 for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done
