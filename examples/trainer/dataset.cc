@@ -26,15 +26,4 @@ Dataset MakeBlobs(int64_t samples, int features, int classes, uint64_t seed) {
   return d;
 }
 
-Dataset Shard(const Dataset& full, int rank, int world) {
-  Dataset s;
-  s.features = full.features;
-  s.classes = full.classes;
-  for (int64_t i = rank; i < full.size(); i += world) {
-    s.y.push_back(full.y[i]);
-    s.x.insert(s.x.end(), full.row(i), full.row(i) + full.features);
-  }
-  return s;
-}
-
 }  // namespace khorovod::example

@@ -1,7 +1,7 @@
 // A synthetic classification data set the example generates itself: a
 // mixture of Gaussian blobs, one per class, in `features` dimensions. The
-// same seed gives the same data on every rank, so ranks shard it without
-// shipping files.
+// same seed gives the same data on every rank, so ranks split it among
+// themselves without shipping files.
 //
 // Thread-safety: immutable after construction.
 #pragma once
@@ -22,8 +22,5 @@ struct Dataset {
 };
 
 Dataset MakeBlobs(int64_t samples, int features, int classes, uint64_t seed);
-
-// The samples rank `rank` of `world` trains on: every world-th sample.
-Dataset Shard(const Dataset& full, int rank, int world);
 
 }  // namespace khorovod::example

@@ -1,17 +1,22 @@
 // The example trainer: data-parallel SGD on an MLP over a synthetic data set,
 // Horovod style. Run it with `khorovodrun -np 4 khorovod-example-trainer`.
 //
-// Every rank trains on its own shard; gradients are averaged with fused
-// allreduces each step; the initial weights come from rank 0 through
-// broadcast_parameters. At the end every rank reports a checksum of its
-// weights and rank 0 checks they all agree.
+// Every rank trains on its own slice of each step's data; gradients are
+// averaged with fused allreduces; the parameters, momentum and step counter
+// live in an elastic State, committed every step. Under
+// `khorovodrun --min-np/--max-np` the job survives workers failing and
+// joining: the ring re-forms and training resumes from the last commit,
+// with the state broadcast from the new rank 0. At the end every rank
+// reports a checksum of its weights and rank 0 checks they all agree.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 
 #include "dataset.h"
+#include "khorovod/elastic.h"
 #include "khorovod/parameters.h"
 #include "khorovod/runtime.h"
 #include "mlp.h"
@@ -34,6 +39,7 @@ struct Options {
   int64_t samples = 16384;
   uint64_t seed = 1;
   int log_every = 25;
+  int64_t fail_at_step = 0;  // 0: never
 };
 
 TensorView View(std::vector<float>& v) {
@@ -52,60 +58,77 @@ int Fail(const char* what, const Status& s) {
 int Train(const Options& o) {
   khorovod::Runtime rt;
   if (Status s = rt.init(); !s.ok()) return Fail("init", s);
-  const int rank = rt.rank(), size = rt.size();
 
   const auto data = khorovod::example::MakeBlobs(o.samples, o.features, o.classes, o.seed);
-  const auto shard = khorovod::example::Shard(data, rank, size);
-  // Deliberately different initial weights per rank: broadcast_parameters
-  // must make them identical before training.
-  khorovod::example::Mlp model(o.features, o.hidden, o.classes, o.seed + 1000 + rank);
-  if (Status s = khorovod::broadcast_parameters(rt, Named(model.params())); !s.ok()) {
-    return Fail("broadcast_parameters", s);
-  }
-  const double initial_loss = model.Evaluate(data).loss;
-  if (rank == 0) {
-    std::printf("training on %d ranks: %" PRId64 " samples (%" PRId64 " per rank), batch %d per rank, initial loss %.4f\n",
-                size, data.size(), shard.size(), o.batch_size, initial_loss);
-  }
-
-  int64_t cursor = 0;
-  auto window_start = std::chrono::steady_clock::now();
-  for (int step = 1; step <= o.steps; ++step) {
-    model.ZeroGrads();
-    auto batch = model.Step(shard, cursor, o.batch_size, /*backward=*/true);
-    cursor += o.batch_size;
-    if (Status s = khorovod::allreduce_gradients(rt, Named(model.grads())); !s.ok()) {
-      return Fail("allreduce_gradients", s);
+  // Deliberately different initial weights per rank: the first sync (a
+  // broadcast from rank 0) must make them identical before training.
+  khorovod::example::Mlp model(o.features, o.hidden, o.classes, o.seed + 1000 + rt.rank());
+  khorovod::elastic::State state(rt);
+  for (auto& t : Named(model.params())) state.add_tensor("param." + t.name, t.view);
+  for (auto& t : Named(model.velocity())) state.add_tensor("velocity." + t.name, t.view);
+  int64_t& step = state.counter("step");
+  state.on_reset([&] {
+    if (rt.rank() == 0) {
+      std::printf("ring re-formed: world size %d; resuming from committed step %" PRId64 "\n",
+                  rt.size(), step);
+      std::fflush(stdout);
     }
-    model.ApplySgd(o.lr, o.momentum);
+  });
+  const double initial_loss = model.Evaluate(data).loss;
+  if (rt.rank() == 0) {
+    std::printf("training on %d ranks: %" PRId64 " samples, batch %d per rank, initial loss %.4f\n",
+                rt.size(), data.size(), o.batch_size, initial_loss);
+  }
 
-    if (step % o.log_every == 0 || step == o.steps) {
-      float metrics[2] = {static_cast<float>(batch.loss), static_cast<float>(batch.accuracy)};
-      TensorView mv{metrics, DataType::kFloat32, {2}, {}};
-      if (Status s = rt.allreduce("metrics", mv, mv); !s.ok()) return Fail("metrics", s);
-      const auto now = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      window_start = now;
-      const int steps_in_window = step % o.log_every == 0 ? o.log_every : step % o.log_every;
-      if (rank == 0) {
-        std::printf("step %4d/%d  epoch %.2f  loss %.4f  accuracy %.3f  %.0f samples/s  world %d\n",
-                    step, o.steps, static_cast<double>(cursor) / static_cast<double>(shard.size()),
-                    metrics[0], metrics[1],
-                    steps_in_window * o.batch_size * size / std::max(seconds, 1e-9), size);
+  auto window_start = std::chrono::steady_clock::now();
+  int64_t window_samples = 0;
+  Status trained = khorovod::elastic::run(rt, state, [&]() -> Status {
+    while (step < o.steps) {
+      // Rank r of n takes the r-th slice of the step's n batches, so the
+      // data is sharded by rank whatever the current world size.
+      const int64_t begin = ((step * rt.size() + rt.rank()) * o.batch_size) % data.size();
+      model.ZeroGrads();
+      auto batch = model.Step(data, begin, o.batch_size, /*backward=*/true);
+      KH_RETURN_IF_ERROR(khorovod::allreduce_gradients(rt, Named(model.grads())));
+      model.ApplySgd(o.lr, o.momentum);
+      ++step;
+      window_samples += static_cast<int64_t>(o.batch_size) * rt.size();
+      KH_RETURN_IF_ERROR(state.commit());
+      if (o.fail_at_step > 0 && step == o.fail_at_step && rt.rank() == 1) {
+        std::printf("rank 1: simulating a crash after committing step %" PRId64 "\n", step);
         std::fflush(stdout);
+        raise(SIGKILL);
+      }
+      if (step % o.log_every == 0 || step == o.steps) {
+        float metrics[2] = {static_cast<float>(batch.loss), static_cast<float>(batch.accuracy)};
+        TensorView mv{metrics, DataType::kFloat32, {2}, {}};
+        KH_RETURN_IF_ERROR(rt.allreduce("metrics", mv, mv));
+        const auto now = std::chrono::steady_clock::now();
+        const double seconds = std::chrono::duration<double>(now - window_start).count();
+        if (rt.rank() == 0) {
+          std::printf("step %4" PRId64 "/%d  loss %.4f  accuracy %.3f  %.0f samples/s  world %d\n", step,
+                      o.steps, metrics[0], metrics[1], window_samples / std::max(seconds, 1e-9),
+                      rt.size());
+          std::fflush(stdout);
+        }
+        window_start = now;
+        window_samples = 0;
       }
     }
-  }
+    return Status::Ok();
+  });
+  if (!trained.ok()) return Fail("training", trained);
 
   const auto final_eval = model.Evaluate(data);
   int64_t checksum = static_cast<int64_t>(model.Checksum());
   TensorView cv{&checksum, DataType::kInt64, {1}, {}};
   khorovod::Tensor all;
   if (Status s = rt.allgather("checksums", cv, &all); !s.ok()) return Fail("allgather", s);
+  const int size = rt.size();
   bool agree = true;
   for (int r = 0; r < size; ++r) agree = agree && all.data_as<int64_t>()[r] == checksum;
-  std::printf("rank %d parameters checksum %016" PRIx64 "\n", rank, static_cast<uint64_t>(checksum));
-  if (rank == 0) {
+  std::printf("rank %d parameters checksum %016" PRIx64 "\n", rt.rank(), static_cast<uint64_t>(checksum));
+  if (rt.rank() == 0) {
     std::printf("final loss %.4f (initial %.4f), accuracy %.3f over all %" PRId64 " samples\n",
                 final_eval.loss, initial_loss, final_eval.accuracy, data.size());
     std::printf(agree ? "all %d ranks agree on the parameters\n"
@@ -129,6 +152,9 @@ int main(int argc, char** argv) {
   app.add_option("--samples", o.samples, "data set size")->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "data and initialisation seed");
   app.add_option("--log-every", o.log_every, "steps between progress lines")->check(CLI::PositiveNumber);
+  app.add_option("--fail-at-step", o.fail_at_step,
+                 "rank 1 kills itself right after committing this step (elastic demo)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   return Train(o);
 }

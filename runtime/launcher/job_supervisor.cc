@@ -63,6 +63,15 @@ void JobSupervisor::handle_exit(const WorkerExit& exit, ProcessGroup& group) {
   // Exits after the job already failed or was interrupted are the expected
   // fallout of our own SIGTERM; only the first failure is reported.
   if (exit.status.success() || result_) return;
+  if (config_.replace_failed) {
+    if (auto spec = config_.replace_failed(exit)) {
+      message("worker " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) + ") " +
+              exit.status.describe() + "; starting worker " + std::to_string(spec->rank) +
+              " in its place");
+      to_spawn_.push_back(std::move(*spec));
+      return;
+    }
+  }
   result_ = exit.status.shell_code();
   const std::size_t others = group.signal_running(SIGTERM);
   std::string line = "rank " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) +
@@ -95,14 +104,15 @@ int JobSupervisor::run() {
   // first, then `group` kills and reaps whatever is left.
   ProcessGroup group;
   OutputMux mux;
+  auto start = [&](const WorkerSpec& spec) {
+    WorkerPipes pipes = group.spawn(spec);
+    mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank),
+                   config_.stdout_fd);
+    mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank),
+                   config_.stderr_fd);
+  };
   try {
-    for (const auto& spec : config_.workers) {
-      WorkerPipes pipes = group.spawn(spec);
-      mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank),
-                     config_.stdout_fd);
-      mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank),
-                     config_.stderr_fd);
-    }
+    for (const auto& spec : config_.workers) start(spec);
   } catch (const SpawnError& e) {
     // Workers already started cannot form a complete job; stop them now.
     message(e.what());
@@ -114,6 +124,17 @@ int JobSupervisor::run() {
   std::vector<pollfd> fds;
   for (;;) {
     for (const auto& exit : group.poll_exits()) handle_exit(exit, group);
+    for (const WorkerSpec& spec : to_spawn_) {
+      try {
+        if (!result_) start(spec);
+      } catch (const SpawnError& e) {
+        message(e.what());
+        result_ = e.exit_code();
+        group.signal_running(SIGTERM);
+        start_grace_period();
+      }
+    }
+    to_spawn_.clear();
 
     const auto now = Clock::now();
     if (kill_deadline_ && now >= *kill_deadline_) {

@@ -17,6 +17,8 @@
 //    most one grace period for them. When the job ends, anything left in the
 //    workers' process groups is killed, so nothing outlives khorovodrun.
 //  * If every worker exits 0 (and no signal arrived), run() returns 0.
+//  * Elastic jobs (replace_failed set) first offer each failure to
+//    replace_failed; a replacement is started and the job goes on.
 //
 // Single-threaded: everything happens in run() on the calling thread, woken
 // by poll(2) on the worker pipes and the SignalPipe (which must be watching
@@ -24,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +39,10 @@ namespace khorovod::launcher {
 struct JobConfig {
   std::vector<WorkerSpec> workers;
   std::chrono::milliseconds grace_period{3000};
+  // Elastic jobs: called for each worker that failed. A returned spec is
+  // started in its place and the job goes on; nullopt fails the job as
+  // described above.
+  std::function<std::optional<WorkerSpec>(const WorkerExit&)> replace_failed;
   // Where prefixed worker output and the launcher's own messages go.
   int stdout_fd = 1;
   int stderr_fd = 2;
@@ -63,6 +70,8 @@ class JobSupervisor {
   std::optional<int> result_;
   // When set, workers still running at this time are SIGKILLed.
   std::optional<Clock::time_point> kill_deadline_;
+  // Replacements chosen by replace_failed, started by run().
+  std::vector<WorkerSpec> to_spawn_;
   // When set (all workers exited), stop waiting for pipe EOF at this time.
   std::optional<Clock::time_point> drain_deadline_;
 };

@@ -113,6 +113,39 @@ std::string generate_job_id() {
   return id;
 }
 
+// khorovodrun runs workers on this host only; -H is accepted so horovodrun
+// command lines work, and checked so that a multi-host list fails loudly.
+std::optional<std::string> check_local_hosts(const std::string& hosts, int needed) {
+  long long slots = 0;
+  std::size_t start = 0;
+  while (start <= hosts.size()) {
+    const std::size_t end = std::min(hosts.find(',', start), hosts.size());
+    const std::string entry = hosts.substr(start, end - start);
+    const std::size_t colon = entry.rfind(':');
+    const std::string host = entry.substr(0, colon);
+    if (host != "localhost" && host != "127.0.0.1") {
+      return "-H " + hosts + ": khorovodrun runs workers on this host only (localhost); run "
+             "multi-host jobs as a HorovodJob on Kubernetes";
+    }
+    long long n = 1;
+    if (colon != std::string::npos) {
+      try {
+        n = std::stoll(entry.substr(colon + 1));
+      } catch (const std::exception&) {
+        return "-H " + hosts + ": bad slot count in '" + entry + "'";
+      }
+    }
+    if (n < 1) return "-H " + hosts + ": slot counts must be at least 1";
+    slots += n;
+    start = end + 1;
+  }
+  if (slots < needed) {
+    return "-H " + hosts + " offers " + std::to_string(slots) + " slots but " +
+           std::to_string(needed) + " workers are needed";
+  }
+  return std::nullopt;
+}
+
 ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err) {
   LaunchOptions opts;
@@ -144,6 +177,20 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
       ->allow_extra_args(false)
       ->type_name("NAME[=VALUE]")
       ->check([](const std::string& s) { return validate_env_spec(s).value_or(std::string()); });
+  app.add_option("--min-np", opts.min_np, "Elastic: fewest workers the job runs with")
+      ->check(in_range(1, std::numeric_limits<int>::max(), "--min-np"));
+  app.add_option("--max-np", opts.max_np, "Elastic: most workers the job runs with")
+      ->check(in_range(1, std::numeric_limits<int>::max(), "--max-np"));
+  app.add_option("--reset-limit", opts.reset_limit,
+                 "Elastic: worker replacements and re-formations before the job fails")
+      ->capture_default_str()
+      ->check(in_range(0, 1000000, "--reset-limit"));
+  long long elastic_timeout_s = opts.elastic_timeout.count();
+  app.add_option("--elastic-timeout", elastic_timeout_s,
+                 "Elastic: seconds to wait for min-np workers before failing")
+      ->capture_default_str()
+      ->check(in_range(1, 86400 * 7, "--elastic-timeout"));
+  app.add_option("-H,--hosts", opts.hosts, "host:slots,... (only this host: localhost or 127.0.0.1)");
   std::string program;
   app.add_option("program", program, "Program to run, followed by its arguments")->required();
 
@@ -167,6 +214,22 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
     return ParseOutcome{std::nullopt, app.exit(e, out, err)};
   }
 
+  opts.elastic_timeout = std::chrono::seconds(elastic_timeout_s);
+  if (opts.elastic()) {
+    if (opts.min_np == 0) opts.min_np = 1;
+    if (opts.max_np == 0) opts.max_np = opts.num_proc;
+    if (!(opts.min_np <= opts.num_proc && opts.num_proc <= opts.max_np)) {
+      err << "khorovodrun: need --min-np <= -np <= --max-np, got " << opts.min_np << " <= "
+          << opts.num_proc << " <= " << opts.max_np << "\n";
+      return ParseOutcome{std::nullopt, 2};
+    }
+  }
+  if (!opts.hosts.empty()) {
+    if (auto problem = check_local_hosts(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc)) {
+      err << "khorovodrun: " << *problem << "\n";
+      return ParseOutcome{std::nullopt, 2};
+    }
+  }
   opts.command.assign(args.begin() + static_cast<std::ptrdiff_t>(program_index), args.end());
   opts.grace_period = std::chrono::milliseconds(grace_ms);
   for (const auto& spec : env_specs) opts.extra_env.push_back(parse_env_spec(spec));

@@ -1,7 +1,8 @@
 // launch_options.h - the khorovodrun command line, parsed in one place.
 //
 //   khorovodrun -np N [--job-id ID] [--hostname HOST] [--grace-period-ms MS]
-//               [-x NAME[=VALUE]]... [--] program [program args...]
+//               [--min-np N] [--max-np N] [--reset-limit N] [--elastic-timeout S]
+//               [-H host:slots,...] [-x NAME[=VALUE]]... [--] program [args...]
 //
 // Everything from the program name onwards belongs to the program, including
 // arguments that look like launcher options (`khorovodrun -np 2 ./t -np 3`
@@ -40,6 +41,16 @@ struct LaunchOptions {
   // down (a worker failed, or the launcher itself was interrupted).
   std::chrono::milliseconds grace_period{3000};
   std::vector<EnvSpec> extra_env;
+  // Elastic mode, on when --min-np or --max-np is given: workers meet
+  // through a rendezvous server khorovodrun runs in-process, failed workers
+  // are replaced, and the job survives while at least min-np remain.
+  int min_np = 0;  // 0: not set
+  int max_np = 0;  // 0: not set
+  int reset_limit = 100;
+  std::chrono::seconds elastic_timeout{600};
+  // -H host:slots,... (local hosts only); empty: this host with -np slots.
+  std::string hosts;
+  bool elastic() const { return min_np > 0 || max_np > 0; }
   // argv of the worker program; never empty after a successful parse.
   std::vector<std::string> command;
 };
@@ -55,6 +66,9 @@ struct ParseOutcome {
 // `args` excludes argv[0].
 ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err);
+
+// Checks a -H list: local hosts only, enough slots. Returns the problem.
+std::optional<std::string> check_local_hosts(const std::string& hosts, int needed);
 
 // Parses one `-x` value. Returns an error message for an invalid spec.
 std::optional<std::string> validate_env_spec(const std::string& spec);

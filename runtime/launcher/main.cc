@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "elastic_job.h"
 #include "job_supervisor.h"
 #include "launch_options.h"
 #include "scoped_temp_dir.h"
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
 
   try {
     SignalPipe signals({SIGINT, SIGTERM, SIGCHLD});
+    if (opts.elastic()) return run_elastic_job(opts, signals);
     ScopedTempDir store("khorovod-store-");
     JobConfig config;
     config.workers = make_worker_specs(opts, store.path());
