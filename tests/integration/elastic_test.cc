@@ -108,7 +108,9 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
     EXPECT_EQ(rt.size(), sc.final_size);
     // Every scenario changes the membership once, so every original worker
     // re-formed at least once (a newcomer starts in the new generation).
-    if (!sc.late.count(ctx.rank)) EXPECT_GE(resets, 1);
+    if (!sc.late.count(ctx.rank)) {
+      EXPECT_GE(resets, 1);
+    }
     EXPECT_EQ(params, Reference(step)) << "step " << step;
     EXPECT_TRUE(rt.shutdown().ok());
   }, opts);
