@@ -31,6 +31,29 @@ constexpr auto kIdleWait = std::chrono::milliseconds(5);
 // microseconds; spinning that long avoids a costly sleep and wake-up.
 constexpr auto kBusySpin = std::chrono::microseconds(200);
 
+// Work arriving after an idle spell usually comes in a burst (a backward
+// pass submitting one gradient after another). The round waits until
+// submissions have paused for kBurstQuiet, or at most one cycle time, so
+// the burst is negotiated and fused in one round, while a lone operation
+// waits only kBurstQuiet instead of a whole cycle.
+constexpr auto kBurstQuiet = std::chrono::microseconds(100);
+
+void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle_time) {
+  const auto start = Clock::now();
+  const auto quiet = std::min<std::chrono::microseconds>(kBurstQuiet, cycle_time);
+  uint64_t seen = queue.submissions();
+  auto last_arrival = start;
+  for (auto now = start; now - start < cycle_time; now = Clock::now()) {
+    if (const uint64_t n = queue.submissions(); n != seen) {
+      seen = n;
+      last_arrival = now;
+    } else if (now - last_arrival >= quiet) {
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+
 constexpr const char* kReservedPrefix = "khorovod.";
 
 // Gloo writes to sockets without MSG_NOSIGNAL, so a peer that dies mid-send
@@ -235,12 +258,10 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       if (!s.controller->has_local_work()) {
         s.queue.WaitForWork(Clock::now() + kIdleWait,
                             round.idle ? std::chrono::microseconds(0) : kBusySpin);
-        // Work arriving after an idle spell usually comes in a burst (a
-        // backward pass); give the burst one cycle to land so it is
-        // negotiated and fused in one round.
-        next_start = std::max(next_start, Clock::now() + s.config.cycle_time);
+        if (s.queue.has_incoming()) WaitForBurstToEnd(s.queue, s.config.cycle_time);
+      } else {
+        std::this_thread::sleep_until(next_start);
       }
-      std::this_thread::sleep_until(next_start);
       last_start = Clock::now();
       drained.clear();
       s.queue.PopAll(&drained);

@@ -23,6 +23,7 @@ Status TensorQueue::Push(std::vector<PendingOp> ops) {
       incoming_.push_back(std::move(op));
     }
     has_incoming_.store(true, std::memory_order_release);
+    submissions_.fetch_add(1, std::memory_order_acq_rel);
   }
   cv_.notify_one();
   return Status::Ok();

@@ -48,6 +48,10 @@ class TensorQueue {
   // the last completion closely, as in a training loop).
   void WaitForWork(std::chrono::steady_clock::time_point deadline,
                    std::chrono::microseconds spin = std::chrono::microseconds(0));
+  // Number of Push calls that enqueued work so far; lets the background
+  // thread see whether a burst of submissions is still arriving.
+  uint64_t submissions() const { return submissions_.load(std::memory_order_acquire); }
+  bool has_incoming() const { return has_incoming_.load(std::memory_order_acquire); }
   void RequestShutdown();
   bool shutdown_requested() const;
   // Refuses every later Push with `reason`.
@@ -58,6 +62,7 @@ class TensorQueue {
   std::condition_variable cv_;
   std::vector<PendingOp> incoming_;
   std::atomic<bool> has_incoming_{false};
+  std::atomic<uint64_t> submissions_{0};
   std::unordered_set<std::string> in_flight_;
   bool shutdown_requested_ = false;
   bool closed_ = false;
