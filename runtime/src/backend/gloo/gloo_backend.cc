@@ -31,7 +31,8 @@ class GlooBackend final : public Backend {
     // the slots of Gloo's own collectives.
     const uint64_t slot = (uint64_t{0x7e} << 56) | next_ring_slot_;
     next_ring_slot_ = (next_ring_slot_ + 2 * static_cast<uint64_t>(ctx_->size)) & ((uint64_t{1} << 56) - 1);
-    return gloo_ops::RingAllreduceSpans(ctx_, spans, DataTypeSize(dtype), GetReduceFn(dtype, op), slot);
+    return gloo_ops::RingAllreduceSpans(ctx_, spans, DataTypeSize(dtype), GetReduceFn(dtype, op), slot,
+                                        &ring_scratch_);
   }
 
   Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
@@ -60,6 +61,7 @@ class GlooBackend final : public Backend {
   std::shared_ptr<gloo::Context> ctx_;
   uint64_t next_ring_slot_ = 0;
   uint64_t next_direct_slot_ = 0;
+  std::vector<std::byte> ring_scratch_;  // reused by every fused allreduce
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeGlooBackend(const BackendInit& init) {

@@ -59,7 +59,7 @@ class RingPlan {
 
 Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
                           const std::vector<Backend::Span>& spans, size_t element_size,
-                          ReduceFn reduce, uint64_t slot) {
+                          ReduceFn reduce, uint64_t slot, std::vector<std::byte>* scratch_storage) {
   const int size = ctx->size, rank = ctx->rank;
   RingPlan plan(spans, element_size, size);
   if (size == 1 || plan.total() == 0) return Status::Ok();
@@ -70,7 +70,10 @@ Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
     for (const auto& s : spans) {
       buffers.push_back(ctx->createUnboundBuffer(s.data, std::max<size_t>(s.count, 1) * element_size));
     }
-    std::vector<std::byte> scratch(plan.max_chunk() * element_size);
+    if (scratch_storage->size() < plan.max_chunk() * element_size) {
+      scratch_storage->resize(plan.max_chunk() * element_size);
+    }
+    std::vector<std::byte>& scratch = *scratch_storage;
     auto scratch_buf = ctx->createUnboundBuffer(scratch.data(), scratch.size());
 
     auto wait_sends = [&](const std::vector<Piece>& sent) {

@@ -8,6 +8,9 @@
 // of a step are posted at once, and each received piece is reduced as soon
 // as it lands, so reduction overlaps the transfer of the pieces behind it.
 //
+// `scratch` receives incoming pieces; the caller keeps it between calls so
+// the (chunk-sized) buffer is allocated and faulted in once, not per step.
+//
 // Thread-safety: one call at a time per gloo::Context (the background
 // thread). Errors (a dead peer, the context's timeout) come back as
 // kUnavailable.
@@ -30,6 +33,6 @@ inline constexpr size_t kPieceBytes = 1 << 20;
 
 Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
                           const std::vector<Backend::Span>& spans, size_t element_size,
-                          ReduceFn reduce, uint64_t slot);
+                          ReduceFn reduce, uint64_t slot, std::vector<std::byte>* scratch);
 
 }  // namespace khorovod::gloo_ops
