@@ -39,6 +39,8 @@ struct Scenario {
   int64_t kill_step = 15;
   bool restart_server = false;  // the parent restarts the server mid-run
   int final_size;               // world size the job must reach before stopping
+  std::set<int> leaver_ranks = {};  // ranks that shut down gracefully at kill_step
+  bool add_when_killed = false;     // late workers start when the victim dies
 };
 
 std::string Marker(const std::string& dir, const std::string& what) { return dir + "/" + what; }
@@ -85,6 +87,8 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
     int resets = 0;
     state.on_reset([&resets] { ++resets; });
     const bool first_generation_victim = sc.victim_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
+    const bool first_generation_leaver = sc.leaver_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
+    bool left = false;
     Status s = elastic::run(rt, state, [&]() -> Status {
       while (true) {
         std::vector<double> g(kParams);
@@ -94,9 +98,16 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
         for (int j = 0; j < kParams; ++j) params[j] -= 0.5 * g[j];
         ++step;
         KH_RETURN_IF_ERROR(state.commit());
-        if (first_generation_victim && step == sc.kill_step) raise(SIGKILL);
+        if (first_generation_victim && step == sc.kill_step) {
+          if (sc.add_when_killed) Touch(Marker(dir, "add-worker"));
+          raise(SIGKILL);
+        }
+        if (first_generation_leaver && step == sc.kill_step) {
+          left = true;
+          return rt.shutdown();
+        }
         if (rt.rank() == 0 && step == 10) {
-          if (!sc.late.empty()) Touch(Marker(dir, "add-worker"));
+          if (!sc.late.empty() && !sc.add_when_killed) Touch(Marker(dir, "add-worker"));
           if (sc.restart_server) Touch(Marker(dir, "restart-server"));
         }
         // Stop on events, never on time: the restart must have been noticed
@@ -107,6 +118,11 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
       }
     });
     ASSERT_TRUE(s.ok()) << s;
+    if (left) {
+      // The leaver's state is that of its last commit.
+      EXPECT_EQ(params, Reference(step));
+      return;
+    }
     EXPECT_EQ(rt.size(), sc.final_size);
     // Every scenario changes the membership once, so every original worker
     // re-formed at least once (a newcomer starts in the new generation).
@@ -126,7 +142,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"kill_rank_0", 3, {}, {0}, 15, false, 2},
                       Scenario{"kill_two_at_once", 4, {}, {1, 3}, 15, false, 2},
                       Scenario{"add_a_worker", 3, {2}, {}, 15, false, 3},
-                      Scenario{"restart_the_server", 2, {}, {}, 15, true, 2}),
+                      Scenario{"restart_the_server", 2, {}, {}, 15, true, 2},
+                      Scenario{"remove_one_gracefully", 3, {}, {}, 15, false, 2, {1}},
+                      Scenario{"drop_below_min_and_come_back", 3, {2}, {1}, 15, false, 2, {}, true}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
