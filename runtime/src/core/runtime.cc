@@ -127,7 +127,9 @@ class RuntimeImpl {
 
   Status Reset() {
     if (!rendezvous_) return Status::FailedPrecondition("khorovod is not initialized; call init() first");
-    if (!rendezvous_->elastic()) KH_RETURN_IF_ERROR(rendezvous_->NextGeneration(generation_).status());
+    // A static job cannot re-form: return the rendezvous's explanation and
+    // keep the running session instead of tearing it down.
+    if (!rendezvous_->elastic()) return rendezvous_->NextGeneration(generation_).status();
     KH_RETURN_IF_ERROR(Shutdown());
     return JoinNextGeneration();
   }
