@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries the operator tests run against, from Go
+# modules with this machine's Go toolchain, and caches them outside the clone:
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd
+#     from scripts/k8s/go.mod (k8s.io/kubernetes with each staging module
+#     replaced by its published v0.x release);
+#   helm and kwok with `go install <module>@<version>`.
+# Prints the cache's bin directory on its last line. Idempotent: a binary
+# already in the cache for its version is not rebuilt.
+# Usage: scripts/k8s-tools.sh [binary...]   (default: all of them)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+K8S_VERSION=v1.34.4
+ETCD_VERSION=v3.6.4
+HELM_VERSION=v3.19.0
+KWOK_VERSION=v0.7.0
+cache=${KHOROVOD_K8S_CACHE:-$HOME/.cache/khorovod/k8s}
+bin="$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-kwok-$KWOK_VERSION/bin"
+mkdir -p "$bin"
+command -v go >/dev/null || { echo "k8s-tools: the Go toolchain is required (go not on PATH)" >&2; exit 1; }
+export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
+
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm kwok)
+
+build_from_wrapper() {  # name package
+  (cd "$root/scripts/k8s" && go build -ldflags="-s -w" -o "$bin/$1.tmp" "$2") && mv "$bin/$1.tmp" "$bin/$1"
+}
+install_module() {  # name module@version
+  local tmp; tmp=$(mktemp -d)
+  GOBIN="$tmp" go install -ldflags="-s -w" "$2" && mv "$tmp/$1" "$bin/$1"; rm -rf "$tmp"
+}
+
+for b in "${wanted[@]}"; do
+  [ -x "$bin/$b" ] && continue
+  echo "k8s-tools: building $b" >&2
+  case "$b" in
+    etcd) build_from_wrapper etcd go.etcd.io/etcd/server/v3 ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
+      build_from_wrapper "$b" "k8s.io/kubernetes/cmd/$b" ;;
+    helm) install_module helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
+    kwok) install_module kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
+    *) echo "k8s-tools: unknown binary $b" >&2; exit 2 ;;
+  esac
+done
+echo "$bin"

@@ -1,0 +1,14 @@
+//go:build tools
+
+// Package tools pins the Kubernetes binaries khorovod's tests run against.
+// The test scripts build them with `go build` from this module; nothing here
+// is compiled into khorovod itself.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
