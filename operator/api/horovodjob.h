@@ -1,0 +1,137 @@
+// HorovodJob v1alpha1: the API types the operator reconciles.
+//
+// These structs are the operator's typed view of a HorovodJob object. The
+// worker pod template is kept as JSON (a core/v1 PodTemplateSpec): the
+// operator adds to it but never needs to understand all of it.
+// Defaults (defaults.cc) and validation (validation.cc) live apart from the
+// controller; crds/horovodjob.yaml encodes the same defaults and bounds for
+// the API server. docs/api.md documents every field.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace khorovod::op {
+
+using Json = nlohmann::json;
+
+inline constexpr const char* kGroup = "khorovod.dev";
+inline constexpr const char* kVersion = "v1alpha1";
+inline constexpr const char* kApiVersion = "khorovod.dev/v1alpha1";
+inline constexpr const char* kKind = "HorovodJob";
+inline constexpr const char* kPlural = "horovodjobs";
+
+// Labels the operator puts on everything it creates.
+inline constexpr const char* kLabelJobName = "khorovod.dev/job-name";
+inline constexpr const char* kLabelRole = "khorovod.dev/role";          // "worker" | "rendezvous"
+inline constexpr const char* kLabelWorkerIndex = "khorovod.dev/worker-index";
+
+enum class CleanPodPolicy { kRunning, kAll, kNone };
+// What to do with a worker pod that failed:
+//   kOnFailure  replace it (while backoffLimit allows);
+//   kNever      fail the job;
+//   kExitCode   replace it only for retryable exit codes (128-255, signals
+//               such as OOM-kill or eviction); 1-127 fail the job at once.
+enum class RestartPolicy { kOnFailure, kNever, kExitCode };
+
+struct RendezvousSpec {
+  int32_t port = 29400;
+  std::string image;                 // default: the first worker container's image
+  int32_t settle_ms = 1000;
+  int32_t heartbeat_timeout_ms = 5000;
+  int32_t elastic_timeout_ms = 600000;
+  int32_t reset_limit = -1;          // -1: unlimited
+};
+
+struct RunPolicy {
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  std::optional<int32_t> ttl_seconds_after_finished;
+  std::optional<int64_t> active_deadline_seconds;
+  int32_t backoff_limit = 6;
+  bool suspend = false;
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
+};
+
+struct SchedulingPolicy {
+  std::string scheduler_name;
+  std::string priority_class_name;
+  bool gang = false;                 // create a scheduler-plugins PodGroup
+  std::optional<int32_t> min_available;  // PodGroup minMember; default minReplicas
+};
+
+struct HorovodJobSpec {
+  int32_t replicas = 1;
+  int32_t min_replicas = 1;
+  int32_t max_replicas = 1;
+  int32_t slots_per_worker = 1;
+  Json worker_template;              // core/v1 PodTemplateSpec
+  RendezvousSpec rendezvous;
+  RunPolicy run_policy;
+  SchedulingPolicy scheduling;
+};
+
+struct Condition {
+  std::string type;    // Created, Running, Restarting, Scaling, Succeeded, Failed, Suspended
+  std::string status;  // "True" | "False"
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;
+};
+
+struct HorovodJobStatus {
+  std::string phase;   // Pending, Running, Restarting, Scaling, Suspended, Succeeded, Failed
+  std::vector<Condition> conditions;
+  int32_t replicas = 0;
+  int32_t ready_replicas = 0;
+  int32_t active = 0;
+  int32_t failed = 0;
+  int32_t succeeded = 0;
+  int32_t restart_count = 0;
+  std::string selector;
+  int64_t observed_generation = 0;
+  std::string start_time;
+  std::string completion_time;
+  std::optional<int64_t> rendezvous_generation;
+};
+
+struct HorovodJob {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  std::string creation_timestamp;
+  bool deleting = false;
+  HorovodJobSpec spec;
+  HorovodJobStatus status;
+};
+
+// A field-level problem found while decoding or validating.
+struct FieldError {
+  std::string field;    // "spec.minReplicas"
+  std::string message;
+};
+std::string JoinErrors(const std::vector<FieldError>& errors);
+
+// Decodes an object from the API server, applying defaults. Type errors are
+// appended to `errors` and the field keeps its default.
+HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors);
+// The status subresource body.
+Json EncodeStatus(const HorovodJobStatus& status);
+HorovodJobStatus DecodeStatus(const Json& status);
+
+// Applies the documented defaults to a decoded spec (called by DecodeHorovodJob).
+void ApplyDefaults(HorovodJobSpec& spec);
+// Semantic validation the schema cannot express; empty when valid.
+std::vector<FieldError> Validate(const HorovodJobSpec& spec);
+
+const char* ToString(CleanPodPolicy p);
+const char* ToString(RestartPolicy p);
+
+}  // namespace khorovod::op

@@ -1,0 +1,44 @@
+#include "cmd/options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace khorovod::op {
+
+bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_code) {
+  CLI::App app{"khorovod-operator: reconciles HorovodJob resources"};
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig file (default: in-cluster service account)")
+      ->envname("KUBECONFIG");
+  app.add_option("--context", o.context, "kubeconfig context (default: current)");
+  app.add_option("--namespace", o.watch_namespace, "Watch only this namespace (default: all)");
+  app.add_option("--workers", o.workers, "Concurrent reconciles")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--write-parallelism", o.write_parallelism, "Concurrent pod writes within one job")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--resync-seconds", o.resync_seconds, "Informer resync period")
+      ->check(CLI::Range(10, 86400))
+      ->capture_default_str();
+  app.add_option("--leader-elect", o.leader_elect, "Elect a leader through a Lease (true/false)")->capture_default_str();
+  app.add_option("--lease-namespace", o.lease_namespace, "Namespace of the leader Lease")
+      ->envname("POD_NAMESPACE");
+  app.add_option("--lease-name", o.lease_name, "Name of the leader Lease")->capture_default_str();
+  app.add_option("--identity", o.identity, "Leader-election identity (default: hostname + random suffix)")
+      ->envname("POD_NAME");
+  app.add_option("--metrics-bind", o.metrics_bind, "host:port for /metrics, /healthz and /readyz")
+      ->capture_default_str();
+  app.add_option("--gang-scheduling", o.gang_scheduling, "Create scheduler-plugins PodGroups for gang jobs")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    exit_code = app.exit(e);
+    return false;
+  }
+  if (o.metrics_bind.rfind(':') == std::string::npos) {
+    std::fprintf(stderr, "--metrics-bind must be host:port, not '%s'\n", o.metrics_bind.c_str());
+    exit_code = 2;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace khorovod::op

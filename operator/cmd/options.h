@@ -1,0 +1,31 @@
+// OperatorOptions: the operator's whole configuration, parsed once from the
+// command line (and the environment for in-cluster defaults) in one place.
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace khorovod::op {
+
+struct OperatorOptions {
+  std::string kubeconfig;          // empty: in-cluster config
+  std::string context;             // kubeconfig context; empty = current
+  std::string watch_namespace;     // empty = all namespaces
+  int workers = 4;
+  int write_parallelism = 16;
+  int resync_seconds = 300;
+  bool leader_elect = true;
+  std::string lease_namespace;     // default: the pod's namespace (or "default")
+  std::string lease_name = "khorovod-operator";
+  std::string identity;            // default: hostname + random suffix
+  std::string metrics_bind = "0.0.0.0:8080";  // /metrics, /healthz, /readyz
+  bool gang_scheduling = false;    // PodGroup CRD (scheduler-plugins) installed
+};
+
+// Parses argv; on --help or an error, prints and sets `exit_code` (returns false).
+bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& options, int& exit_code);
+
+}  // namespace khorovod::op

@@ -1,0 +1,209 @@
+#include "controller/builders.h"
+
+#include <openssl/rand.h>
+
+#include <stdexcept>
+
+namespace khorovod::op {
+namespace {
+
+constexpr const char* kTokenKey = "token";
+
+Json Labels(const HorovodJob& job, const char* role) {
+  return {{kLabelJobName, job.name}, {kLabelRole, role}};
+}
+
+Json Metadata(const HorovodJob& job, const std::string& name, const char* role) {
+  return {{"name", name},
+          {"namespace", job.namespace_},
+          {"labels", Labels(job, role)},
+          {"ownerReferences", Json::array({OwnerReference(job)})}};
+}
+
+Json RestrictedSecurityContext() {
+  return {{"runAsNonRoot", true},
+          {"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+}
+
+Json TokenEnv(const HorovodJob& job) {
+  return {{"name", "KHOROVOD_RENDEZVOUS_TOKEN"},
+          {"valueFrom", {{"secretKeyRef", {{"name", TokenSecretName(job)}, {"key", kTokenKey}}}}}};
+}
+
+Json FieldEnv(const char* name, const char* field_path) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field_path}}}}}};
+}
+
+// Sets or replaces `name` in a container's env list; the operator's values win
+// because the runtime's wiring depends on them.
+void SetEnv(Json& container, const Json& var) {
+  Json& env = container["env"];
+  if (!env.is_array()) env = Json::array();
+  for (auto& e : env) {
+    if (e.value("name", "") == var["name"]) {
+      e = var;
+      return;
+    }
+  }
+  env.push_back(var);
+}
+
+}  // namespace
+
+std::string WorkerPodName(const HorovodJob& job, int index) { return job.name + "-worker-" + std::to_string(index); }
+std::string WorkersServiceName(const HorovodJob& job) { return job.name + "-worker"; }
+std::string RendezvousName(const HorovodJob& job) { return job.name + "-rendezvous"; }
+std::string TokenSecretName(const HorovodJob& job) { return job.name + "-token"; }
+std::string WorkerSelector(const HorovodJob& job) {
+  return std::string(kLabelJobName) + "=" + job.name + "," + kLabelRole + "=worker";
+}
+std::string RendezvousAddress(const HorovodJob& job) {
+  return RendezvousName(job) + "." + job.namespace_ + ".svc:" + std::to_string(job.spec.rendezvous.port);
+}
+
+Json OwnerReference(const HorovodJob& job) {
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},          {"name", job.name},
+          {"uid", job.uid},            {"controller", true},     {"blockOwnerDeletion", true}};
+}
+
+Json BuildTokenSecret(const HorovodJob& job, const std::string& token) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", Metadata(job, TokenSecretName(job), "rendezvous")},
+          {"type", "Opaque"},
+          {"stringData", {{kTokenKey, token}}}};
+}
+
+Json BuildRendezvousService(const HorovodJob& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Metadata(job, RendezvousName(job), "rendezvous")},
+          {"spec",
+           {{"selector", Labels(job, "rendezvous")},
+            {"ports", Json::array({{{"name", "rendezvous"},
+                                    {"port", job.spec.rendezvous.port},
+                                    {"targetPort", job.spec.rendezvous.port}}})}}}};
+}
+
+Json BuildRendezvousPod(const HorovodJob& job) {
+  const auto& r = job.spec.rendezvous;
+  const int slots = job.spec.slots_per_worker;
+  Json args = Json::array({"--job", job.name, "--host", "0.0.0.0", "--port", std::to_string(r.port),
+                           "--min-workers", std::to_string(job.spec.min_replicas * slots),
+                           "--max-workers", std::to_string(job.spec.max_replicas * slots),
+                           "--settle-ms", std::to_string(r.settle_ms),
+                           "--heartbeat-timeout-ms", std::to_string(r.heartbeat_timeout_ms),
+                           "--elastic-timeout-ms", std::to_string(r.elastic_timeout_ms),
+                           "--reset-limit", std::to_string(r.reset_limit)});
+  Json container = {{"name", "rendezvous"},
+                    {"image", r.image},
+                    {"command", Json::array({"khorovod-rendezvous"})},
+                    {"args", args},
+                    {"env", Json::array({TokenEnv(job)})},
+                    {"ports", Json::array({{{"name", "rendezvous"}, {"containerPort", r.port}}})},
+                    {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", r.port}}}, {"periodSeconds", 2}}},
+                    {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
+                    {"securityContext", RestrictedSecurityContext()}};
+  Json spec = {{"restartPolicy", "Always"},
+               {"containers", Json::array({container})},
+               {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+               {"automountServiceAccountToken", false}};
+  if (!job.spec.scheduling.priority_class_name.empty())
+    spec["priorityClassName"] = job.spec.scheduling.priority_class_name;
+  if (!job.spec.scheduling.scheduler_name.empty()) spec["schedulerName"] = job.spec.scheduling.scheduler_name;
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", Metadata(job, RendezvousName(job), "rendezvous")}, {"spec", spec}};
+}
+
+Json BuildWorkersService(const HorovodJob& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Metadata(job, WorkersServiceName(job), "worker")},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", Labels(job, "worker")}}}};
+}
+
+Json BuildWorkerPod(const HorovodJob& job, int index) {
+  const Json& tmpl = job.spec.worker_template;
+  Json meta = tmpl.value("metadata", Json::object());
+  if (!meta.is_object()) meta = Json::object();
+  Json labels = meta.value("labels", Json::object());
+  labels[kLabelJobName] = job.name;
+  labels[kLabelRole] = "worker";
+  labels[kLabelWorkerIndex] = std::to_string(index);
+  Json metadata = {{"name", WorkerPodName(job, index)},
+                   {"namespace", job.namespace_},
+                   {"labels", labels},
+                   {"ownerReferences", Json::array({OwnerReference(job)})}};
+  if (meta.contains("annotations")) metadata["annotations"] = meta["annotations"];
+
+  Json spec = tmpl.value("spec", Json::object());
+  spec["hostname"] = WorkerPodName(job, index);
+  spec["subdomain"] = WorkersServiceName(job);
+  // The operator replaces failed workers itself; the kubelet must not restart
+  // them in place, or a crashed rank would rejoin under the same pod silently.
+  spec["restartPolicy"] = "Never";
+  if (!job.spec.scheduling.scheduler_name.empty()) spec["schedulerName"] = job.spec.scheduling.scheduler_name;
+  if (!job.spec.scheduling.priority_class_name.empty())
+    spec["priorityClassName"] = job.spec.scheduling.priority_class_name;
+  if (job.spec.scheduling.gang) {
+    // scheduler-plugins' coscheduling reads this label.
+    metadata["labels"]["scheduling.x-k8s.io/pod-group"] = job.name;
+  }
+  const Json vars[] = {
+      {{"name", "KHOROVOD_RENDEZVOUS_ADDR"}, {"value", RendezvousAddress(job)}},
+      TokenEnv(job),
+      {{"name", "KHOROVOD_JOB_ID"}, {"value", job.name}},
+      FieldEnv("KHOROVOD_WORKER_NAME", "metadata.name"),
+      FieldEnv("KHOROVOD_HOSTNAME", "status.podIP"),
+      {{"name", "KHOROVOD_SLOTS"}, {"value", std::to_string(job.spec.slots_per_worker)}},
+      {{"name", "KHOROVOD_WORKER_INDEX"}, {"value", std::to_string(index)}},
+      {{"name", "KHOROVOD_MIN_WORKERS"}, {"value", std::to_string(job.spec.min_replicas)}},
+      {{"name", "KHOROVOD_MAX_WORKERS"}, {"value", std::to_string(job.spec.max_replicas)}},
+  };
+  if (spec.contains("containers") && spec["containers"].is_array()) {
+    for (auto& container : spec["containers"]) {
+      for (const auto& v : vars) SetEnv(container, v);
+    }
+  }
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}};
+}
+
+Json BuildPodGroup(const HorovodJob& job) {
+  int min_member = job.spec.scheduling.min_available.value_or(job.spec.min_replicas);
+  Json metadata = Metadata(job, job.name, "worker");
+  return {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+          {"kind", "PodGroup"},
+          {"metadata", metadata},
+          {"spec", {{"minMember", min_member}}}};
+}
+
+int WorkerIndexOf(const Json& pod) {
+  const Json& labels = pod.at("metadata").value("labels", Json::object());
+  auto it = labels.find(kLabelWorkerIndex);
+  if (it == labels.end() || !it->is_string()) return -1;
+  try {
+    size_t used = 0;
+    int v = std::stoi(it->get<std::string>(), &used);
+    return used == it->get<std::string>().size() && v >= 0 ? v : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+std::string NewToken() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("RAND_bytes failed");
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+}  // namespace khorovod::op

@@ -1,0 +1,46 @@
+// Pure builders for the objects the operator owns for one HorovodJob.
+//
+// Every function depends only on its arguments: same job, same object. That
+// makes reconciliation idempotent and lets the unit tests check each field.
+// All objects carry the job's labels and a controller ownerReference, so
+// deleting the job garbage-collects them.
+//
+//   <job>-token        Secret: the per-job rendezvous token
+//   <job>-rendezvous   Pod + Service: khorovod-rendezvous for this job
+//   <job>-worker       headless Service: stable DNS for worker pods
+//   <job>-worker-<i>   Pod: worker i (hostname <job>-worker-<i>, subdomain <job>-worker)
+//   <job>              PodGroup (scheduler-plugins), only with schedulingPolicy.gang
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "api/horovodjob.h"
+
+namespace khorovod::op {
+
+std::string WorkerPodName(const HorovodJob& job, int index);
+std::string WorkersServiceName(const HorovodJob& job);
+std::string RendezvousName(const HorovodJob& job);
+std::string TokenSecretName(const HorovodJob& job);
+// "khorovod.dev/job-name=<job>,khorovod.dev/role=worker": the scale subresource's selector.
+std::string WorkerSelector(const HorovodJob& job);
+// host:port workers use to reach the rendezvous server (cluster DNS).
+std::string RendezvousAddress(const HorovodJob& job);
+
+Json OwnerReference(const HorovodJob& job);
+Json BuildTokenSecret(const HorovodJob& job, const std::string& token);
+Json BuildRendezvousService(const HorovodJob& job);
+Json BuildRendezvousPod(const HorovodJob& job);
+Json BuildWorkersService(const HorovodJob& job);
+Json BuildWorkerPod(const HorovodJob& job, int index);
+Json BuildPodGroup(const HorovodJob& job);
+
+// The worker index encoded in a worker pod's labels, or -1.
+int WorkerIndexOf(const Json& pod);
+
+// 32 random bytes from OpenSSL, hex-encoded.
+std::string NewToken();
+
+}  // namespace khorovod::op

@@ -1,0 +1,107 @@
+#include "controller/controller.h"
+
+#include <iostream>
+
+#include "kube/resource.h"
+
+namespace khorovod::op {
+
+namespace {
+kube::InformerOptions Owned(const ControllerOptions& o) {
+  kube::InformerOptions i;
+  i.namespace_ = o.watch_namespace;
+  i.label_selector = kLabelJobName;  // only what the operator created
+  i.resync = o.resync;
+  return i;
+}
+kube::InformerOptions All(const ControllerOptions& o) {
+  kube::InformerOptions i;
+  i.namespace_ = o.watch_namespace;
+  i.resync = o.resync;
+  return i;
+}
+}  // namespace
+
+Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, ControllerOptions options)
+    : options_(options),
+      jobs_(client, kHorovodJobs, All(options)),
+      pods_(client, kube::kPods, Owned(options)),
+      services_(client, kube::kServices, Owned(options)),
+      reconciler_(client, jobs_, pods_, services_, events, options.reconciler) {
+  jobs_.AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });
+  auto owner = [this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueOwner(obj); };
+  pods_.AddHandler(owner);
+  services_.AddHandler(owner);
+}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::EnqueueOwner(const kube::ObjectPtr& object) {
+  const Json& meta = object->at("metadata");
+  for (const auto& ref : meta.value("ownerReferences", Json::array())) {
+    if (ref.value("controller", false) && ref.value("kind", "") == kKind)
+      queue_.Add(meta.value("namespace", "") + "/" + ref.value("name", ""));
+  }
+}
+
+bool Controller::Start(std::chrono::milliseconds sync_timeout) {
+  jobs_.Start();
+  pods_.Start();
+  services_.Start();
+  const auto deadline = std::chrono::steady_clock::now() + sync_timeout;
+  for (kube::Informer* inf : {&jobs_, &pods_, &services_}) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (!inf->WaitForSync(std::max(left, std::chrono::milliseconds(1)))) {
+      std::cerr << "controller: the " << inf->type().plural << " cache did not sync\n";
+      return false;
+    }
+  }
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Work(); });
+  ready_ = true;
+  return true;
+}
+
+void Controller::Stop() {
+  ready_ = false;
+  queue_.ShutDown();
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+  workers_.clear();
+  jobs_.Stop();
+  pods_.Stop();
+  services_.Stop();
+}
+
+void Controller::Work() {
+  std::string key;
+  while (queue_.Get(key)) {
+    auto start = std::chrono::steady_clock::now();
+    ReconcileOutcome outcome;
+    try {
+      outcome = reconciler_.Reconcile(key);
+    } catch (const std::exception& e) {
+      // A bug must not kill the operator: retry with backoff, loudly.
+      outcome = {ReconcileOutcome::kRetry, {}, std::string("internal error: ") + e.what()};
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    switch (outcome.kind) {
+      case ReconcileOutcome::kDone: queue_.Forget(key); break;
+      case ReconcileOutcome::kRequeueAfter:
+        queue_.Forget(key);
+        queue_.AddAfter(key, outcome.after);
+        break;
+      case ReconcileOutcome::kRetry:
+        std::cerr << "reconcile " << key << ": " << outcome.message << " (retrying)\n";
+        queue_.AddRateLimited(key);
+        break;
+      case ReconcileOutcome::kTerminal:
+        std::cerr << "reconcile " << key << ": " << outcome.message << " (not retried)\n";
+        queue_.Forget(key);
+        break;
+    }
+    if (observer_) observer_(outcome, seconds);
+    queue_.Done(key);
+  }
+}
+
+}  // namespace khorovod::op

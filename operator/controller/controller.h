@@ -1,0 +1,67 @@
+// Controller: the HorovodJob control loop. Wires informers (HorovodJobs, and
+// the Pods and Services labelled as the operator's) to a work queue of job
+// keys, and runs N worker threads that call the Reconciler.
+//
+// Keys are "namespace/name" of HorovodJobs. A pod or service event enqueues
+// its controller owner's key, so a job is reconciled whenever anything it
+// owns changes, plus on every informer resync.
+//
+// Thread-safety: Start/Stop from the owning thread; Ready and the metric
+// accessors from any thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/reconciler.h"
+#include "kube/informer.h"
+#include "kube/work_queue.h"
+
+namespace khorovod::op {
+
+struct ControllerOptions {
+  std::string watch_namespace;                 // "" = all namespaces
+  int workers = 4;                             // reconcile threads
+  std::chrono::seconds resync{300};
+  ReconcilerOptions reconciler;
+};
+
+// Called after each reconcile with its outcome and duration (seconds).
+using ReconcileObserver = std::function<void(const ReconcileOutcome&, double seconds)>;
+
+class Controller {
+ public:
+  Controller(kube::RestClient& client, kube::EventRecorder& events, ControllerOptions options);
+  ~Controller();
+
+  // Starts the informers, waits for their first list, then the workers.
+  // Returns false if the caches did not sync within `sync_timeout`.
+  bool Start(std::chrono::milliseconds sync_timeout);
+  void Stop();
+  bool Ready() const { return ready_.load(); }
+
+  void set_observer(ReconcileObserver observer) { observer_ = std::move(observer); }
+  size_t QueueDepth() const { return queue_.Depth(); }
+  std::map<std::string, int> PhaseCounts() const { return reconciler_.PhaseCounts(); }
+  uint64_t JobListCount() const { return jobs_.list_count(); }
+
+ private:
+  void Work();
+  void EnqueueOwner(const kube::ObjectPtr& object);
+
+  const ControllerOptions options_;
+  kube::Informer jobs_;
+  kube::Informer pods_;
+  kube::Informer services_;
+  kube::WorkQueue queue_;
+  Reconciler reconciler_;
+  ReconcileObserver observer_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace khorovod::op

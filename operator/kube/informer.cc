@@ -1,0 +1,215 @@
+#include "kube/informer.h"
+
+#include <algorithm>
+#include <iostream>
+
+namespace khorovod::kube {
+
+std::string ObjectKey(const Json& object) {
+  const Json& meta = object.at("metadata");
+  std::string ns = meta.value("namespace", "");
+  std::string name = meta.value("name", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string ControllerOwnerUid(const Json& object) {
+  const Json& meta = object.at("metadata");
+  auto refs = meta.find("ownerReferences");
+  if (refs == meta.end() || !refs->is_array()) return "";
+  for (const auto& ref : *refs) {
+    if (ref.value("controller", false)) return ref.value("uid", "");
+  }
+  return "";
+}
+
+Informer::Informer(RestClient& client, ResourceType type, InformerOptions options)
+    : client_(client), type_(std::move(type)), options_(std::move(options)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::AddHandler(Handler handler) { handlers_.push_back(std::move(handler)); }
+
+void Informer::Start() {
+  stop_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Informer::Stop() {
+  stop_ = true;
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); }) && synced_.load();
+}
+
+bool Informer::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  return !stop_.load();
+}
+
+ObjectPtr Informer::Get(const std::string& ns, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = objects_.find(ns.empty() ? name : ns + "/" + name);
+  return it == objects_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Informer::List(const std::string& ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectPtr> out;
+  if (ns.empty()) {
+    for (const auto& [k, v] : objects_) out.push_back(v);
+  } else {
+    const std::string prefix = ns + "/";
+    for (auto it = objects_.lower_bound(prefix); it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+      out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<ObjectPtr> Informer::ByOwner(const std::string& owner_uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectPtr> out;
+  auto it = by_owner_.find(owner_uid);
+  if (it == by_owner_.end()) return out;
+  for (const auto& key : it->second) {
+    auto obj = objects_.find(key);
+    if (obj != objects_.end()) out.push_back(obj->second);
+  }
+  return out;
+}
+
+void Informer::Deliver(EventType type, const ObjectPtr& object) {
+  for (const auto& h : handlers_) h(type, object);
+}
+
+void Informer::Apply(EventType type, const Json& object) {
+  auto ptr = std::make_shared<const Json>(object);
+  const std::string key = ObjectKey(object);
+  const std::string owner = ControllerOwnerUid(object);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto old = objects_.find(key);
+    if (old != objects_.end()) {
+      std::string old_owner = ControllerOwnerUid(*old->second);
+      if (!old_owner.empty()) {
+        by_owner_[old_owner].erase(key);
+        if (by_owner_[old_owner].empty()) by_owner_.erase(old_owner);
+      }
+    }
+    if (type == EventType::kDeleted) {
+      objects_.erase(key);
+    } else {
+      objects_[key] = ptr;
+      if (!owner.empty()) by_owner_[owner].insert(key);
+    }
+  }
+  Deliver(type, ptr);
+}
+
+ApiStatus Informer::ListAll(std::string& resource_version) {
+  std::map<std::string, Json> listed;
+  std::string cont;
+  for (int page = 0; page < 100000; ++page) {
+    std::string path = type_.CollectionPath(options_.namespace_) + "?limit=" + std::to_string(options_.page_size);
+    if (!options_.label_selector.empty()) path += "&labelSelector=" + UrlEncode(options_.label_selector);
+    if (!cont.empty()) path += "&continue=" + UrlEncode(cont);
+    auto result = client_.Get(path);
+    if (!result.ok()) return result.status();
+    const Json& list = result.value();
+    for (const auto& item : list.value("items", Json::array())) listed[ObjectKey(item)] = item;
+    const Json& meta = list.at("metadata");
+    resource_version = meta.value("resourceVersion", "");
+    cont = meta.value("continue", "");
+    if (cont.empty()) break;
+  }
+  // Deliver the difference against the cache: deletions first, then the rest.
+  std::vector<ObjectPtr> vanished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, obj] : objects_)
+      if (!listed.count(key)) vanished.push_back(obj);
+  }
+  for (const auto& obj : vanished) Apply(EventType::kDeleted, *obj);
+  for (const auto& [key, obj] : listed) {
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      known = objects_.count(key) > 0;
+    }
+    Apply(known ? EventType::kUpdated : EventType::kAdded, obj);
+  }
+  lists_++;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    synced_ = true;
+  }
+  cv_.notify_all();
+  return ApiStatus::Ok();
+}
+
+ApiStatus Informer::WatchFrom(std::string& resource_version) {
+  std::string path = type_.CollectionPath(options_.namespace_) + "?watch=1&allowWatchBookmarks=true" +
+                     "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count()) +
+                     "&resourceVersion=" + UrlEncode(resource_version);
+  if (!options_.label_selector.empty()) path += "&labelSelector=" + UrlEncode(options_.label_selector);
+  bool gone = false;
+  ApiStatus status = client_.Watch(path, [&](const Json& event) {
+    const std::string type = event.value("type", "");
+    const Json& object = event.contains("object") ? event["object"] : Json();
+    if (type == "ERROR") {
+      if (object.is_object() && object.value("code", 0) == 410) gone = true;
+      return false;
+    }
+    if (!object.is_object() || !object.contains("metadata")) return true;
+    std::string rv = object["metadata"].value("resourceVersion", "");
+    if (type == "BOOKMARK") {
+      if (!rv.empty()) resource_version = rv;
+      return true;
+    }
+    if (type == "ADDED") Apply(EventType::kAdded, object);
+    else if (type == "MODIFIED") Apply(EventType::kUpdated, object);
+    else if (type == "DELETED") Apply(EventType::kDeleted, object);
+    if (!rv.empty()) resource_version = rv;
+    if (std::chrono::steady_clock::now() - last_resync_ >= options_.resync) return false;
+    return !stop_.load();
+  });
+  if (gone) return ApiStatus(ApiCode::kGone, 410, "watch expired");
+  return status;
+}
+
+void Informer::Resync() {
+  last_resync_ = std::chrono::steady_clock::now();
+  for (const auto& obj : List()) Deliver(EventType::kUpdated, obj);
+}
+
+void Informer::Run() {
+  std::string rv;
+  bool need_list = true;
+  auto backoff = options_.backoff_initial;
+  last_resync_ = std::chrono::steady_clock::now();
+  while (!stop_) {
+    ApiStatus status = need_list ? ListAll(rv) : WatchFrom(rv);
+    if (stop_) break;
+    if (status.ok()) {
+      if (need_list) need_list = false;
+      backoff = options_.backoff_initial;
+      if (std::chrono::steady_clock::now() - last_resync_ >= options_.resync) Resync();
+      continue;
+    }
+    if (status.code() == ApiCode::kGone) {
+      std::cerr << "informer " << type_.plural << ": " << status.ToString() << "; re-listing\n";
+      need_list = true;
+      continue;
+    }
+    std::cerr << "informer " << type_.plural << ": " << status.ToString() << "; retrying in "
+              << backoff.count() << " ms\n";
+    if (!SleepFor(backoff)) break;
+    backoff = std::min(backoff * 2, options_.backoff_max);
+  }
+}
+
+}  // namespace khorovod::kube
