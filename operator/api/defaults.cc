@@ -6,7 +6,6 @@
 namespace khorovod::op {
 
 void ApplyDefaults(HorovodJobSpec& spec) {
-  if (spec.slots_per_worker <= 0) spec.slots_per_worker = 1;
   if (spec.rendezvous.image.empty() && spec.worker_template.is_object()) {
     const Json& containers = spec.worker_template.value("spec", Json::object()).value("containers", Json::array());
     if (containers.is_array() && !containers.empty() && containers[0].is_object())

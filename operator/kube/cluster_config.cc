@@ -116,11 +116,11 @@ ApiResult<ClusterConfig> LoadKubeconfig(const std::string& path, const std::stri
     if (context_name.empty() && root["current-context"]) context_name = root["current-context"].as<std::string>();
     if (context_name.empty()) return ConfigError(path + " names no current-context and none was given");
     YAML::Node ctx = FindNamed(root["contexts"], context_name, "context");
-    if (!ctx) return ConfigError("context '" + context_name + "' not found in " + path);
+    if (!ctx.IsMap()) return ConfigError("context '" + context_name + "' not found in " + path);
     const std::string cluster_name = ctx["cluster"] ? ctx["cluster"].as<std::string>() : "";
     const std::string user_name = ctx["user"] ? ctx["user"].as<std::string>() : "";
     YAML::Node cluster = FindNamed(root["clusters"], cluster_name, "cluster");
-    if (!cluster || !cluster["server"]) return ConfigError("cluster '" + cluster_name + "' has no server");
+    if (!cluster.IsMap() || !cluster["server"]) return ConfigError("cluster '" + cluster_name + "' has no server");
 
     ClusterConfig config;
     ApiStatus s = ParseServerUrl(cluster["server"].as<std::string>(), config);
@@ -130,7 +130,7 @@ ApiResult<ClusterConfig> LoadKubeconfig(const std::string& path, const std::stri
     if (ctx["namespace"]) config.default_namespace = ctx["namespace"].as<std::string>();
 
     YAML::Node user = FindNamed(root["users"], user_name, "user");
-    if (user) {
+    if (user.IsMap()) {
       if (s = ReadDataOrFile(user, "client-certificate", base, config.client_cert_pem); !s.ok()) return s;
       if (s = ReadDataOrFile(user, "client-key", base, config.client_key_pem); !s.ok()) return s;
       if (config.client_cert_pem.empty() != config.client_key_pem.empty())
@@ -166,7 +166,10 @@ ApiResult<ClusterConfig> LoadInCluster(const std::map<std::string, std::string>&
   if (!ReadFile(dir / "ca.crt", config.ca_pem))
     return ApiStatus(ApiCode::kBadRequest, 0, "in-cluster: cannot read " + (dir / "ca.crt").string());
   std::string ns;
-  if (ReadFile(dir / "namespace", ns) && !ns.empty()) config.default_namespace = ns;
+  if (ReadFile(dir / "namespace", ns)) {
+    while (!ns.empty() && std::isspace(static_cast<unsigned char>(ns.back()))) ns.pop_back();
+    if (!ns.empty()) config.default_namespace = ns;
+  }
   return config;
 }
 
