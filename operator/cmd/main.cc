@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   copts.watch_namespace = options.watch_namespace;
   copts.workers = options.workers;
   copts.resync = std::chrono::seconds(options.resync_seconds);
+  copts.watch_timeout = std::chrono::seconds(options.watch_timeout_seconds);
   copts.reconciler.write_parallelism = options.write_parallelism;
   copts.reconciler.podgroups_available = options.gang_scheduling;
   op::Controller controller(client, events, copts);
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
   lopts.lease_namespace = options.lease_namespace;
   lopts.lease_name = options.lease_name;
   lopts.identity = options.identity;
+  lopts.lease_duration = std::chrono::seconds(options.lease_duration_seconds);
+  lopts.renew_deadline = std::chrono::seconds(options.renew_deadline_seconds);
+  lopts.retry_period = std::chrono::seconds(options.retry_period_seconds);
   kube::LeaderElector elector(client, lopts);
 
   std::mutex mu;

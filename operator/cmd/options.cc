@@ -17,12 +17,24 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_c
   app.add_option("--resync-seconds", o.resync_seconds, "Informer resync period")
       ->check(CLI::Range(10, 86400))
       ->capture_default_str();
+  app.add_option("--watch-timeout-seconds", o.watch_timeout_seconds, "Server-side timeout of each watch")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
   app.add_option("--leader-elect", o.leader_elect, "Elect a leader through a Lease (true/false)")->capture_default_str();
   app.add_option("--lease-namespace", o.lease_namespace, "Namespace of the leader Lease")
       ->envname("POD_NAMESPACE");
   app.add_option("--lease-name", o.lease_name, "Name of the leader Lease")->capture_default_str();
   app.add_option("--identity", o.identity, "Leader-election identity (default: hostname + random suffix)")
       ->envname("POD_NAME");
+  app.add_option("--lease-duration-seconds", o.lease_duration_seconds, "How long a lease outlives its last renewal")
+      ->check(CLI::Range(2, 600))
+      ->capture_default_str();
+  app.add_option("--renew-deadline-seconds", o.renew_deadline_seconds, "Leader gives up after failing to renew this long")
+      ->check(CLI::Range(1, 600))
+      ->capture_default_str();
+  app.add_option("--retry-period-seconds", o.retry_period_seconds, "Interval between lease attempts")
+      ->check(CLI::Range(1, 60))
+      ->capture_default_str();
   app.add_option("--metrics-bind", o.metrics_bind, "host:port for /metrics, /healthz and /readyz")
       ->capture_default_str();
   app.add_option("--gang-scheduling", o.gang_scheduling, "Create scheduler-plugins PodGroups for gang jobs")
@@ -31,6 +43,11 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_c
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     exit_code = app.exit(e);
+    return false;
+  }
+  if (!(o.retry_period_seconds < o.renew_deadline_seconds && o.renew_deadline_seconds < o.lease_duration_seconds)) {
+    std::fprintf(stderr, "need --retry-period-seconds < --renew-deadline-seconds < --lease-duration-seconds\n");
+    exit_code = 2;
     return false;
   }
   if (o.metrics_bind.rfind(':') == std::string::npos) {

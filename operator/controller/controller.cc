@@ -12,12 +12,14 @@ kube::InformerOptions Owned(const ControllerOptions& o) {
   i.namespace_ = o.watch_namespace;
   i.label_selector = kLabelJobName;  // only what the operator created
   i.resync = o.resync;
+  i.watch_timeout = o.watch_timeout;
   return i;
 }
 kube::InformerOptions All(const ControllerOptions& o) {
   kube::InformerOptions i;
   i.namespace_ = o.watch_namespace;
   i.resync = o.resync;
+  i.watch_timeout = o.watch_timeout;
   return i;
 }
 }  // namespace

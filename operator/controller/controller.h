@@ -27,6 +27,7 @@ struct ControllerOptions {
   std::string watch_namespace;                 // "" = all namespaces
   int workers = 4;                             // reconcile threads
   std::chrono::seconds resync{300};
+  std::chrono::seconds watch_timeout{240};
   ReconcilerOptions reconciler;
 };
 

@@ -90,10 +90,6 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
     input.already_counted.assign(counted.begin(), counted.end());
   }
   JobPlan plan = PlanJob(input);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    counted_failures_[job.uid].insert(plan.counted_failures.begin(), plan.counted_failures.end());
-  }
 
   auto fail = [&](const kube::ApiStatus& s, const std::string& what) -> ReconcileOutcome {
     const std::string message = what + ": " + s.ToString();
@@ -101,6 +97,19 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
     events_.Record(ref, "Warning", "ReconcileError", message);
     return {ReconcileOutcome::kTerminal, {}, message};
   };
+
+  // A failure consumes a restart only once the status saying so is stored:
+  // write it before deleting the failed pods, so a lost status write (409)
+  // is retried against pods that still show the failure.
+  if (!plan.counted_failures.empty()) {
+    Json updated = *object;
+    updated["status"] = EncodeStatus(plan.status);
+    auto r = client_.Put(kHorovodJobs.ObjectPath(ns, name) + "/status", updated);
+    if (!r.ok()) return r.status().code() == kube::ApiCode::kNotFound ? ReconcileOutcome{} : fail(r.status(), "recording the restart count");
+    object = std::make_shared<const Json>(r.value());
+    std::lock_guard<std::mutex> lock(mu_);
+    counted_failures_[job.uid].insert(plan.counted_failures.begin(), plan.counted_failures.end());
+  }
 
   if (plan.delete_job) {
     Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"},

@@ -7,8 +7,11 @@
 #   cluster.sh start DIR   start it; writes DIR/admin.kubeconfig, DIR/env
 #                          (APISERVER_PORT, ...) and installs crds/
 #   cluster.sh stop DIR    stop every process it started and remove DIR
+#   cluster.sh restart-apiserver DIR   restart kube-apiserver (same ports, same etcd)
 #
 # No kubelet runs: tests set pod status through the API, as a kubelet would.
+# HorovodJob watches bypass the watch cache and etcd is compacted every 5 s,
+# so a watch resumed from an old resourceVersion really expires (410 Gone).
 # Every wait is bounded; a failed start prints the component logs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -34,13 +37,49 @@ dump_logs() {
   for log in "$dir"/*.log; do echo "---- $log (last 30 lines)"; tail -30 "$log"; done >&2
 }
 
+start_apiserver() {
+  "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" --authorization-mode RBAC \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none \
+    --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
+    --watch-cache-sizes horovodjobs.khorovod.dev#0 --etcd-compaction-interval 5s \
+    --profiling=false --v=1 >> "$dir/apiserver.log" 2>&1 &
+  echo $! > "$dir/apiserver.pid"
+}
+
+wait_apiserver_ready() {
+  for _ in $(seq 1 240); do
+    if "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz >/dev/null 2>&1; then return 0; fi
+    kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null || return 1
+    sleep 0.5
+  done
+  return 1
+}
+
+if [ "$cmd" = restart-apiserver ]; then
+  set -a; source "$dir/env"; set +a
+  bin=$K8S_BIN; pki="$dir/pki"; etcd_port=$ETCD_PORT; api_port=$APISERVER_PORT
+  pid=$(cat "$dir/apiserver.pid")
+  kill "$pid"
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  start_apiserver
+  wait_apiserver_ready || { echo "cluster.sh: kube-apiserver did not come back" >&2; dump_logs; exit 1; }
+  echo "cluster.sh: kube-apiserver restarted"
+  exit 0
+fi
+
 if [ "$cmd" = stop ]; then
   [ -d "$dir" ] || exit 0
   stop_cluster
   rm -rf "$dir"
   exit 0
 fi
-[ "$cmd" = start ] || { echo "usage: cluster.sh start|stop DIR" >&2; exit 2; }
+[ "$cmd" = start ] || { echo "usage: cluster.sh start|stop|restart-apiserver DIR" >&2; exit 2; }
 
 bin=$(bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controller-manager kubectl | tail -1)
 rm -rf "$dir"; mkdir -p "$dir/pki" "$dir/etcd"
@@ -59,7 +98,9 @@ printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nex
 printf 'extendedKeyUsage=clientAuth\n' > "$pki/client.ext"
 issue apiserver "/CN=kube-apiserver" "$pki/server.ext"
 issue admin "/O=system:masters/CN=khorovod-test-admin" "$pki/client.ext"
-issue controller-manager "/CN=system:kube-controller-manager" "$pki/client.ext"
+# The controller-manager acts for every controller it runs (garbage collection
+# must read and delete any kind), as its per-controller service accounts would.
+issue controller-manager "/O=system:masters/CN=system:kube-controller-manager" "$pki/client.ext"
 openssl_quiet genrsa -out "$pki/sa.key" 2048
 openssl_quiet rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
 
@@ -95,25 +136,15 @@ kubeconfig "$dir/controller-manager.kubeconfig" controller-manager
   > "$dir/etcd.log" 2>&1 &
 echo $! > "$dir/etcd.pid"
 
-"$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-  --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-  --client-ca-file "$pki/ca.crt" --authorization-mode RBAC \
-  --service-account-issuer https://kubernetes.default.svc \
-  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-  --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none \
-  --enable-priority-and-fairness=false --max-requests-inflight 2000 --max-mutating-requests-inflight 1000 \
-  --profiling=false --v=1 > "$dir/apiserver.log" 2>&1 &
-echo $! > "$dir/apiserver.pid"
+start_apiserver
 
 kubectl() { "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
-ready=0
-for _ in $(seq 1 240); do
-  if kubectl get --raw /readyz >/dev/null 2>&1; then ready=1; break; fi
-  kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null || break
-  sleep 0.5
-done
-if [ $ready -ne 1 ]; then echo "cluster.sh: kube-apiserver did not become ready" >&2; dump_logs; stop_cluster; exit 1; fi
+if ! wait_apiserver_ready; then echo "cluster.sh: kube-apiserver did not become ready" >&2; dump_logs; stop_cluster; exit 1; fi
+
+# CRDs first: the garbage collector's REST mapper then knows HorovodJob from
+# its first discovery, instead of after a periodic re-sync.
+kubectl apply -f "$root/crds/" >/dev/null
+kubectl wait --for condition=Established --timeout 60s crd/horovodjobs.khorovod.dev >/dev/null
 
 "$bin/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
@@ -123,8 +154,6 @@ if [ $ready -ne 1 ]; then echo "cluster.sh: kube-apiserver did not become ready"
   --bind-address 127.0.0.1 --secure-port 0 --v=1 > "$dir/controller-manager.log" 2>&1 &
 echo $! > "$dir/controller-manager.pid"
 
-kubectl apply -f "$root/crds/" >/dev/null
-kubectl wait --for condition=Established --timeout 60s crd/horovodjobs.khorovod.dev >/dev/null
 # The default service account appears once the controller-manager runs; pods need it.
 for _ in $(seq 1 120); do kubectl get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
 kubectl get serviceaccount default >/dev/null || { echo "cluster.sh: no default service account" >&2; dump_logs; stop_cluster; exit 1; }
