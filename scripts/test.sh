@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this script):
-#   1. a warnings-as-errors build and every test (ctest);
+#   1. a warnings-as-errors build and every test (ctest), the operator's
+#      against a real kube-apiserver + etcd on loopback;
 #   2. the runtime and launcher tests again under ASan+UBSan;
 #   3. the runtime's unit and multi-process tests under TSan (the elastic
 #      tests need cpp-httplib, which Debian does not build with TSan).
@@ -9,6 +10,11 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/install-deps.sh || exit 1
+# The Kubernetes binaries the operator tests run against (etcd, kube-apiserver,
+# kube-controller-manager, kubectl, ...), built from Go modules and cached in
+# ~/.cache/khorovod/k8s by version: minutes on a fresh machine, instant after.
+echo "== k8s tools"
+bash scripts/k8s-tools.sh || { echo "suite: BROKEN STAGE: k8s tools"; echo "suite: 0 passed, 1 failed"; exit 1; }
 
 passed=0; failed=0; broken=()
 logdir="$root/build/test-logs"; mkdir -p "$logdir"
@@ -34,7 +40,7 @@ build_stage() {
 }
 
 runtime_targets=(collectives_test runtime_unit_test elastic_test khorovodrun launcher_test
-                 rendezvous_unit_test rendezvous_http_test khorovod-rendezvous)
+                 rendezvous_unit_test rendezvous_http_test khorovod-rendezvous operator_unit_test)
 
 if build_stage ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON; then
   run_stage ci --timeout 600
@@ -42,7 +48,7 @@ fi
 if build_stage asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHOROVOD_WERROR=ON \
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}"; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_stage asan -L "runtime|launcher|rendezvous" --timeout 900
+    run_stage asan -L "runtime|launcher|rendezvous|operator-unit" --timeout 900
 fi
 if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON \
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test runtime_unit_test; then

@@ -180,12 +180,15 @@ TEST_F(OperatorTest, BackoffExhaustedFailsTheJob) {
   StartOperator();
   CreateJob(JobManifest("fragile", 2, 1, 2, {{"backoffLimit", 1}}));
   ASSERT_TRUE(WaitFor([&] { return Workers("fragile").size() == 2; }, 30s));
+  std::string previous_uid;
   for (int round = 0; round < 2; ++round) {
-    ASSERT_TRUE(WaitFor([&] { return Workers("fragile").count("fragile-worker-0") == 1; }, 30s));
+    // Fail each incarnation of worker 0 once it exists.
+    ASSERT_TRUE(WaitFor([&] {
+      auto w = Workers("fragile");
+      return w.count("fragile-worker-0") && w["fragile-worker-0"] != previous_uid;
+    }, 30s));
+    previous_uid = Workers("fragile")["fragile-worker-0"];
     ASSERT_TRUE(cluster_->SetPodStatus(ns_, "fragile-worker-0", "Failed", false, 1));
-    if (round == 0) {
-      ASSERT_TRUE(WaitFor([&] { return Job("fragile").value("status", Json::object()).value("restartCount", 0) == 1; }, 20s));
-    }
   }
   ASSERT_TRUE(WaitFor([&] { return Phase("fragile") == "Failed"; }, 20s)) << Job("fragile").dump();
   EXPECT_TRUE(HasCondition("fragile", "Failed", "BackoffLimitExceeded"));
