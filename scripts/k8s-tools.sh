@@ -15,7 +15,9 @@ ETCD_VERSION=v3.6.4
 HELM_VERSION=v3.19.0
 KWOK_VERSION=v0.7.0
 cache=${KHOROVOD_K8S_CACHE:-$HOME/.cache/khorovod/k8s}
-bin="$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-kwok-$KWOK_VERSION/bin"
+# BUILD_REV changes when the way the binaries are built changes.
+BUILD_REV=2
+bin="$cache/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION-kwok-$KWOK_VERSION-r$BUILD_REV/bin"
 mkdir -p "$bin"
 command -v go >/dev/null || { echo "k8s-tools: the Go toolchain is required (go not on PATH)" >&2; exit 1; }
 export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
@@ -23,8 +25,12 @@ export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
 wanted=("$@")
 [ ${#wanted[@]} -gt 0 ] || wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm kwok)
 
+# Stamp the version the release builds carry, so the API server reports
+# v1.34.4 (Helm's kubeVersion checks and kubectl version skew read it).
+minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+version_flags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 build_from_wrapper() {  # name package
-  (cd "$root/scripts/k8s" && go build -ldflags="-s -w" -o "$bin/$1.tmp" "$2") && mv "$bin/$1.tmp" "$bin/$1"
+  (cd "$root/scripts/k8s" && go build -ldflags="-s -w $version_flags" -o "$bin/$1.tmp" "$2") && mv "$bin/$1.tmp" "$bin/$1"
 }
 install_module() {  # name module@version
   local tmp; tmp=$(mktemp -d)

@@ -141,6 +141,8 @@ ApiResult<ClusterConfig> LoadKubeconfig(const std::string& path, const std::stri
         config.token_file = (p.is_relative() ? base / p : p).string();
       }
       if (user["as"]) config.impersonate_user = user["as"].as<std::string>();
+      if (user["as-groups"] && user["as-groups"].IsSequence())
+        for (const auto& g : user["as-groups"]) config.impersonate_groups.push_back(g.as<std::string>());
     }
     return config;
   } catch (const YAML::Exception& e) {
