@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
 
   kube::ApiResult<kube::ClusterConfig> config =
       options.kubeconfig.empty()
-          ? kube::LoadInCluster(Environment(), "/var/run/secrets/kubernetes.io/serviceaccount")
+          ? kube::LoadInCluster(Environment(), std::getenv("KHOROVOD_SERVICE_ACCOUNT_DIR")
+                                                   ? std::getenv("KHOROVOD_SERVICE_ACCOUNT_DIR")
+                                                   : "/var/run/secrets/kubernetes.io/serviceaccount")
           : kube::LoadKubeconfig(options.kubeconfig, options.context);
   if (!config.ok()) {
     std::cerr << "khorovod-operator: " << config.status().ToString() << "\n";

@@ -116,6 +116,7 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
   for (int page = 0; page < 100000; ++page) {
     std::string path = type_.CollectionPath(options_.namespace_) + "?limit=" + std::to_string(options_.page_size);
     if (!options_.label_selector.empty()) path += "&labelSelector=" + UrlEncode(options_.label_selector);
+    if (!options_.field_selector.empty()) path += "&fieldSelector=" + UrlEncode(options_.field_selector);
     if (!cont.empty()) path += "&continue=" + UrlEncode(cont);
     auto result = client_.Get(path);
     if (!result.ok()) return result.status();
@@ -156,6 +157,7 @@ ApiStatus Informer::WatchFrom(std::string& resource_version) {
                      "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count()) +
                      "&resourceVersion=" + UrlEncode(resource_version);
   if (!options_.label_selector.empty()) path += "&labelSelector=" + UrlEncode(options_.label_selector);
+  if (!options_.field_selector.empty()) path += "&fieldSelector=" + UrlEncode(options_.field_selector);
   bool gone = false;
   ApiStatus status = client_.Watch(path, [&](const Json& event) {
     const std::string type = event.value("type", "");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway Kubernetes control plane on loopback, for the operator tests:
 # etcd, kube-apiserver (RBAC on, TLS with a CA made here) and
-# kube-controller-manager (garbage collection, service accounts, namespaces),
+# kube-controller-manager (garbage collection, service accounts, namespaces)
+# and kube-scheduler,
 # all built from Go modules by scripts/k8s-tools.sh.
 #
 #   cluster.sh start DIR   start it; writes DIR/admin.kubeconfig, DIR/env
@@ -81,7 +82,7 @@ if [ "$cmd" = stop ]; then
 fi
 [ "$cmd" = start ] || { echo "usage: cluster.sh start|stop|restart-apiserver DIR" >&2; exit 2; }
 
-bin=$(bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controller-manager kubectl | tail -1)
+bin=$(bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm | tail -1)
 rm -rf "$dir"; mkdir -p "$dir/pki" "$dir/etcd"
 pki="$dir/pki"
 
@@ -101,6 +102,7 @@ issue admin "/O=system:masters/CN=khorovod-test-admin" "$pki/client.ext"
 # The controller-manager acts for every controller it runs (garbage collection
 # must read and delete any kind), as its per-controller service accounts would.
 issue controller-manager "/O=system:masters/CN=system:kube-controller-manager" "$pki/client.ext"
+issue scheduler "/CN=system:kube-scheduler" "$pki/client.ext"
 openssl_quiet genrsa -out "$pki/sa.key" 2048
 openssl_quiet rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
 
@@ -128,6 +130,7 @@ KCFG
 }
 kubeconfig "$dir/admin.kubeconfig" admin
 kubeconfig "$dir/controller-manager.kubeconfig" controller-manager
+kubeconfig "$dir/scheduler.kubeconfig" scheduler
 
 "$bin/etcd" --name default --data-dir "$dir/etcd" \
   --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
@@ -153,6 +156,13 @@ kubectl wait --for condition=Established --timeout 60s crd/horovodjobs.khorovod.
   --use-service-account-credentials=false --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port 0 --v=1 > "$dir/controller-manager.log" 2>&1 &
 echo $! > "$dir/controller-manager.pid"
+
+# The scheduler binds pods to nodes; only the end-to-end test registers a node
+# (its node agent), so elsewhere pods stay Pending and unscheduled.
+"$bin/kube-scheduler" --kubeconfig "$dir/scheduler.kubeconfig" \
+  --authentication-kubeconfig "$dir/scheduler.kubeconfig" --authorization-kubeconfig "$dir/scheduler.kubeconfig" \
+  --leader-elect=false --bind-address 127.0.0.1 --secure-port 0 --v=1 > "$dir/scheduler.log" 2>&1 &
+echo $! > "$dir/scheduler.pid"
 
 # The default service account appears once the controller-manager runs; pods need it.
 for _ in $(seq 1 120); do kubectl get serviceaccount default >/dev/null 2>&1 && break; sleep 0.5; done
