@@ -113,6 +113,11 @@ Json BuildRendezvousPod(const HorovodJob& job) {
   if (!job.spec.scheduling.priority_class_name.empty())
     spec["priorityClassName"] = job.spec.scheduling.priority_class_name;
   if (!job.spec.scheduling.scheduler_name.empty()) spec["schedulerName"] = job.spec.scheduling.scheduler_name;
+  // The rendezvous runs the workers' image where the workers may run: it
+  // inherits their pull secrets, node selector and tolerations.
+  const Json worker_spec = job.spec.worker_template.value("spec", Json::object());
+  for (const char* field : {"imagePullSecrets", "nodeSelector", "tolerations"})
+    if (worker_spec.is_object() && worker_spec.contains(field)) spec[field] = worker_spec[field];
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", Metadata(job, RendezvousName(job), "rendezvous")}, {"spec", spec}};
 }
 

@@ -244,9 +244,11 @@ JobPlan PlanJob(const PlanInput& in) {
   const int desired = spec.replicas;
   std::set<int> present;
   int surplus = 0;
+  bool surplus_present = false;  // includes workers above the size still terminating
   for (const auto& p : pods) {
     if (p.index < 0) continue;
     present.insert(p.index);  // terminating pods still hold their name
+    if (p.index >= desired && (p.phase == "Pending" || p.phase == "Running")) surplus_present = true;
     if (p.index >= desired && !p.deleting && !being_replaced.count(p.index)) {
       plan.delete_pods.push_back({p.name, p.uid, "scale down to " + std::to_string(desired)});
       surplus++;
@@ -265,7 +267,10 @@ JobPlan PlanJob(const PlanInput& in) {
                           (IsTrue(st, "Restarting") && st.ready_replicas < desired);
   // Filling a new job is not scaling; changing the size of a running one is.
   const bool was_running = IsTrue(job.status, "Running") || IsTrue(job.status, "Scaling");
-  const bool scaling = surplus > 0 || (!plan.create_workers.empty() && !restarting && was_running);
+  const bool resizing = surplus > 0 || (!plan.create_workers.empty() && !restarting && was_running);
+  // Scaling lasts until the new size is ready, not just while pods are written.
+  const bool scaling =
+      resizing || surplus_present || (IsTrue(st, "Scaling") && !restarting && st.ready_replicas != desired);
   if (!being_replaced.empty())
     SetCondition(st, "Restarting", true, "WorkerFailed",
                  std::to_string(being_replaced.size()) + " worker(s) failed and are being replaced", now);

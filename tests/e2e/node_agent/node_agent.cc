@@ -64,7 +64,12 @@ kube::ApiStatus NodeAgent::RegisterNode() {
   auto created = client_.Post("/api/v1/nodes", node);
   if (!created.ok() && created.status().code() != kube::ApiCode::kAlreadyExists) return created.status();
   Heartbeat();
-  return kube::ApiStatus::Ok();
+  // The API server's TaintNodesByCondition admission adds not-ready on
+  // creation; the node lifecycle controller that would lift it once Ready
+  // does not run here, so the agent keeps only its own taint.
+  Json taints = {{"spec", {{"taints", node["spec"]["taints"]}}}};
+  auto r = client_.Patch("/api/v1/nodes/" + options_.node_name, taints.dump(), kube::PatchType::kMerge);
+  return r.ok() ? kube::ApiStatus::Ok() : r.status();
 }
 
 void NodeAgent::Heartbeat() {
@@ -274,7 +279,9 @@ void NodeAgent::Launch(RunningPod& state, const Json& pod) {
   std::vector<std::string> env;
   std::string error;
   if (!ResolveEnv(pod, state, env, error)) {
-    std::cerr << "node-agent: " << state.name << " waits: " << error << "\n";
+    if (state.restarts == 0 && error != last_wait_[state.ns + "/" + state.name])
+      std::cerr << "node-agent: " << state.name << " waits: " << error << "\n";
+    last_wait_[state.ns + "/" + state.name] = error;
     queue_.AddAfter(state.ns + "/" + state.name, std::chrono::milliseconds(300));
     return;
   }

@@ -89,6 +89,7 @@ class NodeAgent {
   std::mutex mu_;
   std::map<std::string, RunningPod> running_;  // "ns/name" -> state
   int next_ip_;
+  std::map<std::string, std::string> last_wait_;  // only the worker thread touches it
   std::atomic<bool> stop_{false};
   std::thread worker_, reaper_, heartbeat_;
 };

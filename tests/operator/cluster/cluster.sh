@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway Kubernetes control plane on loopback, for the operator tests:
 # etcd, kube-apiserver (RBAC on, TLS with a CA made here) and
-# kube-controller-manager (garbage collection, service accounts, namespaces)
+# kube-controller-manager (garbage collection, service accounts, namespaces,
+# deployments and replica sets)
 # and kube-scheduler,
 # all built from Go modules by scripts/k8s-tools.sh.
 #
@@ -152,7 +153,7 @@ kubectl wait --for condition=Established --timeout 60s crd/horovodjobs.khorovod.
 "$bin/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
   --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
-  --controllers garbage-collector-controller,serviceaccount-controller,namespace-controller \
+  --controllers garbage-collector-controller,serviceaccount-controller,namespace-controller,deployment-controller,replicaset-controller \
   --use-service-account-credentials=false --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port 0 --v=1 > "$dir/controller-manager.log" 2>&1 &
 echo $! > "$dir/controller-manager.pid"

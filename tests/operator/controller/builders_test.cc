@@ -82,6 +82,12 @@ TEST(Builders, RendezvousPodRunsTheServerNonRoot) {
   EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
   EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
+  EXPECT_FALSE(pod["spec"].contains("tolerations")) << "the template has none";
+  job.spec.worker_template["spec"]["tolerations"] = Json::array({{{"key", "gpu"}, {"operator", "Exists"}}});
+  job.spec.worker_template["spec"]["nodeSelector"] = {{"pool", "train"}};
+  Json placed = BuildRendezvousPod(job);
+  EXPECT_EQ(placed["spec"]["tolerations"][0]["key"], "gpu") << "runs where the workers may run";
+  EXPECT_EQ(placed["spec"]["nodeSelector"]["pool"], "train");
 }
 
 TEST(Builders, ServicesAndSecret) {

@@ -149,6 +149,15 @@ TEST_F(JobPlanTest, ScaleUpCreatesMissingIndices) {
   EXPECT_EQ(plan.create_workers, (std::vector<int>{4, 5}));
   EXPECT_EQ(plan.status.phase, "Scaling");
   EXPECT_TRUE(HasCondition(plan.status, "Scaling", "True"));
+  job_.status = plan.status;
+  std::vector<Json> six = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
+                           Pod(3, "Running", true), Pod(4, "Pending"), Pod(5, "Pending")};
+  EXPECT_EQ(Plan(six).status.phase, "Scaling") << "until the new workers are ready";
+  six[4] = Pod(4, "Running", true);
+  six[5] = Pod(5, "Running", true);
+  JobPlan ready = Plan(six);
+  EXPECT_EQ(ready.status.phase, "Running");
+  EXPECT_TRUE(HasCondition(ready.status, "Scaling", "False"));
 }
 
 TEST_F(JobPlanTest, SuccessWaitsForEveryWorkerThenCleansUp) {
