@@ -61,7 +61,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   std::map<int, int> slot_of;  // worker id -> metrics slot
   auto spec_for = [&](int id) {
     std::vector<EnvVar> vars = extra.vars;
-    vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(slot_of[id]))});
+    if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(slot_of[id]))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
     vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", server_options.token});
     vars.push_back({"KHOROVOD_WORKER_NAME", worker_name(id)});

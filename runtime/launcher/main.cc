@@ -54,7 +54,7 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::
     const auto contract = contract_variables(
         single_host_params(rank, opts.num_proc, store_path, opts.job_id, opts.hostname));
     overrides.insert(overrides.end(), contract.begin(), contract.end());
-    overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
+    if (ports.enabled()) overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
     specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides)});
   }
   return specs;

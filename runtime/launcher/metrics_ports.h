@@ -5,7 +5,7 @@
 //              KHOROVOD_METRICS_PORT
 // A replacement worker takes the slot of the worker it replaces, so the
 // ports stay a fixed set that Prometheus can list as static targets.
-// Unset or 0: no metrics, and workers get KHOROVOD_METRICS_PORT=0.
+// Unset or 0: no metrics; workers get the launcher's environment unchanged.
 //
 // Pure functions; thread-safety: value types.
 #pragma once
