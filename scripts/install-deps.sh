@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev openssl curl python3
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev openssl curl
+  prometheus python3
 )
 
 missing=()

@@ -84,6 +84,7 @@ int Train(const Options& o) {
   int64_t window_samples = 0;
   Status trained = khorovod::elastic::run(rt, state, [&]() -> Status {
     while (step < o.steps) {
+      rt.begin_step();  // step marks feed the worker's metrics (docs/observability.md)
       // Rank r of n takes the r-th slice of the step's n batches, so the
       // data is sharded by rank whatever the current world size.
       const int64_t begin = ((step * rt.size() + rt.rank()) * o.batch_size) % data.size();
@@ -94,6 +95,7 @@ int Train(const Options& o) {
       ++step;
       window_samples += static_cast<int64_t>(o.batch_size) * rt.size();
       KH_RETURN_IF_ERROR(state.commit());
+      rt.end_step(o.batch_size);
       if (o.fail_at_step > 0 && step == o.fail_at_step && rt.rank() == 1) {
         std::printf("rank 1: simulating a crash after committing step %" PRId64 "\n", step);
         std::fflush(stdout);

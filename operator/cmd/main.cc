@@ -72,10 +72,6 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   kube::RestClient client(config.value());
-  op::OperatorMetrics metrics;
-  client.set_observer([&metrics](const std::string& verb, const std::string& resource, int code, double seconds) {
-    metrics.ObserveRequest(verb, resource, code, seconds);
-  });
   kube::EventRecorder events(client, "khorovod-operator");
 
   op::ControllerOptions copts;
@@ -86,7 +82,6 @@ int main(int argc, char** argv) {
   copts.reconciler.write_parallelism = options.write_parallelism;
   copts.reconciler.podgroups_available = options.gang_scheduling;
   op::Controller controller(client, events, copts);
-  controller.set_observer([&metrics](const op::ReconcileOutcome& o, double seconds) { metrics.ObserveReconcile(o, seconds); });
 
   kube::LeaderElectionOptions lopts;
   lopts.lease_namespace = options.lease_namespace;
@@ -96,6 +91,15 @@ int main(int argc, char** argv) {
   lopts.renew_deadline = std::chrono::seconds(options.renew_deadline_seconds);
   lopts.retry_period = std::chrono::seconds(options.retry_period_seconds);
   kube::LeaderElector elector(client, lopts);
+
+  op::OperatorMetrics metrics(op::OperatorState{
+      [&] { return controller.PhaseCounts(); }, [&] { return controller.QueueDepth(); },
+      [&] { return options.leader_elect ? elector.IsLeader() : controller.Ready(); },
+      [&] { return controller.JobListCount(); }});
+  client.set_observer([&metrics](const std::string& verb, const std::string& resource, int code, double seconds) {
+    metrics.ObserveRequest(verb, resource, code, seconds);
+  });
+  controller.set_observer([&metrics](const op::ReconcileOutcome& o, double seconds) { metrics.ObserveReconcile(o, seconds); });
 
   std::mutex mu;
   std::condition_variable cv;
@@ -118,8 +122,7 @@ int main(int argc, char** argv) {
     res.set_content(ready ? "ok\n" : "caches not synced\n", "text/plain");
   });
   http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.Render(controller, options.leader_elect ? elector.IsLeader() : true),
-                    op::OperatorMetrics::kContentType);
+    res.set_content(metrics.Render(), op::OperatorMetrics::kContentType);
   });
   const auto colon = options.metrics_bind.rfind(':');
   const std::string bind_host = options.metrics_bind.substr(0, colon);

@@ -1,50 +1,50 @@
-// OperatorMetrics: the operator's Prometheus metrics (names listed in
-// docs/observability.md, used by the Grafana dashboard and alert rules).
+// OperatorMetrics: the operator's Prometheus metrics, kept in a
+// khorovod::metrics::Registry (the project's one exposition library).
+// docs/observability.md lists them; the dashboard and alert rules use them.
 //
-//   khorovod_operator_reconcile_total{result}              counter
-//   khorovod_operator_reconcile_duration_seconds           histogram
-//   khorovod_operator_jobs{phase}                          gauge
-//   khorovod_operator_workqueue_depth                      gauge
-//   khorovod_operator_is_leader                            gauge
-//   khorovod_operator_api_requests_total{verb,resource,code}  counter
-//   khorovod_operator_api_request_duration_seconds{verb}   histogram
-//   khorovod_operator_informer_lists_total                 counter (re-lists after 410 show here)
+//   khorovod_operator_reconcile_total{result}                    counter
+//       result: success | requeue | error (retried) | terminal_error
+//   khorovod_operator_reconcile_duration_seconds                 histogram
+//   khorovod_operator_api_requests_total{verb,resource,code}     counter (code "error": no answer)
+//   khorovod_operator_api_request_duration_seconds{verb,resource} histogram
+//   khorovod_operator_jobs{phase}                                gauge, at scrape time
+//   khorovod_operator_workqueue_depth                            gauge, at scrape time
+//   khorovod_operator_is_leader                                  gauge, at scrape time
+//   khorovod_operator_informer_lists_total                       counter, at scrape time
+//       (1 per informer start; each re-list after 410 Gone adds one)
 //
-// Thread-safety: Observe* may be called from any thread; Render too.
+// Thread-safety: every method may be called from any thread.
 #pragma once
 
-#include <array>
+#include <functional>
 #include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 
-#include "controller/controller.h"
+#include "controller/reconciler.h"
+#include "khorovod/metrics/registry.h"
 
 namespace khorovod::op {
+
+// What the scrape-time gauges read.
+struct OperatorState {
+  std::function<std::map<std::string, int>()> phase_counts;
+  std::function<size_t()> queue_depth;
+  std::function<bool()> is_leader;
+  std::function<uint64_t()> job_lists;
+};
 
 class OperatorMetrics {
  public:
   static constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
+  explicit OperatorMetrics(OperatorState state);
   void ObserveReconcile(const ReconcileOutcome& outcome, double seconds);
   void ObserveRequest(const std::string& verb, const std::string& resource, int http_status, double seconds);
-  std::string Render(const Controller& controller, bool is_leader) const;
+  std::string Render() const { return registry_.Render(); }
 
  private:
-  struct Histogram {
-    static constexpr std::array<double, 12> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                       0.1,   0.25,   0.5,   1,    2.5,   10};
-    std::array<uint64_t, 12> buckets{};
-    uint64_t count = 0;
-    double sum = 0;
-    void Observe(double v);
-  };
-  mutable std::mutex mu_;
-  std::map<std::string, uint64_t> reconciles_;  // result -> count
-  Histogram reconcile_seconds_;
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> requests_;
-  std::map<std::string, Histogram> request_seconds_;  // by verb
+  metrics::Registry registry_;
+  metrics::Histogram& reconcile_seconds_;
 };
 
 }  // namespace khorovod::op

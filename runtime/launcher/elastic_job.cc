@@ -6,6 +6,7 @@
 
 #include "http_server.h"
 #include "job_supervisor.h"
+#include "metrics_ports.h"
 #include "worker_env.h"
 
 namespace khorovod::launcher {
@@ -36,21 +37,31 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   service.policy.heartbeat_timeout = std::chrono::milliseconds(5000);
   service.policy.elastic_timeout = opts.elastic_timeout;
   service.policy.reset_limit = opts.reset_limit;
+  const auto launcher_env = current_environment();
+  std::string ports_error;
+  const std::optional<MetricsPorts> ports = metrics_ports_from_env(launcher_env, opts.num_proc, &ports_error);
+  if (!ports) {
+    std::cerr << "khorovodrun: " << ports_error << '\n';
+    return 2;
+  }
+  if (ports->enabled()) server_options.metrics_port = ports->server();
   rendezvous::RendezvousServer server(server_options);
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << "khorovodrun: cannot start the rendezvous server: " << s.message() << '\n';
     return 1;
   }
 
-  const auto base_env = current_environment();
+  const auto& base_env = launcher_env;
   const ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, base_env);
   for (const auto& name : extra.missing) {
     std::cerr << "khorovodrun: warning: -x " << name << " is not set here; not passing it\n";
   }
   const std::string address = opts.hostname + ":" + std::to_string(server.port());
   auto worker_name = [](int id) { return "worker-" + std::to_string(id); };
+  std::map<int, int> slot_of;  // worker id -> metrics slot
   auto spec_for = [&](int id) {
     std::vector<EnvVar> vars = extra.vars;
+    if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(slot_of[id]))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
     vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", server_options.token});
     vars.push_back({"KHOROVOD_WORKER_NAME", worker_name(id)});
@@ -66,7 +77,10 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   };
 
   JobConfig config;
-  for (int id = 0; id < opts.num_proc; ++id) config.workers.push_back(spec_for(id));
+  for (int id = 0; id < opts.num_proc; ++id) {
+    slot_of[id] = id;
+    config.workers.push_back(spec_for(id));
+  }
   config.grace_period = opts.grace_period;
   int next_id = opts.num_proc;
   int replacements = 0;
@@ -75,6 +89,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     server.service().ReportFailure(worker_name(exit.rank), exit.status.describe());
     if (replacements >= opts.reset_limit) return std::nullopt;
     ++replacements;
+    slot_of[next_id] = slot_of[exit.rank];
     return spec_for(next_id++);
   };
   std::cerr << "khorovodrun: elastic job " << opts.job_id << ": " << opts.num_proc

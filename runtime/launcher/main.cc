@@ -21,6 +21,7 @@
 #include "launch_options.h"
 #include "scoped_temp_dir.h"
 #include "signal_pipe.h"
+#include "metrics_ports.h"
 #include "worker_env.h"
 
 namespace {
@@ -38,8 +39,8 @@ void ensure_standard_fds_open() {
   }
 }
 
-std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts,
-                                          const std::string& store_path) {
+std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::string& store_path,
+                                          const MetricsPorts& ports) {
   const std::vector<std::string> base_env = current_environment();
   const ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, base_env);
   for (const auto& name : extra.missing) {
@@ -53,6 +54,7 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts,
     const auto contract = contract_variables(
         single_host_params(rank, opts.num_proc, store_path, opts.job_id, opts.hostname));
     overrides.insert(overrides.end(), contract.begin(), contract.end());
+    if (ports.enabled()) overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
     specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides)});
   }
   return specs;
@@ -76,9 +78,15 @@ int main(int argc, char** argv) {
   try {
     SignalPipe signals({SIGINT, SIGTERM, SIGCHLD});
     if (opts.elastic()) return run_elastic_job(opts, signals);
+    std::string ports_error;
+    const auto ports = metrics_ports_from_env(current_environment(), opts.num_proc, &ports_error);
+    if (!ports) {
+      std::cerr << "khorovodrun: " << ports_error << '\n';
+      return 2;
+    }
     ScopedTempDir store("khorovod-store-");
     JobConfig config;
-    config.workers = make_worker_specs(opts, store.path());
+    config.workers = make_worker_specs(opts, store.path(), *ports);
     config.grace_period = opts.grace_period;
     JobSupervisor supervisor(std::move(config), signals);
     return supervisor.run();

@@ -10,7 +10,7 @@
 
 #include "base64.h"
 #include "json_request.h"
-#include "metrics_text.h"
+#include "khorovod/metrics/text_writer.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {
@@ -96,6 +96,19 @@ Status RendezvousServer::Start() {
     stopped_cv_.notify_all();
     return Status::Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
   }
+  if (options_.metrics_port >= 0) {
+    metrics_ = std::make_unique<metrics::MetricsEndpoint>(
+        metrics::EndpointOptions{options_.host, options_.metrics_port, 2}, service_->registry());
+    std::string error;
+    if (!metrics_->Start(&error)) {
+      metrics_.reset();
+      service_->Shutdown();
+      std::lock_guard<std::mutex> lock(stop_mu_);
+      stopped_ = true;
+      stopped_cv_.notify_all();
+      return Status::Unavailable(error);
+    }
+  }
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   // Stop() is only reliable once the accept loop runs; wait (bounded) for it.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -113,6 +126,7 @@ void RendezvousServer::Stop() {
     return;
   }
   service_->Shutdown();
+  if (metrics_) metrics_->Stop();
   http_->stop();
   if (listener_.joinable()) listener_.join();
   stopped_ = true;
@@ -189,7 +203,7 @@ void RendezvousServer::InstallRoutes() {
   });
   http_->Get("/metrics", [authorized, unauthenticated, svc](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req)) return Send(res, unauthenticated());
-    res.set_content(svc->Metrics(), MetricsText::kContentType);
+    res.set_content(svc->Metrics(), metrics::TextWriter::kContentType);
   });
   http_->Get(R"(/v1/jobs/([^/]+))", route([svc](const httplib::Request&) { return svc->JobStatus(); }));
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "khorovod/metrics/http_endpoint.h"
 #include "khorovod/status.h"
 #include "service.h"
 
@@ -38,6 +39,10 @@ struct ServerOptions {
   std::string token;                 // required, non-empty
   size_t max_body_bytes = 1 << 20;   // larger bodies get 413
   int http_threads = 0;              // 0: clamp(2 * max_workers + 16, 32, 256)
+  // Also serve GET /metrics without a token on host:metrics_port (0: an
+  // ephemeral port, -1: not at all). The main port serves /metrics to
+  // token holders either way.
+  int metrics_port = -1;
   ServiceOptions service;
 };
 
@@ -60,6 +65,8 @@ class RendezvousServer {
   // The bound port (valid after a successful Start()).
   int port() const { return port_; }
   const std::string& host() const { return options_.host; }
+  // The unauthenticated metrics port, or -1 when not served.
+  int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
   RendezvousService& service() { return *service_; }
 
  private:
@@ -68,6 +75,7 @@ class RendezvousServer {
   const ServerOptions options_;
   std::unique_ptr<RendezvousService> service_;
   std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<metrics::MetricsEndpoint> metrics_;
   std::thread listener_;
   int port_ = -1;
 

@@ -3,7 +3,8 @@
 //   KHOROVOD_RENDEZVOUS_TOKEN=... khorovod-rendezvous --job myjob --min-workers 2
 //
 // Prints "khorovod-rendezvous listening on HOST:PORT" once the socket
-// listens, serves until SIGINT or SIGTERM, then exits 0. Exits 2 on bad
+// listens (preceded by "khorovod-rendezvous metrics on HOST:PORT" with
+// --metrics-port), serves until SIGINT or SIGTERM, then exits 0. Exits 2 on bad
 // flags or a missing token, 1 when it cannot listen. See README.md.
 #include <pthread.h>
 #include <signal.h>
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
   app.add_option("--job", options.service.job, "Job name served (other names get 404)")->required();
   app.add_option("--host", options.host, "Bind address")->capture_default_str();
   app.add_option("--port", options.port, "Bind port, 0 for an ephemeral one")->capture_default_str();
+  app.add_option("--metrics-port", options.metrics_port,
+                 "Also serve GET /metrics without a token on this port (0: ephemeral, -1: off)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
   app.add_option("--token-file", token_file,
                  "File holding the bearer token (else env KHOROVOD_RENDEZVOUS_TOKEN)");
   app.add_option("--min-workers", policy.min_workers, "Workers needed to form a generation")->capture_default_str();
@@ -118,6 +123,9 @@ int main(int argc, char** argv) {
   if (!s.ok()) {
     std::cerr << "khorovod-rendezvous: " << s.message() << "\n";
     return s.code() == khorovod::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  if (server.metrics_port() >= 0) {
+    std::cout << "khorovod-rendezvous metrics on " << server.host() << ":" << server.metrics_port() << std::endl;
   }
   std::cout << "khorovod-rendezvous listening on " << server.host() << ":" << server.port() << std::endl;
 

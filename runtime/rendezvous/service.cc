@@ -5,7 +5,6 @@
 #include <random>
 
 #include "base64.h"
-#include "metrics_text.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {
@@ -49,6 +48,7 @@ RendezvousService::RendezvousService(ServiceOptions options)
       server_id_(RandomId()),
       membership_(options_.policy, Clock::now()),
       kv_(KvStore::Limits{options_.kv_max_bytes}) {
+  InstallMetrics();
   ticker_ = std::thread([this] { TickerLoop(); });
 }
 
@@ -88,6 +88,7 @@ void RendezvousService::AfterChange() {
     auto world = membership_.world();
     std::string names;
     for (const Assignment& a : world->members) names += (names.empty() ? "" : ", ") + a.name;
+    formation_seconds_->Observe(double(world->formation_time.count()) / 1000.0);
     Log("generation " + std::to_string(seen_generation_) + " formed in " +
         std::to_string(world->formation_time.count()) + " ms: [" + names + "]");
     kv_.DropGenerationsBelow(seen_generation_ - 1);
@@ -302,38 +303,44 @@ Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::strin
 }
 
 void RendezvousService::CountResponse(int status) {
-  std::lock_guard<std::mutex> lock(counts_mu_);
-  ++responses_[status];
+  registry_.GetCounter("khorovod_rendezvous_http_responses_total", "HTTP responses by status code.",
+                       {{"code", std::to_string(status)}})
+      .Increment();
 }
 
-std::string RendezvousService::Metrics() {
-  MembershipStats s;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    s = membership_.Stats(Clock::now());
-  }
-  MetricsText m;
-  const std::string p = "khorovod_rendezvous_";
-  m.Gauge(p + "registered_workers", "Workers registered (members of the current generation and pending).",
-          s.registered);
-  m.Gauge(p + "active_workers", "Registered members of the current generation.", s.active);
-  m.Gauge(p + "pending_workers", "Registered workers waiting to join a generation.", s.pending);
-  m.Gauge(p + "generation", "Current generation number (0 before the first one).", double(s.generation));
-  m.Gauge(p + "last_formation_seconds", "Time taken to form the last generation.",
-          double(s.last_formation.count()) / 1000.0);
-  m.Counter(p + "joins_total", "Accepted worker registrations.", double(s.joins));
-  m.Counter(p + "failures_total", "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
-            double(s.failures));
-  m.Counter(p + "resets_total", "Generations formed after the first.", double(s.resets));
-  m.Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.", s.blacklisted);
-  m.Gauge(p + "job_failed", "1 once the job has failed.", s.state == JobState::kFailed ? 1 : 0);
-  m.Gauge(p + "kv_bytes", "Bytes held by the key-value store.", double(kv_.total_bytes()));
-  m.Family(p + "http_responses_total", MetricsText::Type::kCounter, "HTTP responses by status code.");
-  std::lock_guard<std::mutex> lock(counts_mu_);
-  for (const auto& [code, n] : responses_) {
-    m.Sample(p + "http_responses_total", double(n), {{"code", std::to_string(code)}});
-  }
-  return m.text();
+void RendezvousService::InstallMetrics() {
+  formation_seconds_ = &registry_.GetHistogram(
+      "khorovod_rendezvous_formation_seconds",
+      "Time from a membership change (or the first registration) to the frozen generation.",
+      {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
+  // Membership statistics are read under mu_ at scrape time rather than
+  // mirrored into gauges at every change.
+  registry_.AddCollector([this](metrics::TextWriter& m) {
+    MembershipStats s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = membership_.Stats(Clock::now());
+    }
+    const std::string p = "khorovod_rendezvous_";
+    m.Gauge(p + "registered_workers", "Workers registered (members of the current generation and pending).",
+            s.registered);
+    m.Gauge(p + "active_workers", "Registered members of the current generation.", s.active);
+    m.Gauge(p + "pending_workers", "Registered workers waiting to join a generation.", s.pending);
+    m.Gauge(p + "generation", "Current generation number (0 before the first one).", double(s.generation));
+    m.Gauge(p + "last_formation_seconds", "Time taken to form the last generation.",
+            double(s.last_formation.count()) / 1000.0);
+    m.Counter(p + "joins_total", "Accepted worker registrations.", double(s.joins));
+    m.Counter(p + "failures_total", "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
+              double(s.failures));
+    m.Counter(p + "resets_total", "Generations formed after the first.", double(s.resets));
+    m.Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.", s.blacklisted);
+    m.Gauge(p + "job_failed", "1 once the job has failed.", s.state == JobState::kFailed ? 1 : 0);
+    m.Family(p + "job_state", metrics::MetricType::kGauge, "1 for the job's current state, 0 for the others.");
+    for (JobState state : {JobState::kForming, JobState::kRunning, JobState::kReforming, JobState::kFailed}) {
+      m.Sample(p + "job_state", s.state == state ? 1 : 0, {{"state", JobStateName(state)}});
+    }
+    m.Gauge(p + "kv_bytes", "Bytes held by the key-value store.", double(kv_.total_bytes()));
+  });
 }
 
 }  // namespace khorovod::rendezvous

@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "khorovod/metrics/registry.h"
 #include "kv_store.h"
 #include "membership.h"
 
@@ -76,8 +77,10 @@ class RendezvousService {
 
   // Counts one HTTP response by status code (for /metrics).
   void CountResponse(int status);
-  // The Prometheus text exposition of the server's metrics.
-  std::string Metrics();
+  // The Prometheus text exposition of the server's metrics (the names are
+  // listed in docs/observability.md).
+  std::string Metrics() const { return registry_.Render(); }
+  const metrics::Registry& registry() const { return registry_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -86,6 +89,7 @@ class RendezvousService {
   Reply CheckKvGeneration(int64_t generation);             // locks mu_; status 0 when fine
   Clock::time_point DeadlineFor(Millis timeout) const;
   void TickerLoop();
+  void InstallMetrics();
   void Log(const std::string& line);
 
   const ServiceOptions options_;
@@ -101,8 +105,8 @@ class RendezvousService {
   KvStore kv_;
   std::thread ticker_;
 
-  std::mutex counts_mu_;
-  std::map<int, int64_t> responses_;
+  metrics::Registry registry_;
+  metrics::Histogram* formation_seconds_ = nullptr;  // owned by registry_
   std::mutex log_mu_;
 };
 

@@ -1,4 +1,4 @@
-// Unit tests of the small server pieces: base64, the Prometheus writer, the
+// Unit tests of the small server pieces: base64, the
 // key-value store, strict JSON request validation and rank assignment.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,6 @@
 #include "base64.h"
 #include "json_request.h"
 #include "kv_store.h"
-#include "metrics_text.h"
 #include "world.h"
 
 namespace khorovod::rendezvous {
@@ -35,25 +34,6 @@ TEST(Base64, RejectsNonCanonicalText) {
     EXPECT_FALSE(Base64Decode(bad).has_value()) << bad;
   }
   EXPECT_EQ(Base64Decode("").value(), "");
-}
-
-TEST(MetricsText, WritesHelpTypeAndEscapedSamples) {
-  MetricsText m;
-  m.Gauge("a_gauge", "Help with \\ and\nnewline.", 2);
-  m.Family("reqs_total", MetricsText::Type::kCounter, "Requests.");
-  m.Sample("reqs_total", 1.5, {{"code", "2\"0\\0\n"}});
-  EXPECT_EQ(m.text(),
-            "# HELP a_gauge Help with \\\\ and\\nnewline.\n"
-            "# TYPE a_gauge gauge\n"
-            "a_gauge 2\n"
-            "# HELP reqs_total Requests.\n"
-            "# TYPE reqs_total counter\n"
-            "reqs_total{code=\"2\\\"0\\\\0\\n\"} 1.5\n");
-  EXPECT_EQ(MetricsText::FormatValue(std::numeric_limits<double>::infinity()), "+Inf");
-  EXPECT_EQ(MetricsText::FormatValue(std::numeric_limits<double>::quiet_NaN()), "NaN");
-  EXPECT_EQ(MetricsText::FormatValue(123456789012.0), "123456789012");
-  EXPECT_THROW(m.Gauge("9bad", "x", 1), std::invalid_argument);
-  EXPECT_THROW(m.Sample("ok", 1, {{"bad-label", "x"}}), std::invalid_argument);
 }
 
 TEST(KvStore, SetGetOverwriteAndNamespaces) {

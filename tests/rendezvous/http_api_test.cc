@@ -258,7 +258,16 @@ std::map<std::string, std::string> ParsePrometheus(const std::string& text) {
       EXPECT_TRUE(helped.count(m[1])) << "TYPE before HELP: " << line;
       EXPECT_TRUE(types.emplace(m[1], m[2]).second) << "duplicate TYPE: " << line;
     } else if (std::regex_match(line, m, sample)) {
-      EXPECT_TRUE(types.count(m[1])) << "sample without TYPE: " << line;
+      std::string family = m[1];
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        const std::string sfx = suffix;
+        if (!types.count(family) && family.size() > sfx.size() &&
+            family.compare(family.size() - sfx.size(), sfx.size(), sfx) == 0 &&
+            types[family.substr(0, family.size() - sfx.size())] == "histogram") {
+          family = family.substr(0, family.size() - sfx.size());
+        }
+      }
+      EXPECT_TRUE(types.count(family)) << "sample without TYPE: " << line;
       std::string v = m[5];
       if (v != "NaN" && v != "+Inf" && v != "-Inf") {
         size_t used = 0;
@@ -286,12 +295,15 @@ TEST(HttpApi, MetricsAreValidPrometheusText) {
       {"khorovod_rendezvous_generation", "gauge"},          {"khorovod_rendezvous_last_formation_seconds", "gauge"},
       {"khorovod_rendezvous_joins_total", "counter"},       {"khorovod_rendezvous_failures_total", "counter"},
       {"khorovod_rendezvous_blacklisted_workers", "gauge"}, {"khorovod_rendezvous_http_responses_total", "counter"},
+      {"khorovod_rendezvous_formation_seconds", "histogram"}, {"khorovod_rendezvous_job_state", "gauge"},
   };
   for (const auto& [name, type] : want) EXPECT_EQ(types[name], type) << name;
   EXPECT_NE(r.text.find("khorovod_rendezvous_generation 1\n"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("khorovod_rendezvous_active_workers 1\n"), std::string::npos);
   EXPECT_NE(r.text.find("khorovod_rendezvous_joins_total 1\n"), std::string::npos);
   EXPECT_NE(r.text.find("khorovod_rendezvous_http_responses_total{code=\"200\"}"), std::string::npos);
+  EXPECT_NE(r.text.find("khorovod_rendezvous_formation_seconds_count 1\n"), std::string::npos);
+  EXPECT_NE(r.text.find("khorovod_rendezvous_job_state{state=\"running\"} 1\n"), std::string::npos);
 }
 
 }  // namespace

@@ -25,6 +25,13 @@
 //   KHOROVOD_WORKER_NAME      this worker's unique name [<host>-<pid>]
 //   KHOROVOD_SLOTS            worker processes this host may run [1]
 //   KHOROVOD_ELASTIC_TIMEOUT_SECONDS  longest wait for a generation [600]
+// Observability (docs/observability.md):
+//   KHOROVOD_METRICS_PORT     serve Prometheus metrics at GET /metrics on this
+//                             port [0: off]
+//   KHOROVOD_METRICS_HOST     address the metrics endpoint binds ["0.0.0.0"]
+//   KHOROVOD_BASELINE_SAMPLES_PER_SECOND  one worker's throughput alone, for
+//                             the throughput scaling efficiency [0: unknown]
+//   KHOROVOD_TIMELINE         write a Chrome-trace timeline to this path [off]
 //
 // Thread-safety: a value type.
 #pragma once
@@ -62,6 +69,11 @@ struct Config {
   std::string worker_name;
   int slots = 1;
   std::chrono::milliseconds elastic_timeout{600'000};
+
+  int metrics_port = 0;  // 0: no metrics endpoint
+  std::string metrics_host = "0.0.0.0";
+  double baseline_samples_per_second = 0;  // 0: unknown
+  std::string timeline_path;               // empty: no timeline
 
   bool elastic() const { return !rendezvous_addr.empty(); }
 

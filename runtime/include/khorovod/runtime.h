@@ -21,6 +21,7 @@
 // init() and shutdown() must not race with each other.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +34,13 @@
 
 namespace khorovod {
 
+class Runtime;
 class RuntimeImpl;
+class WorkerMetrics;
+namespace detail {
+// The runtime's metrics, for elastic::State and elastic::run (internal).
+WorkerMetrics* MetricsOf(Runtime& runtime);
+}  // namespace detail
 
 struct Topology {
   int rank = -1, size = -1;
@@ -120,7 +127,19 @@ class Runtime {
   // Returns the last rank to join in *last_rank.
   Status join(int* last_rank = nullptr);
 
+  // --- training-step marks (docs/observability.md) -------------------------
+  // Mark the training loop's steps so the worker can export step time split
+  // into compute and exposed communication (time blocked waiting for
+  // collectives), samples, throughput and scaling efficiency. begin_step()
+  // is optional: without it a step starts where the previous one ended (or
+  // at the end of the last elastic recovery). end_step() takes the samples
+  // this rank processed in the step. Cheap (a few atomics); valid before
+  // init() too (the marks are simply recorded).
+  void begin_step();
+  void end_step(int64_t samples);
+
  private:
+  friend WorkerMetrics* detail::MetricsOf(Runtime& runtime);
   std::unique_ptr<RuntimeImpl> impl_;
 };
 

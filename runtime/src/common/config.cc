@@ -104,6 +104,12 @@ Status Config::Validate() const {
   if (cycle_time.count() < 0) return Status::InvalidArgument("cycle_time must be >= 0");
   if (stall_timeout.count() <= 0) return Status::InvalidArgument("stall_timeout must be > 0");
   if (transport_timeout.count() <= 0) return Status::InvalidArgument("transport_timeout must be > 0");
+  if (metrics_port < 0 || metrics_port > 65535) {
+    return Status::InvalidArgument("KHOROVOD_METRICS_PORT=" + std::to_string(metrics_port) + " outside [0, 65535]");
+  }
+  if (!(baseline_samples_per_second >= 0)) {
+    return Status::InvalidArgument("KHOROVOD_BASELINE_SAMPLES_PER_SECOND must be >= 0");
+  }
   return Status::Ok();
 }
 
@@ -159,6 +165,12 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_TIMEOUT_SECONDS", 0.001, 1e6, &timeout_s));
   c.transport_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout_s * 1000.0)));
+
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_METRICS_PORT", 0, 65535, &c.metrics_port));
+  env.String("KHOROVOD_METRICS_HOST", &c.metrics_host);
+  KH_RETURN_IF_ERROR(
+      env.Double("KHOROVOD_BASELINE_SAMPLES_PER_SECOND", 0.0, 1e15, &c.baseline_samples_per_second));
+  env.String("KHOROVOD_TIMELINE", &c.timeline_path);
 
   KH_RETURN_IF_ERROR(c.Validate());
   return c;

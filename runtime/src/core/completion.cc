@@ -40,16 +40,34 @@ bool Completion::Ready() const {
   return remaining_ <= 0;
 }
 
+void Completion::AddBlocked(std::chrono::steady_clock::time_point since) const {
+  const auto blocked = std::chrono::steady_clock::now() - since;
+  wait_sink_->fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(blocked).count(),
+                        std::memory_order_relaxed);
+}
+
 Status Completion::Wait() const {
+  // Only a wait that actually blocks reads the clock.
+  const bool timed = wait_sink_ && !done_.load(std::memory_order_acquire);
+  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   SpinUntilDone();
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return remaining_ <= 0; });
-  return status_;
+  Status result;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return remaining_ <= 0; });
+    result = status_;
+  }
+  if (timed) AddBlocked(start);
+  return result;
 }
 
 Status Completion::WaitFor(std::chrono::milliseconds timeout) const {
+  const bool timed = wait_sink_ && !done_.load(std::memory_order_acquire);
+  const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return remaining_ <= 0; })) {
+  const bool finished = cv_.wait_for(lock, timeout, [&] { return remaining_ <= 0; });
+  if (timed) AddBlocked(start);
+  if (!finished) {
     return Status::DeadlineExceeded("operation still pending after " +
                                     std::to_string(timeout.count()) + " ms");
   }

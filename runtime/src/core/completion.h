@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -36,6 +38,11 @@ class Completion {
   std::vector<int64_t> ReceivedSplits() const;
   int JoinLastRank() const;
 
+  // Time a Wait()/WaitFor() call spends blocked is added to `sink` (in
+  // nanoseconds): the runtime's exposed-communication clock. Call before the
+  // completion is shared with another thread.
+  void SetWaitSink(std::shared_ptr<std::atomic<int64_t>> sink) { wait_sink_ = std::move(sink); }
+
   // A completion that is already done, for calls rejected before enqueueing.
   static std::shared_ptr<Completion> Failed(const Status& status);
 
@@ -43,6 +50,7 @@ class Completion {
   // Spins briefly before sleeping: on virtual machines waking a sleeping
   // thread can cost milliseconds, far more than a small collective.
   void SpinUntilDone() const;
+  void AddBlocked(std::chrono::steady_clock::time_point since) const;
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
@@ -52,6 +60,7 @@ class Completion {
   Tensor output_;
   std::vector<int64_t> received_splits_;
   int join_last_rank_ = -1;
+  std::shared_ptr<std::atomic<int64_t>> wait_sink_;
 };
 
 }  // namespace khorovod::detail

@@ -27,8 +27,54 @@ Shape WithFirstDim(int64_t rows, const Shape& like) {
 
 }  // namespace
 
-Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue)
-    : rank_(rank), size_(size), fusion_threshold_(fusion_threshold), backend_(backend), queue_(queue) {}
+Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue,
+                   WorkerMetrics* metrics, Timeline* timeline)
+    : rank_(rank),
+      size_(size),
+      fusion_threshold_(fusion_threshold),
+      backend_(backend),
+      queue_(queue),
+      metrics_(metrics),
+      timeline_(timeline) {}
+
+namespace {
+
+using TimePoint = std::chrono::steady_clock::time_point;
+
+// Timeline phase names; string literals, as Timeline::Record requires.
+const char* NegotiatePhase(OpType op) {
+  switch (op) {
+    case OpType::kAllreduce: return "NEGOTIATE_ALLREDUCE";
+    case OpType::kAllgather: return "NEGOTIATE_ALLGATHER";
+    case OpType::kBroadcast: return "NEGOTIATE_BROADCAST";
+    case OpType::kAlltoall: return "NEGOTIATE_ALLTOALL";
+    case OpType::kReducescatter: return "NEGOTIATE_REDUCESCATTER";
+    case OpType::kBarrier: return "NEGOTIATE_BARRIER";
+    case OpType::kJoin: return "NEGOTIATE_JOIN";
+  }
+  return "NEGOTIATE";
+}
+
+const char* OpPhase(OpType op) {
+  switch (op) {
+    case OpType::kAllreduce: return "ALLREDUCE";
+    case OpType::kAllgather: return "ALLGATHER";
+    case OpType::kBroadcast: return "BROADCAST";
+    case OpType::kAlltoall: return "ALLTOALL";
+    case OpType::kReducescatter: return "REDUCESCATTER";
+    case OpType::kBarrier: return "BARRIER";
+    case OpType::kJoin: return "JOIN";
+  }
+  return "OP";
+}
+
+}  // namespace
+
+void Executor::TraceOp(const PendingOp& op, TimePoint start, TimePoint end) {
+  const size_t bytes = op.input.num_bytes();
+  timeline_->Record(op.request.name, NegotiatePhase(op.request.op), op.submitted, start, bytes);
+  timeline_->Record(op.request.name, OpPhase(op.request.op), start, end, bytes);
+}
 
 std::byte* Executor::FusionBuffer(size_t bytes) {
   if (fusion_buffer_.size() < bytes) fusion_buffer_.resize(bytes);
@@ -52,6 +98,7 @@ Status Executor::Execute(const std::vector<Response>& responses, Controller& con
     std::optional<PendingOp> op = controller.Take(head.names.front());
     KH_ENFORCE(op.has_value(), "no local op for " << OpTypeName(head.op) << " '" << head.names.front()
                                                   << "' (only allreduce runs without one)");
+    const TimePoint start = std::chrono::steady_clock::now();
     Status s;
     switch (head.op) {
       case OpType::kAllgather: s = RunAllgather(head, *op); break;
@@ -60,6 +107,11 @@ Status Executor::Execute(const std::vector<Response>& responses, Controller& con
       case OpType::kReducescatter: s = RunReducescatter(head, *op); break;
       case OpType::kBarrier: s = backend_->Barrier(); break;
       default: KH_ENFORCE(false, "unexpected op " << OpTypeName(head.op));
+    }
+    if (metrics_ || timeline_) {
+      const TimePoint end = std::chrono::steady_clock::now();
+      if (metrics_) metrics_->Collective(head.op, 1, op->input.num_bytes(), end - start);
+      if (timeline_) TraceOp(*op, start, end);
     }
     queue_->Complete(*op, s);
     KH_RETURN_IF_ERROR(s);
@@ -76,7 +128,28 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
     ops.push_back(controller.Take(r->names.front()));
     total += static_cast<size_t>(r->total_elements());
   }
+  const TimePoint start = std::chrono::steady_clock::now();
+  TimePoint packed_at = start, reduced_at = start;
   auto complete_all = [&](const Status& s) {
+    if (metrics_ || timeline_) {
+      const TimePoint end = std::chrono::steady_clock::now();
+      const size_t bytes = total * esize;
+      if (metrics_) {
+        metrics_->Collective(OpType::kAllreduce, group.size(), bytes, end - start);
+        if (group.size() > 1) metrics_->FusedAllreduce(bytes);
+      }
+      if (timeline_) {
+        const size_t fused = group.size() > 1 ? group.size() : 0;
+        for (auto& op : ops) {
+          if (!op) continue;
+          const size_t mine = op->input.num_bytes();
+          timeline_->Record(op->request.name, "NEGOTIATE_ALLREDUCE", op->submitted, start, mine);
+          if (fused) timeline_->Record(op->request.name, "MEMCPY_IN_FUSION_BUFFER", start, packed_at, mine, fused);
+          timeline_->Record(op->request.name, "ALLREDUCE", packed_at, reduced_at, mine, fused);
+          if (fused) timeline_->Record(op->request.name, "MEMCPY_OUT_FUSION_BUFFER", reduced_at, end, mine, fused);
+        }
+      }
+    }
     for (auto& op : ops) {
       if (op) queue_->Complete(*op, s);
     }
@@ -103,7 +176,9 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
       Scale(out, total, head.dtype, head.prescale);
       in = out;
     }
+    packed_at = std::chrono::steady_clock::now();
     Status s = backend_->Allreduce(in, out, total, head.dtype, head.reduce_op);
+    reduced_at = std::chrono::steady_clock::now();
     if (s.ok()) ApplyPostScale(head, out, total);
     return complete_all(s);
   }
@@ -143,7 +218,9 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
   }
   if (packed) spans.push_back({buffer, packed / esize});
   for (const auto& span : spans) Scale(span.data, span.count, head.dtype, head.prescale);
+  packed_at = std::chrono::steady_clock::now();
   Status s = backend_->AllreduceSpans(spans, head.dtype, head.reduce_op);
+  reduced_at = std::chrono::steady_clock::now();
   if (s.ok()) {
     for (const auto& span : spans) ApplyPostScale(head, span.data, span.count);
     offset = 0;

@@ -10,6 +10,10 @@
 // A backend failure completes the affected ops with the error and is
 // returned: the caller must treat the backend as unusable afterwards.
 //
+// Observability: each executed group is timed (two clock reads) and counted
+// in WorkerMetrics by operation; with a Timeline, each tensor's negotiation,
+// packing, collective and unpacking phases are recorded. Both are optional.
+//
 // Thread-safety: none; owned by the background thread.
 #pragma once
 
@@ -19,12 +23,15 @@
 #include "backend/backend.h"
 #include "core/controller.h"
 #include "core/tensor_queue.h"
+#include "observability/timeline.h"
+#include "observability/worker_metrics.h"
 
 namespace khorovod {
 
 class Executor {
  public:
-  Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue);
+  Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue,
+           WorkerMetrics* metrics = nullptr, Timeline* timeline = nullptr);
 
   Status Execute(const std::vector<Response>& responses, Controller& controller);
 
@@ -36,6 +43,7 @@ class Executor {
   Status RunReducescatter(const Response& r, PendingOp& op);
   void ApplyPostScale(const Response& r, void* data, size_t count);
   std::byte* FusionBuffer(size_t bytes);
+  void TraceOp(const PendingOp& op, Timeline::Clock::time_point start, Timeline::Clock::time_point end);
 
   int rank_;
   int size_;
@@ -43,6 +51,8 @@ class Executor {
   Backend* backend_;
   TensorQueue* queue_;
   std::vector<std::byte> fusion_buffer_;
+  WorkerMetrics* metrics_;
+  Timeline* timeline_;
 };
 
 }  // namespace khorovod

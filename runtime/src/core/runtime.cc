@@ -17,6 +17,9 @@
 #include "core/controller.h"
 #include "core/executor.h"
 #include "core/tensor_queue.h"
+#include "khorovod/metrics/http_endpoint.h"
+#include "observability/timeline.h"
+#include "observability/worker_metrics.h"
 
 namespace khorovod {
 namespace {
@@ -100,8 +103,18 @@ struct Session {
   TensorQueue queue;
   std::unique_ptr<Controller> controller;
   std::unique_ptr<Executor> executor;
+  WorkerMetrics* metrics = nullptr;  // owned by RuntimeImpl, outlives the session
   std::thread thread;
 };
+
+// "{rank}" in KHOROVOD_TIMELINE becomes the rank; without it only rank 0
+// writes (as Horovod does), so local workers do not clobber one file.
+std::string TimelinePath(const std::string& pattern, int rank) {
+  const std::string token = "{rank}";
+  const size_t at = pattern.find(token);
+  if (at == std::string::npos) return rank == 0 ? pattern : std::string();
+  return pattern.substr(0, at) + std::to_string(rank) + pattern.substr(at + token.size());
+}
 
 class RuntimeImpl {
  public:
@@ -115,6 +128,7 @@ class RuntimeImpl {
     }
     KH_RETURN_IF_ERROR(config.Validate());
     base_config_ = config;
+    KH_RETURN_IF_ERROR(StartObservability(config));
     if (config.elastic()) {
       auto rdzv = MakeHttpRendezvous(config);
       if (!rdzv.ok()) return rdzv.status();
@@ -150,8 +164,36 @@ class RuntimeImpl {
       config.job_id = base_config_.job_id + "/generation-" + std::to_string(assignment->generation);
     }
     generation_ = assignment->generation;
-    return StartSession(config, *assignment);
+    // The timeline needs the first generation's rank to pick its file.
+    if (!timeline_opened_ && !base_config_.timeline_path.empty()) {
+      timeline_opened_ = true;
+      const std::string path = TimelinePath(base_config_.timeline_path, config.rank);
+      if (!path.empty()) {
+        auto timeline = Timeline::Open(path, "khorovod " + base_config_.worker_name);
+        if (!timeline.ok()) return timeline.status();
+        timeline_ = std::move(*timeline);
+      }
+    }
+    KH_RETURN_IF_ERROR(StartSession(config, *assignment));
+    metrics_->SetTopology(config.rank, config.size, generation_);
+    return Status::Ok();
   }
+
+  // The metrics registry and endpoint live as long as the Runtime: created
+  // at the first init(), kept across generations and re-inits.
+  Status StartObservability(const Config& config) {
+    metrics_->Configure(config.baseline_samples_per_second, config.fusion_threshold_bytes);
+    if (config.metrics_port > 0 && !endpoint_) {
+      auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
+          metrics::EndpointOptions{config.metrics_host, config.metrics_port, 1}, metrics_->registry());
+      std::string error;
+      if (!endpoint->Start(&error)) return Status::Unavailable("KHOROVOD_METRICS_PORT: " + error);
+      endpoint_ = std::move(endpoint);
+    }
+    return Status::Ok();
+  }
+
+  WorkerMetrics& metrics() { return *metrics_; }
 
   bool MembershipChanged() const { return rendezvous_ && rendezvous_->MembershipChanged(); }
 
@@ -170,7 +212,8 @@ class RuntimeImpl {
     s->channel = std::make_unique<GlooControlChannel>(s->context);
     s->controller = std::make_unique<Controller>(s->config, s->channel.get(), &s->queue);
     s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
-                                             s->backend.get(), &s->queue);
+                                             s->backend.get(), &s->queue, metrics_.get(), timeline_.get());
+    s->metrics = metrics_.get();
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
     session_ = std::move(s);
@@ -183,6 +226,7 @@ class RuntimeImpl {
     if (rendezvous_) rendezvous_->Leave();
     rendezvous_.reset();
     generation_ = -1;
+    if (timeline_) timeline_->Close();
     return s;
   }
 
@@ -218,6 +262,7 @@ class RuntimeImpl {
           Status::FailedPrecondition("khorovod is not initialized; call init() first")));
     }
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
+    if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
     const auto now = Clock::now();
     for (PendingOp& op : ops) {
       op.request.rank = session_->config.rank;
@@ -247,6 +292,13 @@ class RuntimeImpl {
   Config base_config_;
   std::unique_ptr<Rendezvous> rendezvous_;
   int64_t generation_ = -1;
+  // Observability lives as long as the Runtime (sessions hold raw pointers
+  // to it; ~RuntimeImpl ends the session in Finish() before members go).
+  // The endpoint is declared after the metrics so it stops serving first.
+  const std::unique_ptr<WorkerMetrics> metrics_ = std::make_unique<WorkerMetrics>();
+  std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
+  std::unique_ptr<Timeline> timeline_;
+  bool timeline_opened_ = false;
 };
 
 void RuntimeImpl::BackgroundLoop(Session& s) {
@@ -270,6 +322,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       for (PendingOp& op : drained) s.controller->Add(std::move(op));
       fatal = s.controller->RunRound(s.queue.shutdown_requested(), last_start, &round);
       if (!fatal.ok()) break;
+      if (s.metrics && !round.idle) s.metrics->NegotiationRound(Clock::now() - last_start);
       if (round.shutdown) {
         fatal = Status::Aborted("khorovod was shut down before the operation completed");
         break;
@@ -313,6 +366,9 @@ Status Runtime::init() {
 }
 
 Status Runtime::shutdown() { return impl_->Finish(); }
+void Runtime::begin_step() { impl_->metrics().StepBegin(); }
+void Runtime::end_step(int64_t samples) { impl_->metrics().StepEnd(samples); }
+WorkerMetrics* detail::MetricsOf(Runtime& runtime) { return &runtime.impl_->metrics(); }
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }

@@ -1,6 +1,9 @@
+#include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "khorovod/elastic.h"
+#include "observability/worker_metrics.h"
 
 namespace khorovod::elastic {
 
@@ -43,6 +46,10 @@ void State::restore() {
 }
 
 Status State::sync() {
+  const auto start = std::chrono::steady_clock::now();
+  size_t bytes = 0;
+  for (const Entry& e : tensors_) bytes += e.view.num_bytes();
+  bytes += counters_.size() * sizeof(int64_t);
   std::vector<Handle> handles;
   for (Entry& e : tensors_) handles.push_back(runtime_.broadcast_async("elastic.state." + e.name, e.view));
   std::vector<int64_t> values;
@@ -58,6 +65,7 @@ Status State::sync() {
   size_t i = 0;
   for (auto& [name, value] : counters_) value = values[i++];
   Snapshot();
+  detail::MetricsOf(runtime_)->StateSync(bytes, std::chrono::steady_clock::now() - start);
   return Status::Ok();
 }
 
@@ -67,22 +75,31 @@ void State::run_reset_callbacks() {
 
 Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
            const RunOptions& options) {
+  WorkerMetrics* metrics = detail::MetricsOf(runtime);
   int resets = 0;
   bool synced = false;
+  // Set from the start of a reset until the sync after it succeeds.
+  std::optional<std::chrono::steady_clock::time_point> recovering_since;
   while (true) {
     Status s = synced ? train() : state.sync();
     if (s.ok()) {
       if (synced) return s;
       synced = true;
+      if (recovering_since) metrics->Recovered(std::chrono::steady_clock::now() - *recovering_since);
+      recovering_since.reset();
       continue;
     }
     // kAborted: a peer shut its session down to re-form while this rank was
     // mid-step; like a failure, the partial step is rolled back.
     if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted) {
       state.restore();
-    } else if (s.code() != StatusCode::kMembershipChanged) {
+      metrics->Reset(s.code() == StatusCode::kUnavailable ? ResetCause::kPeerFailure : ResetCause::kPeerAborted);
+    } else if (s.code() == StatusCode::kMembershipChanged) {
+      metrics->Reset(ResetCause::kMembershipChanged);
+    } else {
       return s;
     }
+    if (!recovering_since) recovering_since = std::chrono::steady_clock::now();
     if (++resets > options.reset_limit) {
       return Status::FailedPrecondition("elastic run gave up after " + std::to_string(options.reset_limit) +
                                         " resets; last cause: " + s.ToString());

@@ -159,6 +159,36 @@ TEST(Config, OutOfRangeValuesNameTheVariable) {
   ExpectRejected({{"KHOROVOD_TIMEOUT_SECONDS", "0"}}, "KHOROVOD_TIMEOUT_SECONDS");
 }
 
+TEST(Config, ObservabilityVariables) {
+  Env env = TwoRanks();
+  StatusOr<Config> defaults = Config::FromMap(env);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->metrics_port, 0);
+  EXPECT_EQ(defaults->metrics_host, "0.0.0.0");
+  EXPECT_EQ(defaults->baseline_samples_per_second, 0);
+  EXPECT_EQ(defaults->timeline_path, "");
+  env["KHOROVOD_METRICS_PORT"] = "9101";
+  env["KHOROVOD_METRICS_HOST"] = "127.0.0.1";
+  env["KHOROVOD_BASELINE_SAMPLES_PER_SECOND"] = "1250.5";
+  env["KHOROVOD_TIMELINE"] = "/tmp/t.json";
+  StatusOr<Config> c = Config::FromMap(env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->metrics_port, 9101);
+  EXPECT_EQ(c->metrics_host, "127.0.0.1");
+  EXPECT_EQ(c->baseline_samples_per_second, 1250.5);
+  EXPECT_EQ(c->timeline_path, "/tmp/t.json");
+  for (const char* bad : {"-1", "65536", "80x"}) {
+    Env e = TwoRanks();
+    e["KHOROVOD_METRICS_PORT"] = bad;
+    ExpectRejected(e, "KHOROVOD_METRICS_PORT");
+  }
+  for (const char* bad : {"-1", "nan", "fast"}) {
+    Env e = TwoRanks();
+    e["KHOROVOD_BASELINE_SAMPLES_PER_SECOND"] = bad;
+    ExpectRejected(e, "KHOROVOD_BASELINE_SAMPLES_PER_SECOND");
+  }
+}
+
 TEST(Config, RankNotBelowSizeNamesTheVariable) {
   Env env = TwoRanks();
   env["KHOROVOD_RANK"] = "2";

@@ -1,17 +1,19 @@
-#include "metrics_text.h"
+// TextWriter: see khorovod/metrics/text_writer.h.
+#include "khorovod/metrics/text_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
 
-namespace khorovod::rendezvous {
+namespace khorovod::metrics {
 namespace {
 
-const char* TypeName(MetricsText::Type type) {
+const char* TypeName(MetricType type) {
   switch (type) {
-    case MetricsText::Type::kCounter: return "counter";
-    case MetricsText::Type::kGauge: return "gauge";
-    case MetricsText::Type::kUntyped: return "untyped";
+    case MetricType::kCounter: return "counter";
+    case MetricType::kGauge: return "gauge";
+    case MetricType::kHistogram: return "histogram";
+    case MetricType::kUntyped: return "untyped";
   }
   return "untyped";
 }
@@ -30,14 +32,14 @@ std::string Escape(std::string_view s, bool quote) {
 }
 
 void CheckName(std::string_view name) {
-  if (!MetricsText::IsValidName(name)) {
+  if (!TextWriter::IsValidName(name)) {
     throw std::invalid_argument("invalid Prometheus metric or label name: '" + std::string(name) + "'");
   }
 }
 
 }  // namespace
 
-bool MetricsText::IsValidName(std::string_view name) {
+bool TextWriter::IsValidName(std::string_view name) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
@@ -48,7 +50,7 @@ bool MetricsText::IsValidName(std::string_view name) {
   return true;
 }
 
-std::string MetricsText::FormatValue(double value) {
+std::string TextWriter::FormatValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
   char buf[64];
@@ -58,7 +60,7 @@ std::string MetricsText::FormatValue(double value) {
   return std::string(buf, end);
 }
 
-void MetricsText::Family(std::string_view name, Type type, std::string_view help) {
+void TextWriter::Family(std::string_view name, MetricType type, std::string_view help) {
   CheckName(name);
   out_ += "# HELP ";
   out_ += name;
@@ -71,7 +73,7 @@ void MetricsText::Family(std::string_view name, Type type, std::string_view help
   out_ += '\n';
 }
 
-void MetricsText::Sample(std::string_view name, double value, const Labels& labels) {
+void TextWriter::Sample(std::string_view name, double value, const Labels& labels) {
   CheckName(name);
   out_ += name;
   if (!labels.empty()) {
@@ -93,14 +95,14 @@ void MetricsText::Sample(std::string_view name, double value, const Labels& labe
   out_ += '\n';
 }
 
-void MetricsText::Gauge(std::string_view name, std::string_view help, double value) {
-  Family(name, Type::kGauge, help);
+void TextWriter::Gauge(std::string_view name, std::string_view help, double value) {
+  Family(name, MetricType::kGauge, help);
   Sample(name, value);
 }
 
-void MetricsText::Counter(std::string_view name, std::string_view help, double value) {
-  Family(name, Type::kCounter, help);
+void TextWriter::Counter(std::string_view name, std::string_view help, double value) {
+  Family(name, MetricType::kCounter, help);
   Sample(name, value);
 }
 
-}  // namespace khorovod::rendezvous
+}  // namespace khorovod::metrics

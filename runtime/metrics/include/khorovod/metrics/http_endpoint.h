@@ -1,0 +1,65 @@
+// MetricsEndpoint: serves a metrics exposition at GET /metrics over HTTP
+// (cpp-httplib), for Prometheus to scrape. Unauthenticated: metrics carry no
+// secrets, and a scraper should not need a job's token.
+//
+//   metrics::Registry registry;
+//   metrics::MetricsEndpoint endpoint({.host = "0.0.0.0", .port = 9100}, registry);
+//   std::string error;
+//   if (!endpoint.Start(&error)) { ... report error ... }
+//   ... endpoint.port() ...   // the bound port (useful with port 0)
+//   endpoint.Stop();          // also done by the destructor
+//
+// Contract: Start() binds before it returns, so a scrape right after a
+// successful Start() connects. It returns false with a message naming the
+// address when the options are invalid or the bind fails (port in use). Any
+// other path answers 404; a render that throws answers 500. The registry
+// (or render function) must outlive the endpoint.
+//
+// Thread-safety: Start() once, from one thread; Stop() and port() from any
+// thread; requests are served on the endpoint's own threads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "khorovod/metrics/registry.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace khorovod::metrics {
+
+struct EndpointOptions {
+  std::string host = "127.0.0.1";  // "0.0.0.0" to be scraped from other hosts
+  int port = 0;                    // 0: an ephemeral port, see port()
+  int threads = 2;                 // serving threads; scrapes are rare and short
+};
+
+class MetricsEndpoint {
+ public:
+  using RenderFn = std::function<std::string()>;
+
+  MetricsEndpoint(EndpointOptions options, RenderFn render);
+  MetricsEndpoint(EndpointOptions options, const Registry& registry);
+  ~MetricsEndpoint();
+  MetricsEndpoint(const MetricsEndpoint&) = delete;
+  MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+
+  bool Start(std::string* error);
+  void Stop();  // idempotent
+  int port() const { return port_; }
+
+ private:
+  const EndpointOptions options_;
+  const RenderFn render_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  int port_ = -1;
+  std::mutex mu_;
+};
+
+}  // namespace khorovod::metrics

@@ -1,0 +1,177 @@
+// WorkerMetrics: see worker_metrics.h. Names and meanings are documented in
+// docs/observability.md; tests/metrics checks the two agree.
+#include "observability/worker_metrics.h"
+
+#include <algorithm>
+
+namespace khorovod {
+namespace {
+
+using metrics::ExponentialBuckets;
+
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr const char* kBytes = "khorovod_worker_collective_bytes_total";
+constexpr const char* kSeconds = "khorovod_worker_collective_seconds_total";
+constexpr const char* kTensors = "khorovod_worker_collective_tensors_total";
+constexpr const char* kCalls = "khorovod_worker_collective_calls_total";
+constexpr const char* kResets = "khorovod_worker_resets_total";
+
+}  // namespace
+
+const char* ResetCauseName(ResetCause cause) {
+  switch (cause) {
+    case ResetCause::kPeerFailure: return "peer_failure";
+    case ResetCause::kPeerAborted: return "peer_aborted";
+    case ResetCause::kMembershipChanged: return "membership_changed";
+    case ResetCause::kCount: break;
+  }
+  return "unknown";
+}
+
+WorkerMetrics::WorkerMetrics()
+    : rank_(registry_.GetGauge("khorovod_worker_rank", "This worker's rank in the current generation.")),
+      world_size_(registry_.GetGauge("khorovod_worker_world_size", "Workers in the current generation.")),
+      generation_(registry_.GetGauge("khorovod_worker_generation",
+                                     "Rendezvous generation this worker is in (0 in a static job).")),
+      steps_(registry_.GetCounter("khorovod_worker_steps_total", "Training steps marked with end_step().")),
+      samples_(registry_.GetCounter("khorovod_worker_samples_total", "Samples this worker processed in marked steps.")),
+      step_seconds_(registry_.GetCounter("khorovod_worker_step_seconds_total", "Wall time of marked steps.")),
+      compute_seconds_(registry_.GetCounter("khorovod_worker_compute_seconds_total",
+                                            "Step time not spent blocked on collectives.")),
+      comm_seconds_(registry_.GetCounter("khorovod_worker_exposed_communication_seconds_total",
+                                         "Step time the training thread spent blocked waiting for collectives.")),
+      step_duration_(registry_.GetHistogram("khorovod_worker_step_duration_seconds", "Wall time of one marked step.",
+                                            ExponentialBuckets(0.0005, 2, 18))),
+      step_efficiency_(registry_.GetGauge("khorovod_worker_step_efficiency",
+                                          "Compute time over step time, for the last step (1 = no exposed "
+                                          "communication).")),
+      throughput_(registry_.GetGauge("khorovod_worker_throughput_samples_per_second",
+                                     "This worker's samples per second in the last step.")),
+      baseline_gauge_(registry_.GetGauge(
+          "khorovod_worker_baseline_samples_per_second",
+          "One worker's throughput alone (KHOROVOD_BASELINE_SAMPLES_PER_SECOND; 0 = unknown).")),
+      fusion_threshold_gauge_(registry_.GetGauge("khorovod_worker_fusion_threshold_bytes",
+                                                 "Fusion buffer size (KHOROVOD_FUSION_THRESHOLD).")),
+      fusion_fill_(registry_.GetHistogram("khorovod_worker_fusion_fill_ratio",
+                                          "Bytes of a fused allreduce over the fusion threshold.",
+                                          {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1})),
+      negotiation_seconds_(registry_.GetCounter("khorovod_worker_negotiation_seconds_total",
+                                                "Time spent in negotiation rounds that had work.")),
+      negotiation_rounds_(registry_.GetCounter("khorovod_worker_negotiation_rounds_total",
+                                               "Negotiation rounds that had work.")),
+      negotiation_duration_(registry_.GetHistogram("khorovod_worker_negotiation_duration_seconds",
+                                                   "Duration of one negotiation round that had work.",
+                                                   ExponentialBuckets(0.00001, 4, 10))),
+      recovery_duration_(registry_.GetHistogram(
+          "khorovod_worker_recovery_duration_seconds",
+          "From the start of an elastic reset to the end of the state sync that follows it.",
+          {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600})),
+      sync_bytes_(registry_.GetCounter("khorovod_worker_state_sync_bytes_total",
+                                       "Bytes of elastic state broadcast in state syncs.")),
+      sync_seconds_(registry_.GetCounter("khorovod_worker_state_sync_seconds_total", "Time spent in state syncs.")),
+      syncs_(registry_.GetCounter("khorovod_worker_state_syncs_total", "Elastic state syncs.")),
+      step_start_ns_(NowNs()) {
+  for (size_t i = 0; i < kTimedOps; ++i) {
+    const metrics::Labels op{{"op", std::string(OpTypeName(static_cast<OpType>(i)))}};
+    ops_[i].bytes = &registry_.GetCounter(kBytes, "Payload bytes of executed collectives, by operation.", op);
+    ops_[i].seconds = &registry_.GetCounter(kSeconds, "Time executing collectives (data plane), by operation.", op);
+    ops_[i].tensors = &registry_.GetCounter(kTensors, "Tensors processed by collectives, by operation.", op);
+    ops_[i].calls = &registry_.GetCounter(kCalls, "Data-plane calls (a fused allreduce is one), by operation.", op);
+  }
+  for (size_t i = 0; i < resets_.size(); ++i) {
+    resets_[i] = &registry_.GetCounter(kResets, "Elastic resets, by cause.",
+                                       {{"cause", ResetCauseName(static_cast<ResetCause>(i))}});
+  }
+}
+
+void WorkerMetrics::Configure(double baseline, size_t fusion_threshold_bytes) {
+  baseline_.store(baseline, std::memory_order_relaxed);
+  baseline_gauge_.Set(baseline);
+  fusion_threshold_.store(static_cast<double>(fusion_threshold_bytes), std::memory_order_relaxed);
+  fusion_threshold_gauge_.Set(static_cast<double>(fusion_threshold_bytes));
+  if (baseline > 0) {
+    throughput_efficiency_.store(
+        &registry_.GetGauge("khorovod_worker_throughput_efficiency",
+                            "This worker's samples per second in the last step over the single-worker baseline."),
+        std::memory_order_release);
+  }
+}
+
+void WorkerMetrics::SetTopology(int rank, int size, int64_t generation) {
+  rank_.Set(rank);
+  world_size_.Set(size);
+  generation_.Set(static_cast<double>(generation));
+}
+
+void WorkerMetrics::StepBegin() {
+  step_start_blocked_ns_.store(blocked_ns_->load(std::memory_order_relaxed), std::memory_order_relaxed);
+  step_start_ns_.store(NowNs(), std::memory_order_relaxed);
+}
+
+void WorkerMetrics::StepEnd(int64_t samples) {
+  const int64_t now = NowNs();
+  const int64_t blocked = blocked_ns_->load(std::memory_order_relaxed);
+  const int64_t start = step_start_ns_.exchange(now, std::memory_order_relaxed);
+  const int64_t start_blocked = step_start_blocked_ns_.exchange(blocked, std::memory_order_relaxed);
+  const double step = std::max<int64_t>(now - start, 0) * 1e-9;
+  const double comm = std::clamp<double>((blocked - start_blocked) * 1e-9, 0.0, step);
+  steps_.Increment();
+  samples_.Increment(static_cast<double>(std::max<int64_t>(samples, 0)));
+  step_seconds_.Increment(step);
+  compute_seconds_.Increment(step - comm);
+  comm_seconds_.Increment(comm);
+  step_duration_.Observe(step);
+  if (step > 0) {
+    step_efficiency_.Set((step - comm) / step);
+    const double throughput = static_cast<double>(std::max<int64_t>(samples, 0)) / step;
+    throughput_.Set(throughput);
+    metrics::Gauge* efficiency = throughput_efficiency_.load(std::memory_order_acquire);
+    if (efficiency) efficiency->Set(throughput / baseline_.load(std::memory_order_relaxed));
+  }
+}
+
+void WorkerMetrics::Collective(OpType op, size_t tensors, size_t bytes, Clock::duration elapsed) {
+  const size_t i = static_cast<size_t>(op);
+  if (i >= kTimedOps) return;
+  ops_[i].bytes->Increment(static_cast<double>(bytes));
+  ops_[i].seconds->Increment(Seconds(elapsed));
+  ops_[i].tensors->Increment(static_cast<double>(tensors));
+  ops_[i].calls->Increment();
+}
+
+void WorkerMetrics::FusedAllreduce(size_t bytes) {
+  const double threshold = fusion_threshold_.load(std::memory_order_relaxed);
+  if (threshold > 0) fusion_fill_.Observe(static_cast<double>(bytes) / threshold);
+}
+
+void WorkerMetrics::NegotiationRound(Clock::duration elapsed) {
+  const double s = Seconds(elapsed);
+  negotiation_seconds_.Increment(s);
+  negotiation_rounds_.Increment();
+  negotiation_duration_.Observe(s);
+}
+
+void WorkerMetrics::Reset(ResetCause cause) {
+  const size_t i = static_cast<size_t>(cause);
+  if (i < resets_.size()) resets_[i]->Increment();
+}
+
+void WorkerMetrics::Recovered(Clock::duration elapsed) {
+  recovery_duration_.Observe(Seconds(elapsed));
+  // The recovery is not a training step: the next step starts now.
+  StepBegin();
+}
+
+void WorkerMetrics::StateSync(size_t bytes, Clock::duration elapsed) {
+  sync_bytes_.Increment(static_cast<double>(bytes));
+  sync_seconds_.Increment(Seconds(elapsed));
+  syncs_.Increment();
+}
+
+}  // namespace khorovod

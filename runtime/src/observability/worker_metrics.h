@@ -1,0 +1,111 @@
+// WorkerMetrics: every Prometheus metric a worker exports, registered once
+// in the worker's own Registry, with typed references for the hot paths.
+// docs/observability.md lists the names and defines the efficiency figures.
+//
+// Owned by RuntimeImpl for the whole life of the Runtime (across elastic
+// generations); the executor, the background loop and elastic::State record
+// into it. Served at GET /metrics when KHOROVOD_METRICS_PORT is set.
+//
+// Exposed communication: the time the training thread spends blocked in
+// Handle::wait() (every blocking collective waits there). Completions add it
+// to `blocked_ns`, which is shared so that a Handle outliving the Runtime
+// still has somewhere to write.
+//
+// Step accounting: begin_step()/end_step() mark a training step on the
+// caller's thread; compute = step time - exposed communication within the
+// step (clamped at 0 when several threads waited at once).
+//
+// Thread-safety: recording is lock-free (atomics), allocation-free and safe
+// from any thread. StepBegin/StepEnd race benignly if called from two
+// threads (each step then takes the latest mark).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "core/message.h"
+#include "khorovod/metrics/registry.h"
+
+namespace khorovod {
+
+enum class ResetCause { kPeerFailure, kPeerAborted, kMembershipChanged, kCount };
+const char* ResetCauseName(ResetCause cause);
+
+class WorkerMetrics {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WorkerMetrics();
+  // From the Config at init(). `baseline_samples_per_second` > 0 enables
+  // the throughput efficiency.
+  void Configure(double baseline_samples_per_second, size_t fusion_threshold_bytes);
+
+  metrics::Registry& registry() { return registry_; }
+  const std::shared_ptr<std::atomic<int64_t>>& blocked_ns() const { return blocked_ns_; }
+
+  void SetTopology(int rank, int size, int64_t generation);
+
+  void StepBegin();
+  void StepEnd(int64_t samples);
+
+  // One executed collective: `tensors` tensors, `bytes` payload bytes.
+  void Collective(OpType op, size_t tensors, size_t bytes, Clock::duration elapsed);
+  void FusedAllreduce(size_t bytes);
+  void NegotiationRound(Clock::duration elapsed);
+
+  void Reset(ResetCause cause);
+  void Recovered(Clock::duration elapsed);
+  void StateSync(size_t bytes, Clock::duration elapsed);
+
+ private:
+  struct OpCounters {
+    metrics::Counter* bytes = nullptr;
+    metrics::Counter* seconds = nullptr;
+    metrics::Counter* tensors = nullptr;
+    metrics::Counter* calls = nullptr;
+  };
+
+  metrics::Registry registry_;
+  std::shared_ptr<std::atomic<int64_t>> blocked_ns_ = std::make_shared<std::atomic<int64_t>>(0);
+  std::atomic<double> baseline_{0};
+  std::atomic<double> fusion_threshold_{0};
+
+  metrics::Gauge& rank_;
+  metrics::Gauge& world_size_;
+  metrics::Gauge& generation_;
+
+  metrics::Counter& steps_;
+  metrics::Counter& samples_;
+  metrics::Counter& step_seconds_;
+  metrics::Counter& compute_seconds_;
+  metrics::Counter& comm_seconds_;
+  metrics::Histogram& step_duration_;
+  metrics::Gauge& step_efficiency_;
+  metrics::Gauge& throughput_;
+  metrics::Gauge& baseline_gauge_;
+  metrics::Gauge& fusion_threshold_gauge_;
+  std::atomic<metrics::Gauge*> throughput_efficiency_{nullptr};  // only with a baseline
+
+  // Indexed by OpType, allreduce to barrier (join moves no data).
+  static constexpr size_t kTimedOps = static_cast<size_t>(OpType::kBarrier) + 1;
+  std::array<OpCounters, kTimedOps> ops_{};
+  metrics::Histogram& fusion_fill_;
+  metrics::Counter& negotiation_seconds_;
+  metrics::Counter& negotiation_rounds_;
+  metrics::Histogram& negotiation_duration_;
+
+  std::array<metrics::Counter*, static_cast<size_t>(ResetCause::kCount)> resets_{};
+  metrics::Histogram& recovery_duration_;
+  metrics::Counter& sync_bytes_;
+  metrics::Counter& sync_seconds_;
+  metrics::Counter& syncs_;
+
+  // Step marks: nanoseconds since Clock's epoch, and blocked_ns at the mark.
+  std::atomic<int64_t> step_start_ns_;
+  std::atomic<int64_t> step_start_blocked_ns_{0};
+};
+
+}  // namespace khorovod

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""End to end: a real Prometheus scrapes a local elastic khorovod job.
+
+khorovodrun runs 2 example-trainer workers (min 1, max 2) with
+KHOROVOD_METRICS_PORT=B: the rendezvous server serves metrics on B and worker
+slot i on B+1+i. Rank 1 crashes after committing step CRASH_STEP and is
+replaced, so the elastic metrics (resets, recovery) carry real values. A
+`prometheus` process on 127.0.0.1 scrapes the three endpoints every second and
+evaluates deploy/monitoring/khorovod-rules.yaml.
+
+Asserted:
+  * every endpoint's /metrics passes `promtool check metrics`;
+  * every scrape target is up;
+  * every query of the Grafana dashboard returns data through the Prometheus
+    HTTP API, except operator-only queries (those whose metric names are all
+    khorovod_operator_*, which exist once the operator runs; their names are
+    checked against docs/observability.md by exported_names_test);
+  * the job recorded at least one reset and a world size of 2.
+
+Every wait polls with a deadline; nothing sleeps to synchronize. Everything
+binds 127.0.0.1. Usage:
+  prometheus_e2e_test.py KHOROVODRUN TRAINER PROMETHEUS PROMTOOL MONITORING_DIR
+"""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+CRASH_STEP = 200
+DEADLINE_S = 120  # for the whole wait on Prometheus
+JOB = "e2e"
+
+
+def free_port_block(n):
+    """A base port B with B..B+n-1 free on 127.0.0.1 (bounded attempts)."""
+    for _ in range(200):
+        base = random.randint(20000, 60000 - n)
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no block of free ports found")
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def query(prom, expr):
+    url = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    body = json.loads(http_get(url))
+    if body.get("status") != "success":
+        raise RuntimeError(f"query failed: {expr}: {body}")
+    return body["data"]["result"]
+
+
+def dashboard_queries(path):
+    dash = json.load(open(path))
+    out = []
+    for panel in dash["panels"]:
+        for t in panel.get("targets", []):
+            out.append((panel["title"], t["expr"]))
+    return out
+
+
+def substitute(expr):
+    # Grafana variables: the job selector matches our job; rate windows cover
+    # several 1 s scrapes.
+    return expr.replace("$khorovod_job", JOB).replace("$__rate_interval", "10s")
+
+
+def metric_names(expr):
+    names = set(re.findall(r"\b(khorovod_[a-zA-Z0-9_:]+)", expr))
+    return names
+
+
+def is_operator_only(expr):
+    names = metric_names(expr)
+    return bool(names) and all(n.startswith("khorovod_operator_") for n in names)
+
+
+def promtool_check(promtool, text):
+    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def wait_until(what, fn, deadline):
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            ok, last = fn()
+            if ok:
+                return last
+        except (urllib.error.URLError, ConnectionError, OSError) as e:
+            last = str(e)
+        time.sleep(0.25)  # polling interval of a bounded wait, not synchronization
+    raise AssertionError(f"timed out waiting for {what}; last: {last}")
+
+
+def main():
+    khorovodrun, trainer, prometheus, promtool, monitoring = sys.argv[1:6]
+    rules = os.path.abspath(os.path.join(monitoring, "khorovod-rules.yaml"))
+    dashboard = os.path.join(monitoring, "khorovod-dashboard.json")
+    work = tempfile.mkdtemp(prefix="khorovod-prom-e2e-")
+    procs = []
+    failures = []
+    try:
+        base = free_port_block(3)
+        prom_port = free_port_block(1)
+        env = dict(os.environ)
+        env.update({
+            "KHOROVOD_METRICS_PORT": str(base),
+            "KHOROVOD_METRICS_HOST": "127.0.0.1",
+            "KHOROVOD_BASELINE_SAMPLES_PER_SECOND": "2000",
+        })
+        job_log = open(os.path.join(work, "job.log"), "w")
+        job = subprocess.Popen(
+            [khorovodrun, "-np", "2", "--min-np", "1", "--max-np", "2", trainer,
+             "--steps", "100000000", "--log-every", "1000", "--fail-at-step", str(CRASH_STEP)],
+            env=env, stdout=job_log, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(job)
+
+        config = {
+            "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
+            "rule_files": [rules],
+            "scrape_configs": [
+                {"job_name": "khorovod-workers",
+                 "static_configs": [{"targets": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 2}"],
+                                     "labels": {"khorovod_job": JOB}}]},
+                {"job_name": "khorovod-rendezvous",
+                 "static_configs": [{"targets": [f"127.0.0.1:{base}"], "labels": {"khorovod_job": JOB}}]},
+            ],
+        }
+        config_path = os.path.join(work, "prometheus.yml")
+        with open(config_path, "w") as f:
+            json.dump(config, f)  # JSON is YAML
+        prom_log = open(os.path.join(work, "prometheus.log"), "w")
+        prom = subprocess.Popen(
+            [prometheus, f"--config.file={config_path}", f"--storage.tsdb.path={work}/tsdb",
+             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
+            stdout=prom_log, stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(prom)
+        url = f"http://127.0.0.1:{prom_port}"
+        deadline = time.monotonic() + DEADLINE_S
+
+        def alive():
+            for p in procs:
+                if p.poll() is not None:
+                    raise AssertionError(f"{p.args[0]} exited early with {p.returncode}; logs in {work}")
+
+        def ready():
+            alive()
+            return "Ready" in http_get(url + "/-/ready"), "not ready"
+        wait_until("prometheus ready", ready, deadline)
+
+        # The crash happened, its replacement joined, and rules evaluated.
+        def job_recovered():
+            alive()
+            resets = query(url, f'sum(khorovod_worker_resets_total{{khorovod_job="{JOB}"}})')
+            world = query(url, f'khorovod_job:world_size:max{{khorovod_job="{JOB}"}}')
+            r = float(resets[0]["value"][1]) if resets else 0
+            w = float(world[0]["value"][1]) if world else 0
+            return r >= 1 and w == 2, f"resets={r} world={w}"
+        try:
+            print("job:", wait_until("a reset and world size 2", job_recovered, deadline))
+        except AssertionError as e:
+            failures.append(str(e))
+            raise
+
+        # Every endpoint's exposition passes promtool.
+        for port in (base, base + 1, base + 2):
+            text = http_get(f"http://127.0.0.1:{port}/metrics")
+            rc, out = promtool_check(promtool, text)
+            if rc != 0 or out:
+                failures.append(f"promtool check metrics on :{port}: exit {rc}: {out}")
+
+        def targets_up():
+            alive()
+            body = json.loads(http_get(url + "/api/v1/targets"))
+            active = body["data"]["activeTargets"]
+            down = [t["scrapeUrl"] + " " + t["health"] for t in active if t["health"] != "up"]
+            return len(active) == 3 and not down, down
+        wait_until("all targets up", targets_up, deadline)
+
+        queries = dashboard_queries(dashboard)
+        operator = [(t, e) for t, e in queries if is_operator_only(e)]
+        runtime = [(t, e) for t, e in queries if not is_operator_only(e)]
+        if not runtime or not operator:
+            failures.append("the dashboard should have both runtime and operator queries")
+
+        def all_have_data():
+            alive()
+            empty = [f"[{t}] {substitute(e)}" for t, e in runtime if not query(url, substitute(e))]
+            return not empty, empty
+        try:
+            wait_until("data for every dashboard query", all_have_data, deadline)
+            print(f"dashboard: {len(runtime)} runtime queries return data; "
+                  f"{len(operator)} operator-only queries skipped until the operator exists")
+        except AssertionError as e:
+            failures.append(str(e))
+    except AssertionError as e:
+        if str(e) not in failures:
+            failures.append(str(e))
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        for name in ("job.log", "prometheus.log"):
+            path = os.path.join(work, name)
+            if os.path.exists(path):
+                print(f"--- {name} (tail)")
+                print("".join(open(path).readlines()[-30:]))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
