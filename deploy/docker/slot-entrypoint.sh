@@ -10,7 +10,9 @@ slots=${KHOROVOD_SLOTS:-1}
 [ "$slots" -le 1 ] && exec "$@"
 pids=""
 for i in $(seq 0 $((slots - 1))); do
-  KHOROVOD_WORKER_NAME="${KHOROVOD_WORKER_NAME:-worker}-$i" "$@" &
+  # Each slot serves its metrics on its own port: base + slot.
+  port=${KHOROVOD_METRICS_PORT:-0}; [ "$port" -gt 0 ] && port=$((port + i))
+  KHOROVOD_WORKER_NAME="${KHOROVOD_WORKER_NAME:-worker}-$i" KHOROVOD_METRICS_PORT=$port "$@" &
   pids="$pids $!"
 done
 trap 'kill -TERM $pids 2>/dev/null' TERM INT

@@ -50,6 +50,24 @@ void SetEnv(Json& container, const Json& var) {
   env.push_back(var);
 }
 
+// Sets `name` only when the user's template did not.
+void SetEnvDefault(Json& container, const Json& var) {
+  Json& env = container["env"];
+  if (!env.is_array()) env = Json::array();
+  for (const auto& e : env)
+    if (e.value("name", "") == var["name"]) return;
+  env.push_back(var);
+}
+
+// Declares the named metrics port (for PodMonitors) unless one exists.
+void AddMetricsPort(Json& container, int port) {
+  Json& ports = container["ports"];
+  if (!ports.is_array()) ports = Json::array();
+  for (const auto& p : ports)
+    if (p.value("name", "") == "metrics") return;
+  ports.push_back({{"name", "metrics"}, {"containerPort", port}});
+}
+
 }  // namespace
 
 std::string WorkerPodName(const HorovodJob& job, int index) { return job.name + "-worker-" + std::to_string(index); }
@@ -96,13 +114,15 @@ Json BuildRendezvousPod(const HorovodJob& job) {
                            "--settle-ms", std::to_string(r.settle_ms),
                            "--heartbeat-timeout-ms", std::to_string(r.heartbeat_timeout_ms),
                            "--elastic-timeout-ms", std::to_string(r.elastic_timeout_ms),
-                           "--reset-limit", std::to_string(r.reset_limit)});
+                           "--reset-limit", std::to_string(r.reset_limit),
+                           "--metrics-port", std::to_string(kRendezvousMetricsPort)});
   Json container = {{"name", "rendezvous"},
                     {"image", r.image},
                     {"command", Json::array({"khorovod-rendezvous"})},
                     {"args", args},
                     {"env", Json::array({TokenEnv(job)})},
-                    {"ports", Json::array({{{"name", "rendezvous"}, {"containerPort", r.port}}})},
+                    {"ports", Json::array({{{"name", "rendezvous"}, {"containerPort", r.port}},
+                                           {{"name", "metrics"}, {"containerPort", kRendezvousMetricsPort}}})},
                     {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", r.port}}}, {"periodSeconds", 2}}},
                     {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
                     {"securityContext", RestrictedSecurityContext()}};
@@ -173,6 +193,11 @@ Json BuildWorkerPod(const HorovodJob& job, int index) {
     for (auto& container : spec["containers"]) {
       for (const auto& v : vars) SetEnv(container, v);
     }
+    // Metrics on by default, on the pod's own address; the user may override.
+    Json& trainer = spec["containers"][0];
+    SetEnvDefault(trainer, {{"name", "KHOROVOD_METRICS_PORT"}, {"value", std::to_string(kWorkerMetricsPort)}});
+    SetEnvDefault(trainer, FieldEnv("KHOROVOD_METRICS_HOST", "status.podIP"));
+    AddMetricsPort(trainer, kWorkerMetricsPort);
   }
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}};
 }

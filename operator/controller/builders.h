@@ -20,6 +20,10 @@
 
 namespace khorovod::op {
 
+// Default metrics ports (container port name "metrics" on both pods).
+inline constexpr int kWorkerMetricsPort = 29500;
+inline constexpr int kRendezvousMetricsPort = 29401;
+
 std::string WorkerPodName(const HorovodJob& job, int index);
 std::string WorkersServiceName(const HorovodJob& job);
 std::string RendezvousName(const HorovodJob& job);

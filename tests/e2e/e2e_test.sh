@@ -78,6 +78,15 @@ expect "4 workers and the rendezvous pod scheduled and Running" 60 five_running
 # Rank 0 (whichever worker registered first) logs progress.
 progress() { all_logs | grep -qE '^step +(3|4|5|6|7|8|9)00/'; }
 expect "training makes progress (step 300 logged)" 120 progress
+# The scraped metrics show progress: a worker's steps counter grows.
+steps_of() { local ip; ip=$(k get pod "$job-worker-$1" -n "$ns" -o jsonpath='{.status.podIP}'); curl -sf "http://$ip:29500/metrics" | sed -nE 's/^khorovod_worker_steps_total(\{[^}]*\})? ([0-9.e+]+)$/\2/p' | head -1; }
+s1=$(steps_of 2); sleep 1; s2=$(steps_of 2)
+if [ -n "$s1" ] && [ -n "$s2" ] && awk -v a="$s1" -v b="$s2" 'BEGIN { exit !(b > a && a > 0) }'; then
+  ok "worker metrics show progress (khorovod_worker_steps_total $s1 -> $s2)"
+else fail "worker metrics show no progress ('$s1' -> '$s2')"; finish; fi
+rdv_ip=$(k get pod "$job-rendezvous" -n "$ns" -o jsonpath='{.status.podIP}')
+rdv_metrics() { curl -sf "http://$rdv_ip:29401/metrics" | grep -q '^khorovod_rendezvous_generation'; }
+expect "rendezvous metrics served on its metrics port" 10 rdv_metrics
 phase_running() { [ "$(k get hvdjob "$job" -n "$ns" -o jsonpath='{.status.phase}')" = Running ]; }
 expect "job Running with 4 ready workers" 30 phase_running
 

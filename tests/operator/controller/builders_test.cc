@@ -58,6 +58,13 @@ TEST(Builders, WorkerPodIsRankedAndWired) {
     EXPECT_NE(EnvValue(c, "KHOROVOD_HOSTNAME").find("status.podIP"), std::string::npos);
   }
   EXPECT_EQ(EnvValue(pod["spec"]["containers"][0], "USER_VAR"), "1") << "user env is kept";
+  const Json& trainer = pod["spec"]["containers"][0];
+  EXPECT_EQ(EnvValue(trainer, "KHOROVOD_METRICS_PORT"), "29500");
+  EXPECT_NE(EnvValue(trainer, "KHOROVOD_METRICS_HOST").find("status.podIP"), std::string::npos);
+  EXPECT_EQ(trainer["ports"][0]["name"], "metrics");
+  job.spec.worker_template["spec"]["containers"][0]["env"].push_back({{"name", "KHOROVOD_METRICS_PORT"}, {"value", "0"}});
+  EXPECT_EQ(EnvValue(BuildWorkerPod(job, 0)["spec"]["containers"][0], "KHOROVOD_METRICS_PORT"), "0")
+      << "a user's choice (0 turns metrics off) wins";
 }
 
 TEST(Builders, SameInputSameObject) {
