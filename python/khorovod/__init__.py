@@ -8,10 +8,12 @@ topology calls, the exceptions, and the elastic ``run`` decorator.
 
 from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, KhorovodError,
                       NotInitializedError)
+from . import elastic
 from .basics import (cross_rank, cross_size, gloo_enabled, init, is_initialized, local_rank,
                      local_size, mpi_enabled, nccl_built, rank, shutdown, size)
 
 __all__ = [
+    "elastic",
     "HorovodInternalError", "HostsUpdatedInterrupt", "KhorovodError", "NotInitializedError",
     "cross_rank", "cross_size", "gloo_enabled", "init", "is_initialized", "local_rank",
     "local_size", "mpi_enabled", "nccl_built", "rank", "shutdown", "size",

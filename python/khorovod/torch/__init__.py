@@ -19,5 +19,6 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
                       grouped_allreduce_async, grouped_allreduce_async_, join, poll,
                       reducescatter, reducescatter_async, synchronize)
 from .optimizer import DistributedOptimizer
+from . import elastic  # noqa: E402  (khorovod.torch.elastic)
 
 del _errors

@@ -4,8 +4,8 @@ allreduces with the backward pass (horovod.torch.DistributedOptimizer).
 Contract:
 - ``DistributedOptimizer(opt, ...)`` returns an optimizer of a subclass of
   ``type(opt)`` over the same param_groups (so isinstance checks,
-  state_dict and LR schedulers keep working); opt's accumulated state is not
-  carried over, as in horovod.
+  state_dict and LR schedulers keep working) and the same per-parameter
+  state (horovod's wrapper starts with empty state instead).
 - A hook on each parameter's gradient accumulator counts backward passes and,
   on the ``backward_passes_per_step``-th, submits that gradient's allreduce
   at once, while backward continues on the remaining layers.
@@ -181,5 +181,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                                   "gradients itself)")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor)
+    wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+                  op, gradient_predivide_factor)
+    # Keep what opt accumulated so far (horovod starts from empty state).
+    wrapped.state = optimizer.state
+    return wrapped
