@@ -7,6 +7,9 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev
+  # The Python package (python/): bindings, and PyTorch for Debian's
+  # /usr/bin/python3 (the interpreter CMake builds and tests it for).
+  python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
 )
 
 missing=()
