@@ -4,7 +4,9 @@ batch: after K steps the weights must agree to float tolerance.
 Each rank builds the same model (seeded), the same global batches, and runs
 the single-process reference itself on the whole batch, then trains its
 shard through DistributedOptimizer. Usage: equivalence.py OPTIMIZER
-[compression] [backward_passes_per_step] [predivide]."""
+[compression] [backward_passes_per_step] [predivide] [clip]. With "clip",
+both clip the gradient norm before stepping: the distributed run with
+opt.synchronize(), clip, then step() inside opt.skip_synchronize()."""
 
 import sys
 
@@ -35,6 +37,7 @@ def main():
         else hvd.Compression.none
     passes = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     predivide = float(sys.argv[4]) if len(sys.argv) > 4 else 1.0
+    clip = len(sys.argv) > 5 and sys.argv[5] == "clip"
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     g = torch.Generator().manual_seed(99)
@@ -52,6 +55,8 @@ def main():
         ref_opt.zero_grad()
         for x, y in step:
             loss_fn(ref(x), y).backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(ref.parameters(), 0.05)
         ref_opt.step()
 
     model = make_model()
@@ -65,7 +70,13 @@ def main():
         opt.zero_grad()
         for x, y in step:
             loss_fn(model(x[lo:hi]), y[lo:hi]).backward()
-        opt.step()
+        if clip:
+            opt.synchronize()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)
+            with opt.skip_synchronize():
+                opt.step()
+        else:
+            opt.step()
 
     tol = 5e-3 if compression is hvd.Compression.fp16 else 1e-5
     worst = max((a - b).abs().max().item() for a, b in zip(model.parameters(), ref.parameters()))
