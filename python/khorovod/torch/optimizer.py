@@ -141,11 +141,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def step(self, closure=None):
         if self._should_synchronize:
-            if self._synchronized:
+            if self._synchronized and not self._handles:
+                # Reducing the reduced gradients again would be wrong for
+                # op=Sum; use what synchronize() produced.
                 warnings.warn("khorovod: optimizer.step() called after optimizer.synchronize() "
-                              "without skip_synchronize(); the gradients are reduced again",
+                              "without skip_synchronize(); using the synchronized gradients",
                               stacklevel=2)
-            self.synchronize()
+            else:
+                self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
 
