@@ -7,13 +7,21 @@ loop is elastic (TorchState, ElasticSampler, @hvd.elastic.run), and works
 unchanged in a static job:
 
     khorovodrun -np 2 /usr/bin/python3 examples/python/mnist_synthetic.py
-    khorovodrun -np 4 --min-np 2 --max-np 4 /usr/bin/python3 examples/python/mnist_synthetic.py
+    khorovodrun -np 4 --min-np 2 --max-np 4 /usr/bin/python3 examples/python/mnist_synthetic.py \
+        --fail-at-commit 5
+
+With --fail-at-commit the first worker-1 kills itself; khorovodrun starts a
+replacement that joins at a later commit. (If the job finishes before the
+replacement has joined, khorovodrun currently waits for that replacement
+until --elastic-timeout; see docs/python.md.)
 
 Rank 0 prints the loss and the held-out accuracy after every epoch and
 finally 'final accuracy A'.
 """
 
 import argparse
+import os
+import signal
 
 import torch
 import torch.nn.functional as F
@@ -66,6 +74,9 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--fail-at-commit", type=int, default=0,
+                   help="the first worker-1 SIGKILLs itself after this many commits "
+                        "(to watch an elastic job recover)")
     args = p.parse_args()
 
     hvd.init()
@@ -80,7 +91,7 @@ def main():
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     sampler = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=args.seed)
     state = hvd.elastic.TorchState(model=model, optimizer=optimizer, sampler=sampler,
-                                   epoch=0, batch=0)
+                                   epoch=0, batch=0, commits=0)
 
     def on_reset():  # the world size changed: keep lr proportional to it
         for group in optimizer.param_groups:
@@ -110,6 +121,11 @@ def main():
                 total, batches = total + loss.item(), batches + 1
                 if state.batch % 16 == 15:
                     state.commit()
+                    state.commits += 1
+                    if (state.commits == args.fail_at_commit
+                            and os.environ.get("KHOROVOD_WORKER_NAME") == "worker-1"):
+                        print("worker-1: simulating a crash", flush=True)
+                        os.kill(os.getpid(), signal.SIGKILL)
             accuracy = evaluate()
             mean_loss = hvd.allreduce(torch.tensor(total / max(batches, 1)), name="loss").item()
             if hvd.rank() == 0:
