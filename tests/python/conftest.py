@@ -8,7 +8,6 @@ failing assertion shows what each rank printed.
 
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -50,8 +49,3 @@ def run_job(script, *args, np=2, launcher_args=(), timeout=150, env=None):
 
 def worker(name):
     return os.path.join(HERE, "workers", name)
-
-
-@pytest.fixture
-def python():
-    return _env("KHOROVOD_TEST_PYTHON") if os.environ.get("KHOROVOD_TEST_PYTHON") else sys.executable
