@@ -72,7 +72,9 @@ def main():
         hvd.allreduce(torch.ones(r + 1), name="mismatch")
         raise AssertionError("a shape mismatch was not reported")
     except hvd.KhorovodError as e:
-        assert e.code == "MISMATCH" and "mismatch" in str(e), str(e)
+        # The runtime's own message: the field and every rank's value.
+        assert e.code == "MISMATCH" and "shape" in e.runtime_message, str(e)
+        assert str(e) == f"MISMATCH: {e.runtime_message}"
     # ... and the runtime keeps working afterwards.
     assert torch.equal(hvd.allreduce(torch.ones(1), name="after", op=hvd.Sum), torch.full((1,), n))
     try:
