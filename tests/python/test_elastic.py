@@ -27,7 +27,7 @@ def test_kill_and_rejoin():
 
 
 def test_static_job_surfaces_a_dead_peer_as_an_exception():
-    job = run_job(worker("peer_dies.py"), np=2,
+    job = run_job(worker("peer_dies.py"), np=2, launcher_args=("--grace-period-ms", "30000"),
                   env={"KHOROVOD_TIMEOUT_SECONDS": "10"})
     # khorovodrun reports the killed worker as the job's failure.
     assert job.returncode != 0, job.output

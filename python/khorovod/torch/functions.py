@@ -70,7 +70,7 @@ def broadcast_optimizer_state(optimizer, root_rank=0):
         torch.save(optimizer.state_dict(), buf)
         payload = buf.getvalue()
     payload = broadcast_object(payload, root_rank, name="broadcast.optimizer_state")
-    state = torch.load(io.BytesIO(payload))
+    state = torch.load(io.BytesIO(payload), weights_only=False)  # root's own state_dict
     # Local tensors (parameters) keep their device; the state follows it.
     optimizer.load_state_dict(state)
 

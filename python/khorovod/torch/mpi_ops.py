@@ -85,7 +85,7 @@ class Handle:
     """An operation in flight. Keeps its tensors alive; ``finish`` turns the
     runtime's completion into the Python result."""
 
-    __slots__ = ("_handle", "_keep", "_finish", "_done", "_result")
+    __slots__ = ("_handle", "_keep", "_finish", "_done", "_result", "_error")
 
     def __init__(self, handle, keep, finish):
         self._handle = handle
@@ -93,20 +93,26 @@ class Handle:
         self._finish = finish
         self._done = False
         self._result = None
+        self._error = None
 
     def ready(self):
         return self._done or self._handle.ready()
 
     def wait(self):
+        """The result; raises the operation's error (again on every call)."""
         if not self._done:
             status = self._handle.wait()
             self._done = True
             try:
                 raise_for_status(status)
                 self._result = self._finish(self._handle)
+            except Exception as e:
+                self._error = e
             finally:
                 self._keep = None
                 self._finish = None
+        if self._error is not None:
+            raise self._error
         return self._result
 
 

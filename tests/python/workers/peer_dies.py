@@ -12,6 +12,9 @@ import khorovod.torch as hvd
 
 
 def main():
+    # khorovodrun tears a static job down (SIGTERM) as soon as a worker dies;
+    # rank 0 stays to report what its own collectives saw.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     hvd.init()
     hvd.barrier()
     if hvd.rank() == 1:
