@@ -8,6 +8,9 @@ packages=(
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev openssl curl
   prometheus python3
+  # The Python package (python/): bindings, and PyTorch for Debian's
+  # /usr/bin/python3 (the interpreter CMake builds and tests it for).
+  python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
 )
 
 missing=()

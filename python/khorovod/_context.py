@@ -1,0 +1,73 @@
+"""The process's khorovod runtime, as Horovod's module-level API needs it.
+
+Contract: Horovod's Python API is a set of module functions (``hvd.init()``,
+``hvd.rank()``), so the package owns exactly one ``_khorovod.Runtime`` per
+process, created by the first ``init()`` and kept in the single ``CONTEXT``
+object below. That object is the only mutable module state of the package;
+everything else receives what it needs from it. ``shutdown()`` ends the
+runtime (collective, like the C++ one); a later ``init()`` starts a fresh
+one. An ``atexit`` hook shuts a forgotten runtime down before the
+interpreter tears down.
+
+Thread-safety: ``init``/``shutdown`` are serialized by a lock; the other
+calls may come from any thread (the C++ Runtime is thread-safe).
+"""
+
+import atexit
+import threading
+
+from . import _khorovod
+from ._errors import NotInitializedError, raise_for_status
+
+
+class _Context:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._runtime = None
+        self._name_counter = 0
+
+    def init(self):
+        with self._lock:
+            if self._runtime is not None and self._runtime.is_initialized():
+                return  # Horovod allows init() twice
+            runtime = _khorovod.Runtime()
+            raise_for_status(runtime.init())
+            self._runtime = runtime
+
+    def shutdown(self):
+        with self._lock:
+            runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            raise_for_status(runtime.shutdown())
+
+    def is_initialized(self):
+        runtime = self._runtime
+        return runtime is not None and runtime.is_initialized()
+
+    def runtime(self):
+        """The initialized runtime; NotInitializedError (a ValueError) if none."""
+        runtime = self._runtime
+        if runtime is None or not runtime.is_initialized():
+            raise NotInitializedError(
+                "FAILED_PRECONDITION",
+                "khorovod has not been initialized; call khorovod.init() (hvd.init()) first")
+        return runtime
+
+    def auto_name(self, prefix):
+        """A name for an unnamed tensor. Horovod derives these from the call
+        order, so unnamed collectives must be issued in the same order on
+        every rank; the same rule holds here."""
+        with self._lock:
+            self._name_counter += 1
+            return f"{prefix}.noname.{self._name_counter}"
+
+
+CONTEXT = _Context()
+
+
+@atexit.register
+def _shutdown_at_exit():
+    try:
+        CONTEXT.shutdown()
+    except Exception:  # noqa: BLE001 - nothing useful to do at interpreter exit
+        pass

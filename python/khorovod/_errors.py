@@ -1,0 +1,54 @@
+"""The Python error model of khorovod: one exception class per runtime Status.
+
+Contract: every failed runtime call raises a subclass of KhorovodError whose
+message is the runtime's own message, prefixed with its status code name
+(e.g. ``MISMATCH: tensor 'x' ...``) and whose ``code`` attribute holds that
+name. Names follow horovod where Horovod has one:
+
+- HorovodInternalError: the transport failed (UNAVAILABLE) or a peer was
+  re-forming (ABORTED). Elastic ``run`` rolls back and re-forms on it.
+- HostsUpdatedInterrupt: ``commit`` found that workers joined or left
+  (MEMBERSHIP_CHANGED). Elastic ``run`` re-forms without rolling back.
+
+Thread-safety: pure functions and classes.
+"""
+
+
+class KhorovodError(RuntimeError):
+    """A runtime call failed; ``code`` is the runtime's status code name."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.runtime_message = message
+
+
+class HorovodInternalError(KhorovodError):
+    """A peer failed or was re-forming: the collective did not complete."""
+
+
+class HostsUpdatedInterrupt(KhorovodError):
+    """Workers joined or left; every rank re-forms at this commit."""
+
+
+class NotInitializedError(KhorovodError, ValueError):
+    """A call needed init() first (FAILED_PRECONDITION before init)."""
+
+
+from . import _khorovod  # noqa: E402  (after the classes it does not need)
+
+# Status code value -> name, a constant table read from the runtime.
+_NAMES = {value: name for name, value in _khorovod.STATUS_CODES.items()}
+
+
+def raise_for_status(status):
+    """Raises the exception for a (code, message) tuple from the extension."""
+    code, message = status[0], status[1]
+    if code == 0:
+        return
+    name = _NAMES.get(code, f"CODE_{code}")
+    if name in ("UNAVAILABLE", "ABORTED"):
+        raise HorovodInternalError(name, message)
+    if name == "MEMBERSHIP_CHANGED":
+        raise HostsUpdatedInterrupt(name, message)
+    raise KhorovodError(name, message)

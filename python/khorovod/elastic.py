@@ -1,0 +1,105 @@
+"""Elastic training in Python: State and the @run decorator (hvd.elastic).
+
+Contract: the failure semantics of the C++ API (runtime/include/khorovod/
+elastic.h), restated:
+
+- ``state.commit()`` saves the state, then every rank agrees (one small
+  allreduce) whether the rendezvous server announced workers joining or
+  leaving; if so it raises HostsUpdatedInterrupt on every rank at the same
+  commit.
+- ``@run`` calls ``func(state, ...)`` after ``state.sync()`` (broadcast from
+  rank 0, the oldest survivor). On HorovodInternalError (a peer died:
+  UNAVAILABLE, or was re-forming: ABORTED) it restores the last commit,
+  re-forms the ring (``reset``), runs the reset callbacks and syncs again.
+  On HostsUpdatedInterrupt it does the same without restoring. Any other
+  exception propagates. After ``reset_limit`` re-formations (100, as the
+  C++ RunOptions) it raises KhorovodError(FAILED_PRECONDITION) naming the
+  last cause.
+- Outside an elastic job (khorovodrun without --min-np/--max-np) commit()
+  never interrupts and a failure cannot be recovered: reset raises
+  FAILED_PRECONDITION with the runtime's message.
+
+Subclasses implement save(), restore() and sync(); khorovod.torch.elastic
+provides TorchState.
+
+Thread-safety: a State belongs to the training thread.
+"""
+
+import ctypes
+import functools
+
+from ._context import CONTEXT
+from ._errors import HorovodInternalError, HostsUpdatedInterrupt, KhorovodError, raise_for_status
+from . import _khorovod
+
+_INT32 = 6  # dtype code of int32 (dtype.h)
+_MAX = 3    # ReduceOp::kMax
+
+
+class State:
+    """Training state that survives re-formations. Subclass and implement
+    save(), restore() and sync()."""
+
+    def __init__(self):
+        self._reset_callbacks = []
+
+    def register_reset_callbacks(self, callbacks):
+        """Callables run after every re-formation, before sync (e.g. to
+        rescale the learning rate for the new world size)."""
+        self._reset_callbacks.extend(callbacks)
+
+    def on_reset(self):
+        for callback in self._reset_callbacks:
+            callback()
+
+    def commit(self):
+        """Saves the state; raises HostsUpdatedInterrupt if the job must re-form."""
+        self.save()
+        self.check_host_updates()
+
+    def check_host_updates(self):
+        runtime = CONTEXT.runtime()
+        flag = (ctypes.c_int32 * 1)(1 if runtime.membership_changed() else 0)
+        view = _khorovod.TensorView(ctypes.addressof(flag), _INT32, [1])
+        handle = runtime.allreduce_async("elastic.membership", view, view, _MAX, 1.0, 1.0)
+        raise_for_status(handle.wait())
+        if flag[0]:
+            raise HostsUpdatedInterrupt("MEMBERSHIP_CHANGED",
+                                        "workers joined or left; re-forming at this commit")
+
+    def save(self):
+        raise NotImplementedError
+
+    def restore(self):
+        raise NotImplementedError
+
+    def sync(self):
+        raise NotImplementedError
+
+
+def run(func=None, *, reset_limit=100):
+    """Decorator: ``@run def train(state, ...)``; see the module contract."""
+    if func is None:
+        return functools.partial(run, reset_limit=reset_limit)
+
+    @functools.wraps(func)
+    def wrapper(state, *args, **kwargs):
+        resets = 0
+        while True:
+            try:
+                state.sync()
+                return func(state, *args, **kwargs)
+            except HorovodInternalError as e:
+                state.restore()
+                cause = e
+            except HostsUpdatedInterrupt as e:
+                cause = e
+            resets += 1
+            if resets > reset_limit:
+                raise KhorovodError("FAILED_PRECONDITION",
+                                    f"elastic run gave up after {reset_limit} resets; "
+                                    f"last cause: {cause}") from cause
+            raise_for_status(CONTEXT.runtime().reset())
+            state.on_reset()
+
+    return wrapper

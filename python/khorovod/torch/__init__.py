@@ -1,0 +1,24 @@
+"""khorovod.torch: horovod.torch's API on the khorovod runtime.
+
+Replace ``import horovod.torch as hvd`` with ``import khorovod.torch as hvd``.
+See docs/python.md for the API and every difference from horovod.
+"""
+
+from .. import _errors
+from ..basics import (cross_rank, cross_size, gloo_enabled, init, is_homogeneous,
+                      is_initialized, local_rank, local_size, mpi_enabled, mpi_threads_supported,
+                      nccl_built, rank, shutdown, size)
+from .._errors import HorovodInternalError, HostsUpdatedInterrupt, KhorovodError
+from .compression import Compression
+from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
+                        broadcast_parameters)
+from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,
+                      allreduce, allreduce_, allreduce_async, allreduce_async_, alltoall,
+                      alltoall_async, barrier, broadcast, broadcast_, broadcast_async,
+                      broadcast_async_, grouped_allreduce, grouped_allreduce_,
+                      grouped_allreduce_async, grouped_allreduce_async_, join, poll,
+                      reducescatter, reducescatter_async, synchronize)
+from .optimizer import DistributedOptimizer
+from . import elastic  # noqa: E402  (khorovod.torch.elastic)
+
+del _errors

@@ -1,0 +1,135 @@
+"""Elastic training with torch: TorchState, ElasticSampler and run
+(horovod.torch.elastic).
+
+Contract:
+- ``TorchState(model=None, optimizer=None, sampler=None, **attrs)``: save()
+  keeps deep copies of the model's and optimizer's state_dicts, the
+  sampler's state and every keyword attribute (readable and writable as
+  ``state.epoch``); restore() loads them back; sync() broadcasts all of it
+  from rank 0 and then saves, and re-shards the sampler for the new world.
+- ``ElasticSampler(dataset, shuffle=True, seed=0)``: shards the samples not
+  yet processed in this epoch across the current ranks (rank r takes every
+  size-th one, the list padded to a multiple of size). ``record_batch(i,
+  batch_size)`` after each step marks the first (i+1)*batch_size*size of
+  them processed (true because of the interleaved sharding); after a
+  re-formation the rest is re-sharded over the new ranks, so no sample is
+  skipped and none is seen twice within an epoch (except padding).
+  ``set_epoch(e)`` starts epoch e (a new permutation when shuffling).
+- ``run`` is khorovod.elastic.run.
+
+Thread-safety: training thread only.
+"""
+
+import copy
+
+import torch
+
+from ..elastic import State, run
+from . import functions, mpi_ops
+
+__all__ = ["TorchState", "ElasticSampler", "run"]
+
+
+class ElasticSampler(torch.utils.data.Sampler):
+    def __init__(self, dataset, shuffle=True, seed=0):
+        self.dataset = dataset
+        self.shuffle = shuffle
+        self.seed = seed
+        self.epoch = 0
+        self.processed_num = 0
+        self._base = 0
+        self.reset()
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+        self.processed_num = 0
+        self._base = 0
+        self.reset()
+
+    def record_batch(self, batch_idx, batch_size):
+        self.processed_num = min(len(self.dataset),
+                                 self._base + (batch_idx + 1) * batch_size * self.num_replicas)
+
+    def state_dict(self):
+        return {"epoch": self.epoch, "processed_num": self.processed_num}
+
+    def load_state_dict(self, state):
+        self.epoch = state["epoch"]
+        self.processed_num = state["processed_num"]
+        self.reset()
+
+    def reset(self):
+        """Re-shards the unprocessed samples for the current rank and size."""
+        self.num_replicas = mpi_ops.CONTEXT.runtime().size()
+        self.rank = mpi_ops.CONTEXT.runtime().rank()
+        n = len(self.dataset)
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=g).tolist()
+        else:
+            order = list(range(n))
+        remaining = order[self.processed_num:]
+        self._base = self.processed_num
+        if remaining:
+            per_rank = -(-len(remaining) // self.num_replicas)
+            padded = remaining + remaining[:per_rank * self.num_replicas - len(remaining)]
+            self.indices = padded[self.rank::self.num_replicas]
+        else:
+            self.indices = []
+
+    def __iter__(self):
+        return iter(self.indices)
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class TorchState(State):
+    def __init__(self, model=None, optimizer=None, sampler=None, **attrs):
+        super().__init__()
+        self.model = model
+        self.optimizer = optimizer
+        self.sampler = sampler
+        self._attr_names = list(attrs)
+        for name, value in attrs.items():
+            setattr(self, name, value)
+        self._saved = None
+        self.save()
+
+    def _attrs(self):
+        return {name: getattr(self, name) for name in self._attr_names}
+
+    def save(self):
+        self._saved = {
+            "model": copy.deepcopy(self.model.state_dict()) if self.model is not None else None,
+            "optimizer": (copy.deepcopy(self.optimizer.state_dict())
+                          if self.optimizer is not None else None),
+            "sampler": self.sampler.state_dict() if self.sampler is not None else None,
+            "attrs": copy.deepcopy(self._attrs()),
+        }
+
+    def restore(self):
+        saved = self._saved
+        if self.model is not None:
+            self.model.load_state_dict(saved["model"])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(saved["optimizer"])
+        if self.sampler is not None:
+            self.sampler.load_state_dict(saved["sampler"])
+        for name, value in copy.deepcopy(saved["attrs"]).items():
+            setattr(self, name, value)
+
+    def sync(self):
+        if self.model is not None:
+            functions.broadcast_parameters(self.model.state_dict(), root_rank=0)
+        if self.optimizer is not None:
+            functions.broadcast_optimizer_state(self.optimizer, root_rank=0)
+        extra = {"attrs": self._attrs(),
+                 "sampler": self.sampler.state_dict() if self.sampler is not None else None}
+        extra = functions.broadcast_object(extra, root_rank=0, name="elastic.torch_state")
+        for name, value in extra["attrs"].items():
+            setattr(self, name, value)
+        if self.sampler is not None:
+            self.sampler.load_state_dict(extra["sampler"])
+        self.save()

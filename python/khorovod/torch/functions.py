@@ -1,0 +1,108 @@
+"""Helpers over the collectives: broadcast_parameters,
+broadcast_optimizer_state, broadcast_object, allgather_object
+(horovod.torch.functions).
+
+Contract:
+- broadcast_parameters(params, root_rank): ``params`` is a state_dict (its
+  items are taken in sorted key order) or an iterable of (name, tensor)
+  pairs; every tensor is overwritten in place with root's values. All
+  broadcasts are submitted before any is awaited, so the runtime fuses them.
+- broadcast_optimizer_state(optimizer, root_rank): after the call every
+  rank's optimizer holds root's state_dict (per-parameter slots and
+  param_group options such as lr), including state root created lazily in
+  step() that other ranks do not have yet. Unlike horovod, which broadcasts
+  tensor by tensor after forcing state into existence with a zero-gradient
+  step, this sends root's serialized state_dict in one broadcast: no step is
+  taken, and optimizers whose state shapes are not known in advance work.
+- broadcast_object / allgather_object: any picklable object.
+All are collective: every rank calls them in the same order.
+
+Thread-safety: as mpi_ops.
+"""
+
+import io
+import pickle
+
+import torch
+
+from . import mpi_ops
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Overwrites every tensor in ``params`` with root's values, in place."""
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    else:
+        items = list(params)
+        for item in items:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise ValueError("khorovod: broadcast_parameters expects a state_dict or "
+                                 "(name, tensor) pairs such as model.named_parameters()")
+    handles = []
+    with torch.no_grad():
+        for name, p in items:
+            if p is None:
+                continue
+            tensor = p.data if isinstance(p, torch.nn.Parameter) else p
+            if not isinstance(tensor, torch.Tensor):
+                raise ValueError(f"khorovod: parameter '{name}' is a {type(p).__name__}, "
+                                 "not a tensor")
+            handles.append(mpi_ops.broadcast_async_(tensor, root_rank,
+                                                    name=f"broadcast.param.{name}"))
+        first_error = None
+        for h in handles:
+            try:
+                mpi_ops.synchronize(h)
+            except Exception as e:  # wait for all buffers before raising
+                first_error = first_error or e
+    if first_error is not None:
+        raise first_error
+
+
+def broadcast_optimizer_state(optimizer, root_rank=0):
+    """Makes every rank's optimizer state equal to root's."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ValueError("khorovod: broadcast_optimizer_state expects a torch.optim.Optimizer, "
+                         f"got {type(optimizer).__name__}")
+    payload = None
+    if mpi_ops.CONTEXT.runtime().rank() == root_rank:
+        buf = io.BytesIO()
+        torch.save(optimizer.state_dict(), buf)
+        payload = buf.getvalue()
+    payload = broadcast_object(payload, root_rank, name="broadcast.optimizer_state")
+    state = torch.load(io.BytesIO(payload), weights_only=False)  # root's own state_dict
+    # Local tensors (parameters) keep their device; the state follows it.
+    optimizer.load_state_dict(state)
+
+
+def _to_bytes_tensor(obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
+        torch.empty(0, dtype=torch.uint8)
+
+
+def broadcast_object(obj, root_rank=0, name=None):
+    """Returns root's ``obj`` on every rank (pickled over the wire)."""
+    base = name or mpi_ops.CONTEXT.auto_name("broadcast_object")
+    is_root = mpi_ops.CONTEXT.runtime().rank() == root_rank
+    payload = _to_bytes_tensor(obj) if is_root else torch.empty(0, dtype=torch.uint8)
+    length = torch.tensor([payload.numel()], dtype=torch.int64)
+    mpi_ops.broadcast_(length, root_rank, name=f"{base}.size")
+    if not is_root:
+        payload = torch.empty(int(length.item()), dtype=torch.uint8)
+    mpi_ops.broadcast_(payload, root_rank, name=f"{base}.data")
+    return obj if is_root else pickle.loads(payload.numpy().tobytes())
+
+
+def allgather_object(obj, name=None):
+    """Returns the list of every rank's ``obj``, in rank order."""
+    base = name or mpi_ops.CONTEXT.auto_name("allgather_object")
+    payload = _to_bytes_tensor(obj)
+    sizes = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64),
+                              name=f"{base}.size")
+    gathered = mpi_ops.allgather(payload, name=f"{base}.data").numpy().tobytes()
+    out, offset = [], 0
+    for n in sizes.tolist():
+        out.append(pickle.loads(gathered[offset:offset + n]))
+        offset += n
+    return out

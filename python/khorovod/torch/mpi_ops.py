@@ -1,0 +1,331 @@
+"""Collectives on torch tensors: horovod.torch.mpi_ops over the C++ runtime.
+
+Contract (as horovod.torch, differences in docs/python.md):
+
+- ``X_async`` submits and returns a Handle at once; ``synchronize(handle)``
+  waits and returns the result; ``poll(handle)`` says whether it finished.
+  The blocking form ``X`` is ``synchronize(X_async(...))``. A trailing
+  underscore (``allreduce_``) works in place on the given tensor.
+- Tensors are identified by ``name``. Unnamed tensors get a name from the
+  call order, so unnamed calls must happen in the same order on all ranks.
+- The Handle keeps every tensor it touches alive until it completes: the
+  runtime reads and writes their memory from its background thread.
+- Failures raise khorovod.KhorovodError subclasses carrying the runtime's
+  message (MISMATCH, STALLED, HorovodInternalError for a dead peer).
+- CPU tensors go to the runtime's host path (Gloo). CUDA tensors are passed
+  through with their device; a build without a device backend refuses them
+  with INVALID_ARGUMENT.
+
+Thread-safety: submissions and waits may come from any thread (the
+DistributedOptimizer submits from autograd hooks).
+"""
+
+import torch
+
+from .._context import CONTEXT
+from .._errors import raise_for_status
+from .. import _khorovod
+from .compression import Compression
+
+# Reduce ops, with the runtime's wire values (ops.h).
+Sum = 0
+Average = 1
+Min = 2
+Max = 3
+Product = 4
+Adasum = "Adasum"  # recognised so that the refusal is explicit
+
+_DTYPES = {
+    torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
+    torch.int8: 4, torch.uint8: 5, torch.int32: 6, torch.int64: 7,
+}
+_TORCH_DTYPES = {code: dtype for dtype, code in _DTYPES.items()}
+
+
+def _dtype_code(tensor):
+    try:
+        return _DTYPES[tensor.dtype]
+    except KeyError:
+        supported = ", ".join(str(d) for d in _DTYPES)
+        raise TypeError(f"khorovod: tensors of dtype {tensor.dtype} are not supported "
+                        f"(supported: {supported})") from None
+
+
+def _view(tensor):
+    """A TensorView of a contiguous tensor (the caller keeps it alive)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"khorovod: expected a torch.Tensor, got {type(tensor).__name__}")
+    if not tensor.is_contiguous():
+        raise ValueError("khorovod: internal error: tensor must be contiguous here")
+    if tensor.is_cuda:
+        kind, index = 1, tensor.device.index if tensor.device.index is not None else 0
+    elif tensor.device.type == "cpu":
+        kind, index = 0, 0
+    else:
+        raise TypeError(f"khorovod: tensors on device {tensor.device} are not supported")
+    return _khorovod.TensorView(tensor.data_ptr(), _dtype_code(tensor), list(tensor.shape),
+                                kind, index)
+
+
+def _op_code(op, average):
+    if average is not None:
+        if op is not None:
+            raise ValueError("khorovod: pass either op or the deprecated average, not both")
+        return Average if average else Sum
+    if op is None:
+        return Average
+    if op == Adasum:
+        raise NotImplementedError("khorovod: op=Adasum is not implemented by the runtime")
+    if op not in (Sum, Average, Min, Max, Product):
+        raise ValueError(f"khorovod: unknown reduce op {op!r}")
+    return op
+
+
+class Handle:
+    """An operation in flight. Keeps its tensors alive; ``finish`` turns the
+    runtime's completion into the Python result."""
+
+    __slots__ = ("_handle", "_keep", "_finish", "_done", "_result", "_error")
+
+    def __init__(self, handle, keep, finish):
+        self._handle = handle
+        self._keep = keep
+        self._finish = finish
+        self._done = False
+        self._result = None
+        self._error = None
+
+    def ready(self):
+        return self._done or self._handle.ready()
+
+    def wait(self):
+        """The result; raises the operation's error (again on every call)."""
+        if not self._done:
+            status = self._handle.wait()
+            self._done = True
+            try:
+                raise_for_status(status)
+                self._result = self._finish(self._handle)
+            except Exception as e:
+                self._error = e
+            finally:
+                self._keep = None
+                self._finish = None
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def poll(handle):
+    """True once the operation behind ``handle`` finished (never blocks)."""
+    return handle.ready()
+
+
+def synchronize(handle):
+    """Waits for ``handle`` and returns its result; raises on failure."""
+    return handle.wait()
+
+
+def _name(name, prefix):
+    return name if name is not None else CONTEXT.auto_name(prefix)
+
+
+# --- allreduce ---------------------------------------------------------------
+
+def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
+    """Reduces contiguous ``tensor`` into contiguous ``output``."""
+    runtime = CONTEXT.runtime()
+    h = runtime.allreduce_async(name, _view(tensor), _view(output), op,
+                                float(prescale_factor), float(postscale_factor))
+    return h
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0):
+    """Out-of-place allreduce; synchronize() returns the reduced tensor."""
+    op = _op_code(op, average)
+    src = tensor.contiguous()
+    out = torch.empty_like(src, memory_format=torch.contiguous_format)
+    h = _allreduce_into(src, out, _name(name, "allreduce"), op, prescale_factor, postscale_factor)
+    return Handle(h, (src, out), lambda _h: out)
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces ``tensor`` over all ranks (default: average) and returns the result."""
+    compressed, ctx = compression.compress(tensor)
+    reduced = synchronize(allreduce_async(compressed, average, name, op, prescale_factor,
+                                          postscale_factor))
+    return compression.decompress(reduced, ctx)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0):
+    """In-place allreduce; synchronize() returns ``tensor`` holding the result."""
+    op = _op_code(op, average)
+    buf = tensor if tensor.is_contiguous() else tensor.contiguous()
+    h = _allreduce_into(buf, buf, _name(name, "allreduce"), op, prescale_factor, postscale_factor)
+
+    def finish(_h):
+        if buf is not tensor:
+            tensor.copy_(buf)
+        return tensor
+    return Handle(h, (tensor, buf), finish)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0):
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor))
+
+
+def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor):
+    if not tensors:
+        raise ValueError("khorovod: grouped_allreduce needs at least one tensor")
+    base = _name(name, "grouped_allreduce")
+    names = [f"{base}.{i}" for i in range(len(tensors))]
+    return CONTEXT.runtime().grouped_allreduce_async(
+        names, [_view(t) for t in tensors], [_view(o) for o in outputs], op,
+        float(prescale_factor), float(postscale_factor))
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0):
+    """Reduces a list of tensors together (one fused step); returns a list."""
+    op = _op_code(op, average)
+    srcs = [t.contiguous() for t in tensors]
+    outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
+    h = _grouped(srcs, outs, name, op, prescale_factor, postscale_factor)
+    return Handle(h, (srcs, outs), lambda _h: outs)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0):
+    pairs = [compression.compress(t) for t in tensors]
+    reduced = synchronize(grouped_allreduce_async([p[0] for p in pairs], average, name, op,
+                                                  prescale_factor, postscale_factor))
+    return [compression.decompress(r, p[1]) for r, p in zip(reduced, pairs)]
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0):
+    op = _op_code(op, average)
+    bufs = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+    h = _grouped(bufs, bufs, name, op, prescale_factor, postscale_factor)
+
+    def finish(_h):
+        for t, b in zip(tensors, bufs):
+            if b is not t:
+                t.copy_(b)
+        return list(tensors)
+    return Handle(h, (list(tensors), bufs), finish)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor))
+
+
+# --- allgather, broadcast, alltoall, reducescatter ---------------------------
+
+def _output_tensor(h):
+    data, dtype, shape = h.take_output()
+    torch_dtype = _TORCH_DTYPES[dtype]
+    if len(data) == 0:
+        return torch.empty(shape, dtype=torch_dtype)
+    return torch.frombuffer(bytearray(data), dtype=torch_dtype).reshape(shape)
+
+
+def _like(result, tensor):
+    return result.to(tensor.device) if tensor.is_cuda else result
+
+
+def allgather_async(tensor, name=None):
+    """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
+    src = tensor.contiguous()
+    h = CONTEXT.runtime().allgather_async(_name(name, "allgather"), _view(src))
+    return Handle(h, (src,), lambda hh: _like(_output_tensor(hh), tensor))
+
+
+def allgather(tensor, name=None):
+    return synchronize(allgather_async(tensor, name))
+
+
+def broadcast_async_(tensor, root_rank, name=None):
+    """In place: root's tensor is copied into every other rank's tensor."""
+    buf = tensor if tensor.is_contiguous() else tensor.contiguous()
+    h = CONTEXT.runtime().broadcast_async(_name(name, "broadcast"), _view(buf), int(root_rank))
+
+    def finish(_h):
+        if buf is not tensor:
+            tensor.copy_(buf)
+        return tensor
+    return Handle(h, (tensor, buf), finish)
+
+
+def broadcast_(tensor, root_rank, name=None):
+    return synchronize(broadcast_async_(tensor, root_rank, name))
+
+
+def broadcast_async(tensor, root_rank, name=None):
+    """Out of place: returns a new tensor holding root's values."""
+    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
+
+
+def broadcast(tensor, root_rank, name=None):
+    return synchronize(broadcast_async(tensor, root_rank, name))
+
+
+def alltoall_async(tensor, splits=None, name=None):
+    """Sends ``splits[r]`` rows to rank r (equal split when None). The
+    result is (output, received_splits) when splits are given, else output."""
+    src = tensor.contiguous()
+    split_list = [] if splits is None else [int(s) for s in (
+        splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
+    h = CONTEXT.runtime().alltoall_async(_name(name, "alltoall"), _view(src), split_list)
+
+    def finish(hh):
+        out = _like(_output_tensor(hh), tensor)
+        if splits is None:
+            return out
+        return out, torch.tensor(hh.received_splits(), dtype=torch.int64)
+    return Handle(h, (src,), finish)
+
+
+def alltoall(tensor, splits=None, name=None):
+    return synchronize(alltoall_async(tensor, splits, name))
+
+
+def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces, then gives rank r the r-th slice along dimension 0."""
+    op = _op_code(op, None)
+    src = tensor.contiguous()
+    h = CONTEXT.runtime().reducescatter_async(_name(name, "reducescatter"), _view(src), op,
+                                              float(prescale_factor), float(postscale_factor))
+    return Handle(h, (src,), lambda hh: _like(_output_tensor(hh), tensor))
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=None,
+                  prescale_factor=1.0, postscale_factor=1.0):
+    compressed, ctx = compression.compress(tensor)
+    out = synchronize(reducescatter_async(compressed, name, op, prescale_factor,
+                                          postscale_factor))
+    return compression.decompress(out, ctx)
+
+
+# --- barrier, join ------------------------------------------------------------
+
+def barrier():
+    """Blocks until every rank reached the barrier."""
+    raise_for_status(CONTEXT.runtime().barrier())
+
+
+def join(device=-1):
+    """Declares that this rank ran out of data; until every rank has joined
+    its allreduces contribute zeros. Returns the last rank to join.
+    ``device`` is accepted for horovod compatibility and ignored."""
+    del device
+    code, message, last = CONTEXT.runtime().join()
+    raise_for_status((code, message))
+    return last

@@ -1,0 +1,71 @@
+"""Elastic training from Python: a worker is SIGKILLed after a commit, the
+survivors roll back and re-form, a replacement joins at a later commit, and
+every rank ends with exactly the state that applying each step once gives."""
+
+import re
+
+from conftest import run_job, worker
+
+
+def test_kill_and_rejoin():
+    job = run_job(worker("elastic_train.py"), 40, 10, 3, np=3,
+                  launcher_args=("--min-np", "2", "--max-np", "3", "--elastic-timeout", "60"))
+    out = job.output
+    assert job.returncode == 0, out
+    assert "Traceback" not in out, out
+    assert job.lines("worker-1: simulating a crash after committing step 10"), out
+    # Both survivors re-formed as a world of 2, resuming from the commit at step 10.
+    assert len([l for l in job.lines("re-formed as rank") if "of 2 at step 10" in l]) == 2, out
+    done = [re.search(r"(worker-\d+): done: rank (\d) of 3, step (\d+), resets (\d+), .*"
+                      r"checksum (\S+)", l) for l in job.lines(": done:")]
+    assert len(done) == 3 and all(done), out
+    workers = sorted(m.group(1) for m in done)
+    assert workers == ["worker-0", "worker-2", "worker-3"], out
+    assert len({m.group(3) for m in done}) == 1, "ranks ended at different steps"
+    assert len({m.group(5) for m in done}) == 1, "ranks disagree on the parameters"
+    assert sorted(int(m.group(2)) for m in done) == [0, 1, 2]
+
+
+def test_static_job_surfaces_a_dead_peer_as_an_exception():
+    job = run_job(worker("peer_dies.py"), np=2, launcher_args=("--grace-period-ms", "30000"),
+                  env={"KHOROVOD_TIMEOUT_SECONDS": "10"})
+    # khorovodrun reports the killed worker as the job's failure.
+    assert job.returncode != 0, job.output
+    assert job.lines("rank 0: caught HorovodInternalError: UNAVAILABLE") or \
+        job.lines("rank 0: caught HorovodInternalError: ABORTED"), job.output
+    assert job.lines("rank 0: reset refused: FAILED_PRECONDITION"), job.output
+    assert job.lines("rank 0: OK"), job.output
+
+
+def test_elastic_sampler_reshards_the_unprocessed_samples():
+    import torch
+    import khorovod.torch as hvd
+    hvd.init()
+    try:
+        data = list(range(10))
+        sampler = hvd.elastic.ElasticSampler(data, shuffle=False)
+        assert list(sampler) == data
+        sampler.record_batch(1, 3)  # two batches of 3 done at world size 1
+        state = sampler.state_dict()
+        again = hvd.elastic.ElasticSampler(data, shuffle=False)
+        again.load_state_dict(state)
+        assert list(again) == [6, 7, 8, 9]
+        again.set_epoch(1)
+        assert list(again) == data
+        shuffled = hvd.elastic.ElasticSampler(data, shuffle=True, seed=3)
+        assert sorted(shuffled) == data and list(shuffled) != data
+        model = torch.nn.Linear(2, 1)
+        st = hvd.elastic.TorchState(model=model, epoch=3)
+        st.epoch = 4
+        w0 = model.weight.detach().clone()
+        with torch.no_grad():
+            model.weight.add_(1.0)
+        st.restore()
+        assert st.epoch == 3 and torch.equal(model.weight, w0)
+        st.epoch = 5
+        st.commit()  # no membership change in a static job
+        st.epoch = 6
+        st.restore()
+        assert st.epoch == 5
+    finally:
+        hvd.shutdown()
