@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev
+  python3-pip  # scripts/install-cuda.sh fetches the CUDA/NCCL wheels with pip download
 )
 
 missing=()
