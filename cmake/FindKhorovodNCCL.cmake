@@ -58,7 +58,8 @@ if(KhorovodNCCL_CUDART_INCLUDE_DIR AND KhorovodNCCL_CUDART_LIBRARY)
 endif()
 
 include(FindPackageHandleStandardArgs)
-# ncclAvg (used for averaging) appeared in NCCL 2.10.
+# The version asked for (2.14 in KhorovodGpu.cmake) is the first with
+# ncclConfig_t, i.e. non-blocking communicators; ncclAvg needs 2.10.
 find_package_handle_standard_args(KhorovodNCCL
   REQUIRED_VARS KhorovodNCCL_LIBRARY KhorovodNCCL_INCLUDE_DIR KhorovodNCCL_CUDART_LIBRARY
                 KhorovodNCCL_CUDART_INCLUDE_DIR
