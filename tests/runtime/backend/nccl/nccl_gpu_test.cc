@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cstring>
 #include <numeric>
 
@@ -207,6 +209,92 @@ TEST(StagingGpu, ProcessesShareOneGpu) {
     std::vector<float> got(host.size());
     std::memcpy(got.data(), bytes.data(), bytes.size());
     EXPECT_EQ(got, std::vector<float>(host.size(), 6.0f));
+  }, opts);
+}
+
+// Two ranks on two GPUs (one per local rank). Skipped unless the driver
+// exposes a second device node, checked without initializing CUDA before
+// the fork.
+bool TwoGpuNodes(std::string* why) {
+  if (access("/dev/nvidia0", F_OK) == 0 && access("/dev/nvidia1", F_OK) == 0) return true;
+  *why = "needs two GPUs (/dev/nvidia0 and /dev/nvidia1)";
+  return false;
+}
+
+std::unique_ptr<Backend> MakeRankNccl(const testing::RankContext& ctx) {
+  auto gloo = ConnectGlooContext(ctx.config);
+  EXPECT_TRUE(gloo.ok()) << gloo.status();
+  if (!gloo.ok()) return nullptr;
+  auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo});
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+TEST(NcclGpu, TwoRanksEveryCollective) {
+  std::string why;
+  if (!TwoGpuNodes(&why)) GTEST_SKIP() << why;
+  testing::RankOptions opts;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(120);
+  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+    auto b = MakeRankNccl(ctx);
+    ASSERT_TRUE(b);
+    const int r = ctx.rank;
+    std::vector<int32_t> v(1000, r + 1);
+    DeviceVec dv(v.size() * 4);
+    dv.Upload(v.data());
+    ASSERT_TRUE(b->Allreduce(dv.get(), dv.get(), v.size(), DataType::kInt32, ReduceOp::kSum).ok());
+    {
+      auto summed = dv.Download();
+      std::vector<int32_t> got(v.size());
+      std::memcpy(got.data(), summed.data(), summed.size());
+      EXPECT_EQ(got, std::vector<int32_t>(v.size(), 3));
+    }
+    // Unequal allgather shares: rank k sends k+1 values of k.
+    std::vector<int32_t> mine(r + 1, r);
+    DeviceVec in(mine.size() * 4), out(3 * 4);
+    in.Upload(mine.data());
+    ASSERT_TRUE(b->Allgatherv(in.get(), out.get(), {1, 2}, DataType::kInt32).ok());
+    std::vector<int32_t> got(3);
+    auto bytes = out.Download();
+    std::memcpy(got.data(), bytes.data(), bytes.size());
+    EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 1}));
+    // Alltoall: rank s sends (10*s + d) to rank d, one value each.
+    std::vector<int32_t> send{10 * r, 10 * r + 1};
+    DeviceVec sd(8), rd(8);
+    sd.Upload(send.data());
+    ASSERT_TRUE(b->Alltoallv(sd.get(), {1, 1}, rd.get(), {1, 1}, DataType::kInt32).ok());
+    bytes = rd.Download();
+    std::vector<int32_t> recv(2);
+    std::memcpy(recv.data(), bytes.data(), 8);
+    EXPECT_EQ(recv, (std::vector<int32_t>{r, 10 + r}));
+    ASSERT_TRUE(b->Barrier().ok());
+  }, opts);
+}
+
+// A peer that dies after forming the communicator must not hang the
+// survivor: its next collective fails with UNAVAILABLE within the timeout.
+TEST(NcclGpu, DeadPeerFailsWithinTimeout) {
+  std::string why;
+  if (!TwoGpuNodes(&why)) GTEST_SKIP() << why;
+  testing::RankOptions opts;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(120);
+  opts.expect_killed = {1};
+  opts.env = {{"KHOROVOD_TIMEOUT_SECONDS", "5"}};
+  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+    auto b = MakeRankNccl(ctx);
+    ASSERT_TRUE(b);
+    DeviceVec buf(4096);
+    ASSERT_TRUE(b->Barrier().ok());
+    if (ctx.rank == 1) raise(SIGKILL);
+    const auto start = std::chrono::steady_clock::now();
+    Status s = b->Allreduce(buf.get(), buf.get(), 1024, DataType::kFloat32, ReduceOp::kSum);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_LT(waited, std::chrono::seconds(20));
+    // The backend stays broken and says so at once.
+    EXPECT_EQ(b->Barrier().code(), StatusCode::kUnavailable);
   }, opts);
 }
 
