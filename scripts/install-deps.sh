@@ -11,6 +11,7 @@ packages=(
   # The Python package (python/): bindings, and PyTorch for Debian's
   # /usr/bin/python3 (the interpreter CMake builds and tests it for).
   python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
+  python3-pip  # scripts/install-cuda.sh fetches the CUDA/NCCL wheels with pip download
 )
 
 missing=()

@@ -29,9 +29,13 @@ class Backend {
 
   virtual std::string_view name() const = 0;
   virtual bool SupportsDevice(const Device& device) const = 0;
+  // True when kAverage already yields the average (NCCL's ncclAvg), so the
+  // caller must not divide again. Device backends say so because the caller
+  // cannot scale device memory itself.
+  virtual bool AveragesNatively() const { return false; }
 
-  // out = reduce(in over all ranks). kAverage reduces as a sum; the caller
-  // applies the 1/size scaling.
+  // out = reduce(in over all ranks). kAverage reduces as a sum and the
+  // caller applies the 1/size scaling, unless AveragesNatively().
   virtual Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) = 0;
   // out = concatenation over ranks r of counts[r] elements; in holds
   // counts[rank] elements.

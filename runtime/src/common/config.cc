@@ -100,6 +100,7 @@ Status Config::Validate() const {
     return Status::InvalidArgument(
         "KHOROVOD_STORE_PATH is required when size > 1 (start the job with khorovodrun)");
   }
+  if (gpu_device < -1) return Status::InvalidArgument("gpu_device must be >= 0, or -1 for local_rank");
   if (job_id.empty()) return Status::InvalidArgument("job_id must not be empty");
   if (cycle_time.count() < 0) return Status::InvalidArgument("cycle_time must be >= 0");
   if (stall_timeout.count() <= 0) return Status::InvalidArgument("stall_timeout must be > 0");
@@ -129,6 +130,8 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   env.String("KHOROVOD_JOB_ID", &c.job_id);
   env.String("KHOROVOD_HOSTNAME", &c.hostname);
   env.String("KHOROVOD_CPU_OPERATIONS", &c.cpu_backend);
+  env.String("KHOROVOD_GPU_OPERATIONS", &c.gpu_backend);
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_GPU_DEVICE", 0, 1 << 16, &c.gpu_device));
   env.String("KHOROVOD_RENDEZVOUS_ADDR", &c.rendezvous_addr);
   env.String("KHOROVOD_RENDEZVOUS_TOKEN", &c.rendezvous_token);
   if (const std::string* file = env.Find("KHOROVOD_RENDEZVOUS_TOKEN_FILE"); file && c.rendezvous_token.empty()) {

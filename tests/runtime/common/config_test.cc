@@ -250,5 +250,22 @@ TEST(Config, ValidateChecksRangesAndCrossFieldConstraints) {
   EXPECT_TRUE(bad.Validate().ok()) << bad.Validate();
 }
 
+TEST(Config, GpuSettings) {
+  StatusOr<Config> d = Config::FromMap({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->gpu_backend, "nccl");
+  EXPECT_EQ(d->gpu_device, -1);  // follow local_rank
+  StatusOr<Config> c = Config::FromMap({{"KHOROVOD_GPU_OPERATIONS", "staging"}, {"KHOROVOD_GPU_DEVICE", "3"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->gpu_backend, "staging");
+  EXPECT_EQ(c->gpu_device, 3);
+  for (const char* bad : {"-1", "x", "1.5", "70000"}) {
+    StatusOr<Config> b = Config::FromMap({{"KHOROVOD_GPU_DEVICE", bad}});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(b.status().message().find("KHOROVOD_GPU_DEVICE"), std::string::npos) << b.status();
+  }
+}
+
 }  // namespace
 }  // namespace khorovod

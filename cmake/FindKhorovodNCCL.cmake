@@ -1,0 +1,77 @@
+# FindKhorovodNCCL: the CUDA runtime and NCCL that the NCCL backend builds on.
+#
+# Looks in, in order: KHOROVOD_CUDA_ROOT (CMake or environment variable), the
+# prefix scripts/install-cuda.sh fills (~/.cache/khorovod/cuda-*-nccl-*, the
+# newest first), CUDA_HOME, /usr/local/cuda, then the system paths. Only
+# headers and the cudart/nccl shared libraries are needed: no nvcc, no
+# driver (libcuda is loaded by cudart at the first CUDA call, not at link
+# or load time).
+#
+# Defines, when found:
+#   KhorovodNCCL_FOUND, KhorovodNCCL_VERSION (NCCL's), KhorovodNCCL_CUDART_FOUND
+#   imported targets khorovod::cudart and khorovod::nccl
+# KhorovodNCCL_CUDART_FOUND alone (CUDA without NCCL) is enough for the
+# host-staging backend.
+set(_kh_hints)
+if(KHOROVOD_CUDA_ROOT)
+  list(APPEND _kh_hints "${KHOROVOD_CUDA_ROOT}")
+endif()
+if(DEFINED ENV{KHOROVOD_CUDA_ROOT})
+  list(APPEND _kh_hints "$ENV{KHOROVOD_CUDA_ROOT}")
+endif()
+file(GLOB _kh_cached LIST_DIRECTORIES true "$ENV{HOME}/.cache/khorovod/cuda-*-nccl-*")
+list(SORT _kh_cached COMPARE NATURAL ORDER DESCENDING)
+foreach(_d IN LISTS _kh_cached)
+  if(EXISTS "${_d}/.complete")
+    list(APPEND _kh_hints "${_d}")
+  endif()
+endforeach()
+if(DEFINED ENV{CUDA_HOME})
+  list(APPEND _kh_hints "$ENV{CUDA_HOME}")
+endif()
+list(APPEND _kh_hints /usr/local/cuda)
+
+find_path(KhorovodNCCL_CUDART_INCLUDE_DIR cuda_runtime_api.h HINTS ${_kh_hints} PATH_SUFFIXES include)
+find_library(KhorovodNCCL_CUDART_LIBRARY NAMES cudart libcudart.so.12 HINTS ${_kh_hints}
+             PATH_SUFFIXES lib lib64 targets/x86_64-linux/lib)
+find_path(KhorovodNCCL_INCLUDE_DIR nccl.h HINTS ${_kh_hints} PATH_SUFFIXES include)
+find_library(KhorovodNCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${_kh_hints} PATH_SUFFIXES lib lib64)
+
+if(KhorovodNCCL_INCLUDE_DIR AND EXISTS "${KhorovodNCCL_INCLUDE_DIR}/nccl.h")
+  file(STRINGS "${KhorovodNCCL_INCLUDE_DIR}/nccl.h" _kh_ver REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) +[0-9]+")
+  string(REGEX REPLACE ".*NCCL_MAJOR +([0-9]+).*" "\\1" _kh_major "${_kh_ver}")
+  string(REGEX REPLACE ".*NCCL_MINOR +([0-9]+).*" "\\1" _kh_minor "${_kh_ver}")
+  string(REGEX REPLACE ".*NCCL_PATCH +([0-9]+).*" "\\1" _kh_patch "${_kh_ver}")
+  set(KhorovodNCCL_VERSION "${_kh_major}.${_kh_minor}.${_kh_patch}")
+endif()
+
+if(KhorovodNCCL_CUDART_INCLUDE_DIR AND KhorovodNCCL_CUDART_LIBRARY)
+  set(KhorovodNCCL_CUDART_FOUND TRUE)
+  if(NOT TARGET khorovod::cudart)
+    add_library(khorovod::cudart SHARED IMPORTED)
+    set_target_properties(khorovod::cudart PROPERTIES
+      IMPORTED_LOCATION "${KhorovodNCCL_CUDART_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${KhorovodNCCL_CUDART_INCLUDE_DIR}"
+      # The headers are third-party; keep their warnings out of -Werror builds.
+      INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${KhorovodNCCL_CUDART_INCLUDE_DIR}")
+  endif()
+endif()
+
+include(FindPackageHandleStandardArgs)
+# The version asked for (2.14 in KhorovodGpu.cmake) is the first with
+# ncclConfig_t, i.e. non-blocking communicators; ncclAvg needs 2.10.
+find_package_handle_standard_args(KhorovodNCCL
+  REQUIRED_VARS KhorovodNCCL_LIBRARY KhorovodNCCL_INCLUDE_DIR KhorovodNCCL_CUDART_LIBRARY
+                KhorovodNCCL_CUDART_INCLUDE_DIR
+  VERSION_VAR KhorovodNCCL_VERSION)
+
+if(KhorovodNCCL_FOUND AND NOT TARGET khorovod::nccl)
+  add_library(khorovod::nccl SHARED IMPORTED)
+  set_target_properties(khorovod::nccl PROPERTIES
+    IMPORTED_LOCATION "${KhorovodNCCL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${KhorovodNCCL_INCLUDE_DIR}"
+    INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${KhorovodNCCL_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES khorovod::cudart)
+endif()
+mark_as_advanced(KhorovodNCCL_CUDART_INCLUDE_DIR KhorovodNCCL_CUDART_LIBRARY KhorovodNCCL_INCLUDE_DIR
+                 KhorovodNCCL_LIBRARY)

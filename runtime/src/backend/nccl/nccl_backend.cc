@@ -1,0 +1,240 @@
+#include "backend/nccl/nccl_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cuda/cuda_device.h"
+#include "backend/cuda/cuda_status.h"
+#include "backend/gloo/gloo_ops.h"
+#include "backend/nccl/nccl_comm.h"
+
+namespace khorovod {
+namespace {
+
+// Spans below this size are packed into the fusion buffer; larger ones are
+// reduced where they live (a copy would cost more than a separate kernel).
+constexpr size_t kPackBelowBytes = 64 << 10;
+
+// Device memory that grows on demand. cudaFree synchronizes the device, so
+// it is kept for the backend's lifetime rather than shrunk.
+class DeviceBuffer {
+ public:
+  ~DeviceBuffer() {
+    if (data_) (void)cudaFree(data_);
+  }
+  StatusOr<std::byte*> Reserve(size_t bytes) {
+    if (bytes <= size_) return data_;
+    if (data_) KH_CUDA_RETURN_IF_ERROR(cudaFree(data_));
+    data_ = nullptr;
+    size_ = 0;
+    void* p = nullptr;
+    KH_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes));
+    data_ = static_cast<std::byte*>(p);
+    size_ = bytes;
+    return data_;
+  }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class NcclBackend final : public Backend {
+ public:
+  NcclBackend(std::unique_ptr<cuda::CudaStream> stream, std::unique_ptr<NcclComm> comm, int rank, int size)
+      : stream_(std::move(stream)), comm_(std::move(comm)), rank_(rank), size_(size) {}
+
+  ~NcclBackend() override {
+    // The communicator aborts first, so no kernel still reads the buffers
+    // that the members destroyed after it free.
+    comm_.reset();
+  }
+
+  std::string_view name() const override { return "nccl"; }
+  bool SupportsDevice(const Device& d) const override {
+    return d.kind == DeviceKind::kCUDA && d.index == stream_->device();
+  }
+  bool AveragesNatively() const override { return true; }
+
+  Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
+    KH_RETURN_IF_ERROR(Enter());
+    auto type = ToNccl(dtype);
+    auto red = ToNccl(op);
+    if (!type.ok()) return type.status();
+    if (!red.ok()) return red.status();
+    KH_RETURN_IF_ERROR(comm_->Check(ncclAllReduce(in, out, count, *type, *red, comm_->get(), stream_->get()),
+                                    "ncclAllReduce"));
+    return comm_->WaitForStream(*stream_, "allreduce");
+  }
+
+  Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) override {
+    KH_RETURN_IF_ERROR(Enter());
+    auto type = ToNccl(dtype);
+    auto red = ToNccl(op);
+    if (!type.ok()) return type.status();
+    if (!red.ok()) return red.status();
+    const size_t esize = DataTypeSize(dtype);
+    size_t packed = 0;
+    for (const Span& s : spans) {
+      if (s.count * esize < kPackBelowBytes) packed += s.count * esize;
+    }
+    auto fusion = fusion_.Reserve(packed);
+    if (!fusion.ok()) return fusion.status();
+    KH_RETURN_IF_ERROR(CopySmall(spans, esize, *fusion, /*pack=*/true));
+    KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
+    ncclResult_t r = ncclSuccess;
+    if (packed) {
+      r = ncclAllReduce(*fusion, *fusion, packed / esize, *type, *red, comm_->get(), stream_->get());
+    }
+    for (const Span& s : spans) {
+      if (r != ncclSuccess && r != ncclInProgress) break;
+      if (s.count * esize < kPackBelowBytes) continue;
+      r = ncclAllReduce(s.data, s.data, s.count, *type, *red, comm_->get(), stream_->get());
+    }
+    // The group must be closed whatever happened inside it.
+    const ncclResult_t end = ncclGroupEnd();
+    KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "fused ncclAllReduce"));
+    KH_RETURN_IF_ERROR(CopySmall(spans, esize, *fusion, /*pack=*/false));
+    return comm_->WaitForStream(*stream_, "fused allreduce");
+  }
+
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType dtype) override {
+    KH_RETURN_IF_ERROR(Enter());
+    auto type = ToNccl(dtype);
+    if (!type.ok()) return type.status();
+    if (counts.size() != static_cast<size_t>(size_)) {
+      return Status::Internal("allgather has " + std::to_string(counts.size()) + " counts for " +
+                              std::to_string(size_) + " ranks");
+    }
+    const size_t esize = DataTypeSize(dtype);
+    if (std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts.front(); })) {
+      KH_RETURN_IF_ERROR(comm_->Check(
+          ncclAllGather(in, out, counts.front(), *type, comm_->get(), stream_->get()), "ncclAllGather"));
+      return comm_->WaitForStream(*stream_, "allgather");
+    }
+    // Unequal shares: one broadcast per rank, all in one group (NCCL's
+    // allgather needs equal counts).
+    KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
+    ncclResult_t r = ncclSuccess;
+    size_t offset = 0;
+    for (int root = 0; root < size_ && (r == ncclSuccess || r == ncclInProgress); ++root) {
+      std::byte* dst = static_cast<std::byte*>(out) + offset;
+      r = ncclBroadcast(root == rank_ ? in : dst, dst, counts[root], *type, root, comm_->get(), stream_->get());
+      offset += counts[root] * esize;
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "allgatherv broadcasts"));
+    return comm_->WaitForStream(*stream_, "allgatherv");
+  }
+
+  Status Broadcast(void* buffer, size_t count, DataType dtype, int root) override {
+    KH_RETURN_IF_ERROR(Enter());
+    auto type = ToNccl(dtype);
+    if (!type.ok()) return type.status();
+    KH_RETURN_IF_ERROR(comm_->Check(
+        ncclBroadcast(buffer, buffer, count, *type, root, comm_->get(), stream_->get()), "ncclBroadcast"));
+    return comm_->WaitForStream(*stream_, "broadcast");
+  }
+
+  Status Alltoallv(const void* in, const std::vector<int64_t>& send_counts, void* out,
+                   const std::vector<int64_t>& recv_counts, DataType dtype) override {
+    KH_RETURN_IF_ERROR(Enter());
+    auto type = ToNccl(dtype);
+    if (!type.ok()) return type.status();
+    if (send_counts.size() != static_cast<size_t>(size_) || recv_counts.size() != static_cast<size_t>(size_)) {
+      return Status::Internal("alltoall counts do not have one entry per rank");
+    }
+    const size_t esize = DataTypeSize(dtype);
+    KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
+    ncclResult_t r = ncclSuccess;
+    size_t send_off = 0, recv_off = 0;
+    for (int peer = 0; peer < size_ && (r == ncclSuccess || r == ncclInProgress); ++peer) {
+      const auto send = static_cast<size_t>(send_counts[peer]);
+      const auto recv = static_cast<size_t>(recv_counts[peer]);
+      if (send) {
+        r = ncclSend(static_cast<const std::byte*>(in) + send_off, send, *type, peer, comm_->get(), stream_->get());
+      }
+      if (recv && (r == ncclSuccess || r == ncclInProgress)) {
+        r = ncclRecv(static_cast<std::byte*>(out) + recv_off, recv, *type, peer, comm_->get(), stream_->get());
+      }
+      send_off += send * esize;
+      recv_off += recv * esize;
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "alltoallv send/recv"));
+    return comm_->WaitForStream(*stream_, "alltoallv");
+  }
+
+  Status Barrier() override {
+    // A one-element allreduce: NCCL has no barrier of its own.
+    KH_RETURN_IF_ERROR(Enter());
+    auto scratch = barrier_.Reserve(sizeof(int32_t));
+    if (!scratch.ok()) return scratch.status();
+    KH_RETURN_IF_ERROR(comm_->Check(
+        ncclAllReduce(*scratch, *scratch, 1, ncclInt32, ncclSum, comm_->get(), stream_->get()), "barrier"));
+    return comm_->WaitForStream(*stream_, "barrier");
+  }
+
+ private:
+  Status Enter() {
+    if (comm_->broken()) return comm_->Check(ncclSuccess, "nccl");  // the stored failure
+    return stream_->Enter();
+  }
+
+  // Packs (or unpacks) the spans below kPackBelowBytes into (from) the
+  // fusion buffer, in span order, on the stream.
+  Status CopySmall(const std::vector<Span>& spans, size_t esize, std::byte* fusion, bool pack) {
+    size_t offset = 0;
+    for (const Span& s : spans) {
+      const size_t bytes = s.count * esize;
+      if (bytes >= kPackBelowBytes || bytes == 0) continue;
+      void* dst = pack ? static_cast<void*>(fusion + offset) : s.data;
+      const void* src = pack ? static_cast<const void*>(s.data) : fusion + offset;
+      KH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_->get()));
+      offset += bytes;
+    }
+    return Status::Ok();
+  }
+
+  // Declared before comm_ so that they are destroyed after it.
+  std::unique_ptr<cuda::CudaStream> stream_;
+  DeviceBuffer fusion_;
+  DeviceBuffer barrier_;
+  std::unique_ptr<NcclComm> comm_;
+  int rank_;
+  int size_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> MakeNcclBackend(const BackendInit& init) {
+  if (!init.config) return Status::FailedPrecondition("nccl backend needs a config");
+  const Config& config = *init.config;
+  if (config.size > 1 && !init.gloo_context) {
+    return Status::FailedPrecondition("nccl backend needs a connected Gloo context to share its id");
+  }
+  auto device = cuda::SelectDevice(config);
+  if (!device.ok()) return device.status();
+  auto stream = cuda::CudaStream::Create(*device);
+  if (!stream.ok()) return stream.status();
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (config.rank == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+      return Status::Unavailable(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+    }
+  }
+  if (config.size > 1) {
+    // Every rank reaches this point in the same session, so the broadcast
+    // pairs up; its Gloo timeout bounds the wait for a missing rank 0.
+    KH_RETURN_IF_ERROR(gloo_ops::BroadcastBytes(init.gloo_context, &id, sizeof id, 0));
+  }
+  auto comm = NcclComm::Create(id, config.rank, config.size, **stream, config.transport_timeout);
+  if (!comm.ok()) return comm.status();
+  return std::unique_ptr<Backend>(
+      std::make_unique<NcclBackend>(std::move(*stream), std::move(*comm), config.rank, config.size));
+}
+
+KH_REGISTER_BACKEND(nccl, "nccl", MakeNcclBackend)
+
+}  // namespace khorovod

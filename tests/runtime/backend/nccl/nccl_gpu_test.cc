@@ -1,0 +1,302 @@
+// GPU tests of the NCCL backend and the host-staging backend on real device
+// memory. Each test skips (GTEST_SKIP with the reason) when no GPU or
+// driver is usable. ctest runs every test in its own process, so the
+// multi-process test can check for a GPU without initializing CUDA in the
+// parent before it forks (CUDA does not survive fork).
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <cstring>
+#include <numeric>
+
+#include "backend/nccl/nccl_backend.h"
+#include "backend/registry.h"
+#include "bootstrap/gloo_bootstrap.h"
+#include "multiproc.h"
+
+namespace khorovod {
+namespace {
+
+// Skips the calling test when CUDA has no usable device here.
+#define KH_REQUIRE_GPU()                                                               \
+  do {                                                                                 \
+    int kh_count_ = 0;                                                                 \
+    cudaError_t kh_e_ = cudaGetDeviceCount(&kh_count_);                                \
+    if (kh_e_ != cudaSuccess || kh_count_ == 0) {                                      \
+      GTEST_SKIP() << "no usable GPU: " << (kh_e_ == cudaSuccess ? "0 devices"         \
+                                                                  : cudaGetErrorString(kh_e_)); \
+    }                                                                                  \
+  } while (0)
+
+// Device memory holding a copy of `host` bytes; freed on scope exit.
+class DeviceVec {
+ public:
+  explicit DeviceVec(size_t bytes) : bytes_(bytes) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(bytes, 1)), cudaSuccess);
+  }
+  ~DeviceVec() { (void)cudaFree(p_); }
+  void* get() const { return p_; }
+  void Upload(const void* host) { ASSERT_EQ(cudaMemcpy(p_, host, bytes_, cudaMemcpyHostToDevice), cudaSuccess); }
+  std::vector<std::byte> Download() const {
+    std::vector<std::byte> out(bytes_);
+    EXPECT_EQ(cudaMemcpy(out.data(), p_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_;
+};
+
+std::unique_ptr<Backend> MakeSingleRankNccl() {
+  Config config;  // size 1, device 0
+  auto b = MakeNcclBackend(BackendInit{&config, nullptr});
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+// Bytes of `n` elements of `dtype` with small distinct values that every
+// dtype represents exactly (0..63 as integers, or as floats).
+std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed) {
+  std::vector<std::byte> out(n * DataTypeSize(dtype));
+  for (size_t i = 0; i < n; ++i) {
+    const int v = static_cast<int>((i * 7 + static_cast<size_t>(seed)) % 64);
+    std::byte* p = out.data() + i * DataTypeSize(dtype);
+    switch (dtype) {
+      case DataType::kFloat32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+      case DataType::kFloat64: { double d = v; std::memcpy(p, &d, 8); break; }
+      case DataType::kFloat16: {  // small integers are exact in binary16
+        uint16_t h = 0;
+        if (v != 0) {
+          int e = 31 - __builtin_clz(static_cast<unsigned>(v));
+          h = static_cast<uint16_t>(((e + 15) << 10) | ((static_cast<unsigned>(v) << (10 - e)) & 0x3ff));
+        }
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case DataType::kBFloat16: {
+        float f = static_cast<float>(v);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        uint16_t b = static_cast<uint16_t>(bits >> 16);
+        std::memcpy(p, &b, 2);
+        break;
+      }
+      case DataType::kInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
+      case DataType::kUInt8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
+      case DataType::kInt32: { int32_t x = v; std::memcpy(p, &x, 4); break; }
+      case DataType::kInt64: { int64_t x = v; std::memcpy(p, &x, 8); break; }
+    }
+  }
+  return out;
+}
+
+TEST(NcclGpu, AllreduceEveryDtypeAndOp) {
+  KH_REQUIRE_GPU();
+  auto backend = MakeSingleRankNccl();
+  ASSERT_TRUE(backend);
+  EXPECT_TRUE(backend->AveragesNatively());
+  EXPECT_TRUE(backend->SupportsDevice(Device{DeviceKind::kCUDA, 0}));
+  const size_t n = 4099;  // not a multiple of any vector width
+  for (DataType dtype : kAllDataTypes) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      // At world size 1 every reduction is the identity; out-of-place with a
+      // poisoned output proves the bytes went through NCCL.
+      auto input = Pattern(dtype, n, 3);
+      DeviceVec in(input.size()), out(input.size());
+      in.Upload(input.data());
+      ASSERT_EQ(cudaMemset(out.get(), 0xAB, input.size()), cudaSuccess);
+      Status s = backend->Allreduce(in.get(), out.get(), n, dtype, op);
+      ASSERT_TRUE(s.ok()) << DataTypeName(dtype) << " " << ReduceOpName(op) << ": " << s;
+      EXPECT_EQ(out.Download(), input) << DataTypeName(dtype) << " " << ReduceOpName(op);
+    }
+  }
+}
+
+TEST(NcclGpu, FusedSpansUnpackToTheirOwnBuffers) {
+  KH_REQUIRE_GPU();
+  auto backend = MakeSingleRankNccl();
+  ASSERT_TRUE(backend);
+  // Small spans (packed), a large one (in place), an empty one, in between.
+  const std::vector<size_t> counts = {1, 3, 70000, 0, 17, 16383, 16384};
+  std::vector<std::unique_ptr<DeviceVec>> bufs;
+  std::vector<std::vector<std::byte>> expected;
+  std::vector<Backend::Span> spans;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    expected.push_back(Pattern(DataType::kFloat32, counts[i], static_cast<int>(i) * 11));
+    bufs.push_back(std::make_unique<DeviceVec>(expected.back().size()));
+    bufs.back()->Upload(expected.back().data());
+    spans.push_back({bufs.back()->get(), counts[i]});
+  }
+  for (int round = 0; round < 3; ++round) {  // the fusion buffer is reused
+    Status s = backend->AllreduceSpans(spans, DataType::kFloat32, ReduceOp::kSum);
+    ASSERT_TRUE(s.ok()) << s;
+    for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(bufs[i]->Download(), expected[i]) << "span " << i;
+  }
+}
+
+TEST(NcclGpu, OtherCollectivesAtWorldSizeOne) {
+  KH_REQUIRE_GPU();
+  auto backend = MakeSingleRankNccl();
+  ASSERT_TRUE(backend);
+  auto input = Pattern(DataType::kInt32, 100, 5);
+  DeviceVec in(input.size()), out(input.size());
+  in.Upload(input.data());
+  ASSERT_TRUE(backend->Allgatherv(in.get(), out.get(), {100}, DataType::kInt32).ok());
+  EXPECT_EQ(out.Download(), input);
+  ASSERT_EQ(cudaMemset(out.get(), 0, input.size()), cudaSuccess);
+  ASSERT_TRUE(backend->Alltoallv(in.get(), {100}, out.get(), {100}, DataType::kInt32).ok());
+  EXPECT_EQ(out.Download(), input);
+  ASSERT_TRUE(backend->Broadcast(in.get(), 100, DataType::kInt32, 0).ok());
+  EXPECT_EQ(in.Download(), input);
+  ASSERT_TRUE(backend->Barrier().ok());
+}
+
+// Every cycle forms a communicator, runs a collective, and destroys the
+// backend, which aborts the communicator. Device memory must come back.
+TEST(NcclGpu, AbortAndReinitDoesNotLeak) {
+  KH_REQUIRE_GPU();
+  constexpr int kCycles = 100;
+  DeviceVec buf(1 << 20);
+  auto cycle = [&] {
+    auto backend = MakeSingleRankNccl();
+    ASSERT_TRUE(backend);
+    ASSERT_TRUE(backend->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum).ok());
+  };
+  cycle();  // warm up: CUDA and NCCL allocate some state once per process
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  for (int i = 0; i < kCycles; ++i) {
+    cycle();
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  size_t free_after = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  // A leak of even one fusion buffer or NCCL's per-communicator buffers
+  // (several MiB each) over 100 cycles would exceed this slack.
+  const size_t slack = 32u << 20;
+  EXPECT_LE(free_before, free_after + slack)
+      << "free device memory fell from " << free_before << " to " << free_after << " over " << kCycles
+      << " abort/re-init cycles";
+}
+
+// Three processes on one GPU: NCCL refuses that, the staging backend does it.
+TEST(StagingGpu, ProcessesShareOneGpu) {
+  // Do not touch CUDA before forking: look for the driver's device node.
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
+  testing::RankOptions opts;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(120);
+  opts.env = {{"KHOROVOD_GPU_DEVICE", "0"}};
+  KH_RUN_RANKS(3, [](Runtime&, const testing::RankContext& ctx) {
+    int count = 0;
+    ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+    ASSERT_GT(count, 0);
+    auto gloo = ConnectGlooContext(ctx.config);
+    ASSERT_TRUE(gloo.ok()) << gloo.status();
+    auto b = BackendRegistry::Create("staging", BackendInit{&ctx.config, *gloo});
+    ASSERT_TRUE(b.ok()) << b.status();
+    std::vector<float> host(5000, static_cast<float>(ctx.rank + 1));
+    DeviceVec dev(host.size() * 4);
+    dev.Upload(host.data());
+    ASSERT_TRUE((*b)->Allreduce(dev.get(), dev.get(), host.size(), DataType::kFloat32, ReduceOp::kSum).ok());
+    auto bytes = dev.Download();
+    std::vector<float> got(host.size());
+    std::memcpy(got.data(), bytes.data(), bytes.size());
+    EXPECT_EQ(got, std::vector<float>(host.size(), 6.0f));
+  }, opts);
+}
+
+// Two ranks on two GPUs (one per local rank). Skipped unless the driver
+// exposes a second device node, checked without initializing CUDA before
+// the fork.
+bool TwoGpuNodes(std::string* why) {
+  if (access("/dev/nvidia0", F_OK) == 0 && access("/dev/nvidia1", F_OK) == 0) return true;
+  *why = "needs two GPUs (/dev/nvidia0 and /dev/nvidia1)";
+  return false;
+}
+
+std::unique_ptr<Backend> MakeRankNccl(const testing::RankContext& ctx) {
+  auto gloo = ConnectGlooContext(ctx.config);
+  EXPECT_TRUE(gloo.ok()) << gloo.status();
+  if (!gloo.ok()) return nullptr;
+  auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo});
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+TEST(NcclGpu, TwoRanksEveryCollective) {
+  std::string why;
+  if (!TwoGpuNodes(&why)) GTEST_SKIP() << why;
+  testing::RankOptions opts;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(120);
+  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+    auto b = MakeRankNccl(ctx);
+    ASSERT_TRUE(b);
+    const int r = ctx.rank;
+    std::vector<int32_t> v(1000, r + 1);
+    DeviceVec dv(v.size() * 4);
+    dv.Upload(v.data());
+    ASSERT_TRUE(b->Allreduce(dv.get(), dv.get(), v.size(), DataType::kInt32, ReduceOp::kSum).ok());
+    {
+      auto summed = dv.Download();
+      std::vector<int32_t> got(v.size());
+      std::memcpy(got.data(), summed.data(), summed.size());
+      EXPECT_EQ(got, std::vector<int32_t>(v.size(), 3));
+    }
+    // Unequal allgather shares: rank k sends k+1 values of k.
+    std::vector<int32_t> mine(r + 1, r);
+    DeviceVec in(mine.size() * 4), out(3 * 4);
+    in.Upload(mine.data());
+    ASSERT_TRUE(b->Allgatherv(in.get(), out.get(), {1, 2}, DataType::kInt32).ok());
+    std::vector<int32_t> got(3);
+    auto bytes = out.Download();
+    std::memcpy(got.data(), bytes.data(), bytes.size());
+    EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 1}));
+    // Alltoall: rank s sends (10*s + d) to rank d, one value each.
+    std::vector<int32_t> send{10 * r, 10 * r + 1};
+    DeviceVec sd(8), rd(8);
+    sd.Upload(send.data());
+    ASSERT_TRUE(b->Alltoallv(sd.get(), {1, 1}, rd.get(), {1, 1}, DataType::kInt32).ok());
+    bytes = rd.Download();
+    std::vector<int32_t> recv(2);
+    std::memcpy(recv.data(), bytes.data(), 8);
+    EXPECT_EQ(recv, (std::vector<int32_t>{r, 10 + r}));
+    ASSERT_TRUE(b->Barrier().ok());
+  }, opts);
+}
+
+// A peer that dies after forming the communicator must not hang the
+// survivor: its next collective fails with UNAVAILABLE within the timeout.
+TEST(NcclGpu, DeadPeerFailsWithinTimeout) {
+  std::string why;
+  if (!TwoGpuNodes(&why)) GTEST_SKIP() << why;
+  testing::RankOptions opts;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(120);
+  opts.expect_killed = {1};
+  opts.env = {{"KHOROVOD_TIMEOUT_SECONDS", "5"}};
+  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+    auto b = MakeRankNccl(ctx);
+    ASSERT_TRUE(b);
+    DeviceVec buf(4096);
+    ASSERT_TRUE(b->Barrier().ok());
+    if (ctx.rank == 1) raise(SIGKILL);
+    const auto start = std::chrono::steady_clock::now();
+    Status s = b->Allreduce(buf.get(), buf.get(), 1024, DataType::kFloat32, ReduceOp::kSum);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_LT(waited, std::chrono::seconds(20));
+    // The backend stays broken and says so at once.
+    EXPECT_EQ(b->Barrier().code(), StatusCode::kUnavailable);
+  }, opts);
+}
+
+}  // namespace
+}  // namespace khorovod
