@@ -117,6 +117,20 @@ TEST_F(KhorovodrunElasticTest, DiscoveryNeverExceedsMaxNp) {
   EXPECT_FALSE(exists("ready.worker-4")) << r.err;
 }
 
+TEST_F(KhorovodrunElasticTest, JobWithoutHostsWaitsForThemUpToTheElasticTimeout) {
+  set_hosts("localhost:1\n");
+  std::vector<std::string> args = discovery_args(kWorker);
+  args.insert(args.begin(), {"--elastic-timeout", "1"});
+  LauncherProcess p(args, env());
+  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-0"); })) << p.err();
+  set_hosts("");  // every host gone: the worker is stopped, the job waits, then gives up
+  const LauncherResult r = p.wait();
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("[0]<stdout>:term"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no worker has been running for 1 s"), std::string::npos) << r.err;
+}
+
 TEST_F(KhorovodrunElasticTest, NonLocalHostAtStartIsAClearErrorNotAWait) {
   set_hosts("10.1.2.3:4\n");
   const LauncherResult r = run_launcher(discovery_args(kWorker), env());
