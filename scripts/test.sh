@@ -6,7 +6,9 @@
 #      a real kube-apiserver + etcd on loopback;
 #   2. the runtime and launcher tests again under ASan+UBSan;
 #   3. the runtime's unit and multi-process tests under TSan (the elastic
-#      tests need cpp-httplib, which Debian does not build with TSan).
+#      tests need cpp-httplib, which Debian does not build with TSan);
+#   4. a short libFuzzer run over the rendezvous request handlers (clang;
+#      skipped, and said so, if clang cannot be installed).
 # Ends with one line: "suite: N passed, M failed, K skipped".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +70,16 @@ if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROV
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test runtime_unit_test backend_unit_test; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
     run_stage tsan -L "runtime-unit|runtime-integration" --timeout 900
+fi
+
+if bash scripts/install-fuzz-deps.sh; then
+  if build_stage fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_BUILD_BENCHMARKS=OFF \
+       -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF \
+       -- rendezvous_http_fuzzer; then
+    run_stage fuzz -L fuzz --timeout 300
+  fi
+else
+  echo "suite: fuzz stage skipped: clang-14 / libclang-rt-14-dev could not be installed"
 fi
 
 for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done

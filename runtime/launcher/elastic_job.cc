@@ -1,9 +1,12 @@
 #include "elastic_job.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 
+#include "host_discovery.h"
 #include "http_server.h"
 #include "job_supervisor.h"
 #include "metrics_ports.h"
@@ -12,6 +15,11 @@
 namespace khorovod::launcher {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// A discovery script gets this long per run before it is killed.
+constexpr std::chrono::milliseconds kScriptTimeout{10000};
+
 std::string RandomToken() {
   std::random_device rd;
   static constexpr char kHex[] = "0123456789abcdef";
@@ -19,6 +27,185 @@ std::string RandomToken() {
   for (int i = 0; i < 32; ++i) token.push_back(kHex[rd() % 16]);
   return token;
 }
+
+std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
+
+// Which workers run on which host, and the decisions of elastic_job.h about
+// exits and host changes. Used on the supervisor's thread only.
+class ElasticPolicy {
+ public:
+  ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service,
+                std::function<WorkerSpec(int)> spec_for)
+      : opts_(opts), service_(service), spec_for_(std::move(spec_for)), this_host_(local_hostname()) {}
+
+  // Sets the first host list: the discovery script's or -np slots here.
+  // Returns an error message when the job cannot start.
+  std::optional<std::string> init_hosts() {
+    if (opts_.host_discovery_script.empty()) {
+      hosts_ = {{opts_.hostname, opts_.num_proc}};
+      target_cap_ = opts_.num_proc;
+      return std::nullopt;
+    }
+    target_cap_ = opts_.max_np;
+    DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout);
+    if (auto* error = std::get_if<std::string>(&found)) return "host discovery: " + *error;
+    for (const auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
+      if (!is_local_host(h.name, this_host_)) return NonLocalMessage(h.name);
+    }
+    hosts_ = std::get<std::vector<DiscoveredHost>>(std::move(found));
+    return std::nullopt;
+  }
+
+  std::vector<WorkerSpec> initial_workers() {
+    std::vector<WorkerSpec> specs;
+    while (auto host = FreeHost()) specs.push_back(Place(*host));
+    if (specs.empty()) empty_since_ = Clock::now();
+    return specs;
+  }
+
+  bool on_exit(const WorkerExit& exit, JobControl& control) {
+    const int id = exit.rank;
+    running_.erase(id);
+    if (stopping_.erase(id) > 0) {
+      AfterLoss(control);
+      return true;  // we stopped it because its host went away
+    }
+    if (exit.status.success()) {
+      // The program's training loop returned: the job is ending. Nobody is
+      // started any more (a newcomer would wait for a generation that never
+      // forms); the others are waited for.
+      if (!finishing_ && !running_.empty()) {
+        control.message("worker " + std::to_string(id) +
+                        " finished (exit 0); the job is ending, no workers will be started");
+      }
+      finishing_ = true;
+      (void)service_.Leave(WorkerName(id), "exited 0");
+      return true;
+    }
+    // Survivors re-form now instead of after a heartbeat timeout.
+    (void)service_.ReportFailure(WorkerName(id), exit.status.describe());
+    if (finishing_ || failures_ >= opts_.reset_limit) return false;  // fails the job
+    ++failures_;
+    control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
+                    exit.status.describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
+                    std::to_string(opts_.reset_limit) + ")");
+    Reconcile(control);
+    AfterLoss(control);
+    return true;
+  }
+
+  void on_tick(JobControl& control) {
+    if (finishing_) return;
+    if (!opts_.host_discovery_script.empty()) {
+      DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout);
+      if (auto* error = std::get_if<std::string>(&found)) {
+        if (*error != last_error_) control.message("host discovery: " + *error + "; keeping the last host list");
+        last_error_ = *error;
+      } else {
+        last_error_.clear();
+        std::vector<DiscoveredHost> hosts;
+        for (auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
+          if (is_local_host(h.name, this_host_)) {
+            hosts.push_back(std::move(h));
+          } else if (reported_non_local_.insert(h.name).second) {
+            control.message(NonLocalMessage(h.name) + "; ignoring it");
+          }
+        }
+        hosts_ = std::move(hosts);
+      }
+      Reconcile(control);
+    }
+    if (running_.empty() && empty_since_ && Clock::now() - *empty_since_ >= opts_.elastic_timeout) {
+      control.fail("no worker has been running for " + std::to_string(opts_.elastic_timeout.count()) +
+                       " s (--elastic-timeout); giving up",
+                   1);
+    }
+  }
+
+  // With discovery, a job whose hosts all went away waits for new ones.
+  bool hold_open() const { return !finishing_ && !opts_.host_discovery_script.empty(); }
+
+ private:
+  std::string NonLocalMessage(const std::string& host) const {
+    return "host discovery: host '" + host +
+           "' is not local; khorovodrun runs workers on this machine only (localhost, 127.0.0.0/8" +
+           (this_host_.empty() ? std::string() : ", " + this_host_) +
+           "); run multi-host jobs as a HorovodJob on Kubernetes";
+  }
+
+  int SlotsOf(const std::string& host) const {
+    for (const auto& h : hosts_) {
+      if (h.name == host) return h.slots;
+    }
+    return 0;
+  }
+
+  int Target() const {
+    long long slots = 0;
+    for (const auto& h : hosts_) slots += h.slots;
+    return static_cast<int>(std::min<long long>(slots, target_cap_));
+  }
+
+  std::optional<std::string> FreeHost() const {
+    if (static_cast<int>(running_.size()) >= Target()) return std::nullopt;
+    for (const auto& h : hosts_) {
+      const auto used = std::count_if(running_.begin(), running_.end(), [&](const auto& w) { return w.second == h.name; });
+      if (used < h.slots) return h.name;
+    }
+    return std::nullopt;
+  }
+
+  WorkerSpec Place(const std::string& host) {
+    const int id = next_id_++;
+    running_[id] = host;
+    empty_since_.reset();
+    return spec_for_(id);
+  }
+
+  void AfterLoss(JobControl&) {
+    if (running_.empty() && !empty_since_) empty_since_ = Clock::now();
+  }
+
+  // Stops workers on hosts that went away or shrank (newest first), then
+  // starts workers on free slots up to the target.
+  void Reconcile(JobControl& control) {
+    if (finishing_) return;
+    std::map<std::string, int> kept;
+    std::vector<int> to_stop;
+    for (const auto& [id, host] : running_) {  // oldest first: they keep their slots
+      if (++kept[host] > SlotsOf(host)) to_stop.push_back(id);
+    }
+    for (int id : to_stop) {
+      const std::string host = running_[id];
+      control.message("host " + host + " is gone or has fewer slots; stopping worker " + std::to_string(id));
+      control.stop(id);
+      (void)service_.Leave(WorkerName(id), "host " + host + " removed by host discovery");
+      stopping_.insert(id);
+      running_.erase(id);
+    }
+    while (auto host = FreeHost()) {
+      WorkerSpec spec = Place(*host);
+      control.message("starting worker " + std::to_string(spec.rank) + " on " + *host);
+      control.start(std::move(spec));
+    }
+    AfterLoss(control);
+  }
+
+  const LaunchOptions& opts_;
+  rendezvous::RendezvousService& service_;
+  std::function<WorkerSpec(int)> spec_for_;
+  const std::string this_host_;
+  std::vector<DiscoveredHost> hosts_;
+  int target_cap_ = 0;                    // -np without discovery, --max-np with it
+  std::map<int, std::string> running_;    // worker id -> host, not being stopped
+  std::set<int> stopping_;                // SIGTERMed because their host went away
+  std::set<std::string> reported_non_local_;
+  std::string last_error_;
+  std::optional<Clock::time_point> empty_since_;
+  int next_id_ = 0;
+  int failures_ = 0;
+  bool finishing_ = false;  // a worker exited 0
+};
 
 }  // namespace
 
@@ -39,7 +226,9 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   service.policy.reset_limit = opts.reset_limit;
   const auto launcher_env = current_environment();
   std::string ports_error;
-  const std::optional<MetricsPorts> ports = metrics_ports_from_env(launcher_env, opts.num_proc, &ports_error);
+  // With host discovery up to --max-np workers run at once.
+  const std::optional<MetricsPorts> ports =
+      metrics_ports_from_env(launcher_env, std::max(opts.num_proc, opts.max_np), &ports_error);
   if (!ports) {
     std::cerr << "khorovodrun: " << ports_error << '\n';
     return 2;
@@ -57,14 +246,22 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     std::cerr << "khorovodrun: warning: -x " << name << " is not set here; not passing it\n";
   }
   const std::string address = opts.hostname + ":" + std::to_string(server.port());
-  auto worker_name = [](int id) { return "worker-" + std::to_string(id); };
-  std::map<int, int> slot_of;  // worker id -> metrics slot
+  // Metrics port slots: a worker takes the lowest slot no live worker holds,
+  // so a replacement reuses the port of the worker it replaces.
+  std::map<int, int> slot_of;  // live worker id -> metrics slot
+  auto take_slot = [&](int id) {
+    std::set<int> used;
+    for (const auto& [w, slot] : slot_of) used.insert(slot);
+    int slot = 0;
+    while (used.count(slot)) ++slot;
+    return slot_of[id] = slot;
+  };
   auto spec_for = [&](int id) {
     std::vector<EnvVar> vars = extra.vars;
-    if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(slot_of[id]))});
+    if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(take_slot(id)))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
     vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", server_options.token});
-    vars.push_back({"KHOROVOD_WORKER_NAME", worker_name(id)});
+    vars.push_back({"KHOROVOD_WORKER_NAME", WorkerName(id)});
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
     vars.push_back({"KHOROVOD_HOSTNAME", opts.hostname});
@@ -76,25 +273,27 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     return spec;
   };
 
-  JobConfig config;
-  for (int id = 0; id < opts.num_proc; ++id) {
-    slot_of[id] = id;
-    config.workers.push_back(spec_for(id));
+  ElasticPolicy policy(opts, server.service(), spec_for);
+  if (auto problem = policy.init_hosts()) {
+    std::cerr << "khorovodrun: " << *problem << '\n';
+    server.Stop();
+    return 2;
   }
+  JobConfig config;
+  config.workers = policy.initial_workers();
   config.grace_period = opts.grace_period;
-  int next_id = opts.num_proc;
-  int replacements = 0;
-  config.replace_failed = [&](const WorkerExit& exit) -> std::optional<WorkerSpec> {
-    // Survivors re-form now instead of after a heartbeat timeout.
-    server.service().ReportFailure(worker_name(exit.rank), exit.status.describe());
-    if (replacements >= opts.reset_limit) return std::nullopt;
-    ++replacements;
-    slot_of[next_id] = slot_of[exit.rank];
-    return spec_for(next_id++);
+  config.on_exit = [&](const WorkerExit& exit, JobControl& control) {
+    slot_of.erase(exit.rank);  // before the policy may start a replacement
+    return policy.on_exit(exit, control);
   };
-  std::cerr << "khorovodrun: elastic job " << opts.job_id << ": " << opts.num_proc
-            << " workers (min " << opts.min_np << ", max " << opts.max_np
-            << "), rendezvous on " << address << '\n';
+  config.hold_open = [&] { return policy.hold_open(); };
+  if (!opts.host_discovery_script.empty()) {
+    config.on_tick = [&](JobControl& control) { policy.on_tick(control); };
+    config.tick_interval = opts.discovery_interval;
+  }
+  std::cerr << "khorovodrun: elastic job " << opts.job_id << ": " << config.workers.size()
+            << " workers (min " << opts.min_np << ", max " << opts.max_np << "), rendezvous on " << address
+            << '\n';
   JobSupervisor supervisor(std::move(config), signals);
   const int result = supervisor.run();
   server.Stop();

@@ -37,8 +37,35 @@ std::string workers_text(std::size_t n) {
 
 }  // namespace
 
+class JobSupervisor::Control : public JobControl {
+ public:
+  Control(JobSupervisor& supervisor, ProcessGroup& group) : s_(supervisor), group_(group) {}
+  void start(WorkerSpec spec) override { s_.to_spawn_.push_back(std::move(spec)); }
+  void stop(int id) override {
+    if (group_.signal_rank(id, SIGTERM)) {
+      s_.stop_deadlines_.emplace(id, Clock::now() + s_.config_.grace_period);
+    }
+  }
+  void fail(const std::string& why, int exit_code) override { s_.fail_job(why, exit_code, group_); }
+  void message(const std::string& line) override { s_.message(line); }
+
+ private:
+  JobSupervisor& s_;
+  ProcessGroup& group_;
+};
+
 JobSupervisor::JobSupervisor(JobConfig config, SignalPipe& signals)
     : config_(std::move(config)), signals_(signals) {}
+
+void JobSupervisor::fail_job(const std::string& why, int exit_code, ProcessGroup& group) {
+  if (result_) return;
+  result_ = exit_code;
+  const std::size_t others = group.signal_running(SIGTERM);
+  std::string line = why;
+  if (others > 0) line += "; terminating the other " + workers_text(others);
+  message(line);
+  start_grace_period();
+}
 
 void JobSupervisor::message(const std::string& line) const {
   // One write per message so it cannot be split by worker output; all
@@ -62,23 +89,16 @@ void JobSupervisor::start_grace_period() {
 void JobSupervisor::handle_exit(const WorkerExit& exit, ProcessGroup& group) {
   // Exits after the job already failed or was interrupted are the expected
   // fallout of our own SIGTERM; only the first failure is reported.
-  if (exit.status.success() || result_) return;
-  if (config_.replace_failed) {
-    if (auto spec = config_.replace_failed(exit)) {
-      message("worker " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) + ") " +
-              exit.status.describe() + "; starting worker " + std::to_string(spec->rank) +
-              " in its place");
-      to_spawn_.push_back(std::move(*spec));
-      return;
-    }
+  stop_deadlines_.erase(exit.rank);
+  if (result_) return;
+  if (config_.on_exit) {
+    Control control(*this, group);
+    if (config_.on_exit(exit, control)) return;
   }
-  result_ = exit.status.shell_code();
-  const std::size_t others = group.signal_running(SIGTERM);
-  std::string line = "rank " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) +
-                     ") " + exit.status.describe();
-  if (others > 0) line += "; terminating the other " + workers_text(others);
-  message(line);
-  start_grace_period();
+  if (exit.status.success() || result_) return;
+  fail_job("rank " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) + ") " +
+               exit.status.describe(),
+           exit.status.shell_code(), group);
 }
 
 void JobSupervisor::handle_signal(int sig, ProcessGroup& group) {
@@ -91,8 +111,11 @@ void JobSupervisor::handle_signal(int sig, ProcessGroup& group) {
 
 int JobSupervisor::poll_timeout_ms() const {
   std::optional<Clock::time_point> next;
-  for (const auto& d : {kill_deadline_, drain_deadline_}) {
+  for (const auto& d : {kill_deadline_, drain_deadline_, next_tick_}) {
     if (d && (!next || *d < *next)) next = d;
+  }
+  for (const auto& [id, when] : stop_deadlines_) {
+    if (!next || when < *next) next = when;
   }
   if (!next) return -1;  // nothing timed: sleep until a pipe or signal wakes us
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
@@ -136,7 +159,29 @@ int JobSupervisor::run() {
     }
     to_spawn_.clear();
 
-    const auto now = Clock::now();
+    auto now = Clock::now();
+    if (config_.on_tick && config_.tick_interval.count() > 0 && !result_) {
+      if (!next_tick_) next_tick_ = now + config_.tick_interval;
+      if (now >= *next_tick_) {
+        Control control(*this, group);
+        config_.on_tick(control);
+        now = Clock::now();
+        next_tick_ = now + config_.tick_interval;
+        continue;  // start what on_tick asked for before sleeping
+      }
+    } else {
+      next_tick_.reset();
+    }
+    for (auto it = stop_deadlines_.begin(); it != stop_deadlines_.end();) {
+      if (now < it->second) {
+        ++it;
+        continue;
+      }
+      message("worker " + std::to_string(it->first) + " still running " +
+              std::to_string(config_.grace_period.count()) + " ms after SIGTERM; sending SIGKILL");
+      group.signal_rank(it->first, SIGKILL);
+      it = stop_deadlines_.erase(it);
+    }
     if (kill_deadline_ && now >= *kill_deadline_) {
       kill_deadline_.reset();
       if (!group.all_exited()) {
@@ -145,7 +190,8 @@ int JobSupervisor::run() {
         group.signal_all_groups(SIGKILL);
       }
     }
-    if (group.all_exited()) {
+    const bool held = !result_ && config_.hold_open && config_.hold_open();
+    if (group.all_exited() && !held) {
       if (!mux.has_open_streams()) break;
       if (!drain_deadline_) {
         drain_deadline_ = now + std::max(config_.grace_period, kMinDrainWindow);

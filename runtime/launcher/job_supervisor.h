@@ -17,8 +17,12 @@
 //    most one grace period for them. When the job ends, anything left in the
 //    workers' process groups is killed, so nothing outlives khorovodrun.
 //  * If every worker exits 0 (and no signal arrived), run() returns 0.
-//  * Elastic jobs (replace_failed set) first offer each failure to
-//    replace_failed; a replacement is started and the job goes on.
+//  * Elastic jobs (on_exit set) first offer every exit to on_exit, which
+//    may start and stop workers through JobControl; when it returns true
+//    the exit is handled and the job goes on. on_tick (if set) runs every
+//    tick_interval with the same control, for changes that do not come from
+//    an exit (host discovery). A worker stopped through JobControl::stop()
+//    gets SIGTERM, and SIGKILL if it still runs a grace period later.
 //
 // Single-threaded: everything happens in run() on the calling thread, woken
 // by poll(2) on the worker pipes and the SignalPipe (which must be watching
@@ -27,6 +31,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,13 +41,35 @@
 
 namespace khorovod::launcher {
 
+// What an elastic policy may do to a running job (implemented by
+// JobSupervisor; valid only during the on_exit / on_tick call).
+class JobControl {
+ public:
+  virtual ~JobControl() = default;
+  // Starts a worker (after the callback returns). A spawn failure fails the job.
+  virtual void start(WorkerSpec spec) = 0;
+  // SIGTERM to the running worker with this id, SIGKILL a grace period later.
+  virtual void stop(int id) = 0;
+  // Fails the job: `why` is printed, the other workers are terminated, and
+  // the launcher exits with `exit_code` (unless the job had already failed).
+  virtual void fail(const std::string& why, int exit_code) = 0;
+  // One "khorovodrun: ..." line on the launcher's stderr.
+  virtual void message(const std::string& line) = 0;
+};
+
 struct JobConfig {
   std::vector<WorkerSpec> workers;
   std::chrono::milliseconds grace_period{3000};
-  // Elastic jobs: called for each worker that failed. A returned spec is
-  // started in its place and the job goes on; nullopt fails the job as
-  // described above.
-  std::function<std::optional<WorkerSpec>(const WorkerExit&)> replace_failed;
+  // Elastic jobs: called for every worker exit, success or not, before the
+  // default policy above. Returns true when it handled the exit (the job
+  // goes on), false for the default.
+  std::function<bool(const WorkerExit&, JobControl&)> on_exit;
+  // Elastic jobs: called every tick_interval (> 0) while the job runs.
+  std::function<void(JobControl&)> on_tick;
+  std::chrono::milliseconds tick_interval{0};
+  // Elastic jobs: while it returns true, the job does not end when no worker
+  // is left (it waits for hosts to come back; on_tick decides how long).
+  std::function<bool()> hold_open;
   // Where prefixed worker output and the launcher's own messages go.
   int stdout_fd = 1;
   int stderr_fd = 2;
@@ -58,7 +85,9 @@ class JobSupervisor {
  private:
   using Clock = std::chrono::steady_clock;
 
+  class Control;
   void handle_exit(const WorkerExit& exit, ProcessGroup& group);
+  void fail_job(const std::string& why, int exit_code, ProcessGroup& group);
   void handle_signal(int sig, ProcessGroup& group);
   void start_grace_period();
   int poll_timeout_ms() const;
@@ -70,8 +99,12 @@ class JobSupervisor {
   std::optional<int> result_;
   // When set, workers still running at this time are SIGKILLed.
   std::optional<Clock::time_point> kill_deadline_;
-  // Replacements chosen by replace_failed, started by run().
+  // Workers started through JobControl, spawned by run() after the callback.
   std::vector<WorkerSpec> to_spawn_;
+  // Workers stopped through JobControl: id -> when to SIGKILL them.
+  std::map<int, Clock::time_point> stop_deadlines_;
+  // When on_tick runs next.
+  std::optional<Clock::time_point> next_tick_;
   // When set (all workers exited), stop waiting for pipe EOF at this time.
   std::optional<Clock::time_point> drain_deadline_;
 };

@@ -190,7 +190,16 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
                  "Elastic: seconds to wait for min-np workers before failing")
       ->capture_default_str()
       ->check(in_range(1, 86400 * 7, "--elastic-timeout"));
-  app.add_option("-H,--hosts", opts.hosts, "host:slots,... (only this host: localhost or 127.0.0.1)");
+  auto* hosts_option =
+      app.add_option("-H,--hosts", opts.hosts, "host:slots,... (only this host: localhost or 127.0.0.1)");
+  app.add_option("--host-discovery-script", opts.host_discovery_script,
+                 "Elastic: executable printing the available host:slots lines (local hosts only)")
+      ->excludes(hosts_option)
+      ->check([](const std::string& p) { return p.empty() ? std::string("empty path") : std::string(); });
+  long long discovery_ms = opts.discovery_interval.count();
+  app.add_option("--discovery-interval-ms", discovery_ms, "Elastic: how often the discovery script runs")
+      ->capture_default_str()
+      ->check(in_range(10, 3600000, "--discovery-interval-ms"));
   std::string program;
   app.add_option("program", program, "Program to run, followed by its arguments")->required();
 
@@ -215,6 +224,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   }
 
   opts.elastic_timeout = std::chrono::seconds(elastic_timeout_s);
+  opts.discovery_interval = std::chrono::milliseconds(discovery_ms);
   if (opts.elastic()) {
     if (opts.min_np == 0) opts.min_np = 1;
     if (opts.max_np == 0) opts.max_np = opts.num_proc;

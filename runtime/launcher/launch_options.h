@@ -2,7 +2,8 @@
 //
 //   khorovodrun -np N [--job-id ID] [--hostname HOST] [--grace-period-ms MS]
 //               [--min-np N] [--max-np N] [--reset-limit N] [--elastic-timeout S]
-//               [-H host:slots,...] [-x NAME[=VALUE]]... [--] program [args...]
+//               [-H host:slots,... | --host-discovery-script PATH [--discovery-interval-ms MS]]
+//               [-x NAME[=VALUE]]... [--] program [args...]
 //
 // Everything from the program name onwards belongs to the program, including
 // arguments that look like launcher options (`khorovodrun -np 2 ./t -np 3`
@@ -50,7 +51,11 @@ struct LaunchOptions {
   std::chrono::seconds elastic_timeout{600};
   // -H host:slots,... (local hosts only); empty: this host with -np slots.
   std::string hosts;
-  bool elastic() const { return min_np > 0 || max_np > 0; }
+  // Elastic: an executable printing `host:slots` lines (host_discovery.h),
+  // run at start and every discovery_interval; implies elastic mode.
+  std::string host_discovery_script;
+  std::chrono::milliseconds discovery_interval{1000};
+  bool elastic() const { return min_np > 0 || max_np > 0 || !host_discovery_script.empty(); }
   // argv of the worker program; never empty after a successful parse.
   std::vector<std::string> command;
 };

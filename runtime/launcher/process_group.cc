@@ -215,6 +215,15 @@ std::size_t ProcessGroup::signal_running(int sig) {
   return count;
 }
 
+bool ProcessGroup::signal_rank(int rank, int sig) {
+  for (const auto& w : workers_) {
+    if (w.exited || w.rank != rank) continue;
+    if (::kill(-w.pid, sig) != 0 && errno == ESRCH) ::kill(w.pid, sig);
+    return true;
+  }
+  return false;
+}
+
 std::size_t ProcessGroup::signal_all_groups(int sig) {
   std::size_t count = 0;
   for (const auto& w : workers_) {

@@ -100,7 +100,10 @@ class ProcessGroup {
   // Sends `sig` to the process group of every worker that has not exited.
   // Returns how many groups were signalled.
   std::size_t signal_running(int sig);
-  // Same, but also to groups of exited-but-unreaped workers, to reach any
+  // Sends `sig` to the process group of the running worker with this rank
+  // (id); returns false if none runs.
+  bool signal_rank(int rank, int sig);
+  // Same as signal_running, but also to groups of exited-but-unreaped workers, to reach any
   // processes they left behind.
   std::size_t signal_all_groups(int sig);
 

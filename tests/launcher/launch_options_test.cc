@@ -90,6 +90,18 @@ TEST(LaunchOptionsTest, HelpIsNotAnError) {
   EXPECT_NE(p.out.find("--grace-period-ms"), std::string::npos);
 }
 
+TEST(LaunchOptionsTest, HostDiscoveryScriptImpliesElastic) {
+  const LaunchOptions o =
+      parse_ok({"-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh", "--discovery-interval-ms", "250",
+                "prog"});
+  EXPECT_TRUE(o.elastic());
+  EXPECT_EQ(o.host_discovery_script, "./d.sh");
+  EXPECT_EQ(o.discovery_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.min_np, 1);
+  EXPECT_EQ(o.max_np, 4);
+  EXPECT_EQ(parse_ok({"-np", "2", "prog"}).discovery_interval, std::chrono::milliseconds(1000));
+}
+
 class LaunchOptionsRejectTest
     : public ::testing::TestWithParam<std::pair<Args, std::string /*expected in message*/>> {};
 
@@ -120,7 +132,11 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{Args{"-np", "2", "--job-id", "a b", "prog"}, "job id"},
                       std::pair{Args{"-np", "2", "--hostname", "", "prog"}, "hostname"},
                       std::pair{Args{"-np", "2", "--grace-period-ms", "-1", "prog"},
-                                "grace period must be at least 0"}));
+                                "grace period must be at least 0"},
+                      std::pair{Args{"-np", "2", "--host-discovery-script", "d", "--discovery-interval-ms", "5", "prog"},
+                                "--discovery-interval-ms"},
+                      std::pair{Args{"-np", "2", "-H", "localhost:2", "--host-discovery-script", "d", "prog"},
+                                "excludes"}));
 
 TEST(EnvSpecTest, ValidateAndParse) {
   EXPECT_FALSE(validate_env_spec("FOO"));

@@ -42,7 +42,13 @@ void State::restore() {
       std::memcpy(e.view.data, e.saved.data(), e.saved.size());
     }
   }
-  counters_ = saved_counters_;
+  // Value by value: assigning the map would reuse its nodes for other keys
+  // and leave the references counter() handed out pointing at the wrong
+  // counters.
+  for (auto& [name, value] : counters_) {
+    auto it = saved_counters_.find(name);
+    value = it == saved_counters_.end() ? 0 : it->second;
+  }
 }
 
 Status State::sync() {

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Scale simulation: the operator against a real kube-apiserver + etcd +
+# scheduler + controller-manager with kwok managing fake nodes (pods on them
+# become Running without any process). Measures, for 50 jobs x 64 workers and
+# then 1 job x 2000 workers:
+#   - time from submitting to all worker pods Running,
+#   - time from the workers finishing (marked Succeeded, as a kubelet would)
+#     to every job Succeeded,
+#   - the operator's CPU seconds and resident memory, and its API requests
+#     per job;
+# and injects random worker failures (5% of the pods marked Failed) to check
+# that every job still converges to Running with its workers replaced.
+# Usage: bench/kwok_scale.sh [build dir]   (default build/release)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build/release}
+op_bin="$build/bin/khorovod-operator"
+[ -x "$op_bin" ] || { echo "build first: scripts/build.sh release -DCMAKE_BUILD_TYPE=Release -- khorovod-operator" >&2; exit 2; }
+dir=$(mktemp -d /tmp/khorovod-kwok.XXXXXX)
+cleanup() { kill ${kwok_pid:-} ${op_pid:-} 2>/dev/null; bash "$root/tests/operator/cluster/cluster.sh" stop "$dir/cluster"; }
+trap cleanup EXIT
+bash "$root/tests/operator/cluster/cluster.sh" start "$dir/cluster" >/dev/null
+set -a; source "$dir/cluster/env"; set +a
+k() { "$K8S_BIN/kubectl" --request-timeout=120s "$@"; }
+
+# Fake nodes: 40 x 110 pods; kwok marks them Ready and runs their pods.
+for i in $(seq 1 40); do cat <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {type: kwok}
+spec:
+  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "64", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "64", memory: 256Gi, pods: "110"}
+---
+YAML
+done | k apply -f - >/dev/null
+"$K8S_BIN/kwok" --kubeconfig "$KUBECONFIG" --manage-all-nodes=false \
+  --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --cidr 10.200.0.1/16 --node-ip 10.199.0.1 \
+  2>&1 | grep -v '"Patch node"' > "$dir/kwok.log" &
+kwok_pid=$!
+# The API server taints new nodes not-ready; the node lifecycle controller
+# that lifts the taint once kwok reports them Ready is not running here.
+ready_nodes() { [ "$(k get nodes -l type=kwok --no-headers | grep -c ' Ready ')" -eq 40 ]; }
+for _ in $(seq 1 100); do ready_nodes && break; sleep 0.2; done
+k taint nodes -l type=kwok node.kubernetes.io/not-ready:NoSchedule- >/dev/null 2>&1 || true
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$op_bin" --kubeconfig "$KUBECONFIG" --leader-elect=false --metrics-bind "127.0.0.1:$port" --workers 8 \
+  > "$dir/operator.log" 2>&1 &
+op_pid=$!
+for _ in $(seq 1 100); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+
+job() {  # name replicas
+  cat <<YAML
+apiVersion: khorovod.dev/v1alpha1
+kind: HorovodJob
+metadata: {name: $1, namespace: sim}
+spec:
+  replicas: $2
+  minReplicas: 1
+  maxReplicas: $2
+  runPolicy: {backoffLimit: 1000, cleanPodPolicy: None}
+  worker:
+    template:
+      spec:
+        tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+        containers: [{name: trainer, image: khorovod/runtime:sim, command: [khorovod-example-trainer]}]
+YAML
+}
+running_workers() { k get pods -n sim -l "khorovod.dev/role=worker${1:+,khorovod.dev/job-name=$1}" --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l; }
+phase_count() { k get hvdjob -n sim -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c "^$1$" || true; }
+cpu_seconds() { awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$op_pid/stat"; }
+rss_mib() { awk '/VmRSS/{printf "%.1f", $2 / 1024}' "/proc/$op_pid/status"; }
+api_requests() { curl -s "127.0.0.1:$port/metrics" | awk '/^khorovod_operator_api_requests_total/{s+=$2} END {print s+0}'; }
+wait_until() {  # seconds command...
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do [ $SECONDS -ge $deadline ] && { echo "timed out waiting for: $*" >&2; return 1; }; sleep 0.5; done
+}
+mark_succeeded() {  # job
+  for p in $(k get pods -n sim -l "khorovod.dev/role=worker,khorovod.dev/job-name=$1" -o name); do
+    echo "$p"
+  done | xargs -P 8 -I{} sh -c "'$K8S_BIN/kubectl' -n sim patch {} --subresource status --type merge -p '{\"status\":{\"phase\":\"Succeeded\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}],\"containerStatuses\":[{\"name\":\"trainer\",\"image\":\"i\",\"imageID\":\"\",\"ready\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":0}}}]}}' >/dev/null"
+}
+
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; $(date -u +%F); kwok $("$K8S_BIN/kwok" --version 2>&1 | head -1)"
+k create namespace sim >/dev/null
+wait_until 30 k get serviceaccount default -n sim >/dev/null 2>&1
+
+scenario() {  # label jobs replicas
+  local label=$1 jobs=$2 n=$3 total=$(($2 * $3))
+  local cpu0 req0 t0 t1 t2
+  cpu0=$(cpu_seconds); req0=$(api_requests); t0=$(date +%s.%N)
+  for i in $(seq 1 "$jobs"); do job "$label-$i" "$n"; echo "---"; done | k apply -f - >/dev/null
+  all_running() { [ "$(running_workers)" -ge "$total" ]; }
+  wait_until 900 all_running
+  t1=$(date +%s.%N)
+  printf '%s: %d jobs x %d workers: all %d workers Running after %.1f s\n' "$label" "$jobs" "$n" "$total" "$(echo "$t1 - $t0" | bc)"
+
+  # Failures: 5% of the workers fail with exit 137; every job must replace them.
+  local victims; victims=$(k get pods -n sim -l khorovod.dev/role=worker -o name | shuf -n $((total / 20)) --random-source=<(yes))
+  for p in $victims; do echo "$p"; done | xargs -P 8 -I{} sh -c "'$K8S_BIN/kubectl' -n sim patch {} --subresource status --type merge -p '{\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"trainer\",\"image\":\"i\",\"imageID\":\"\",\"ready\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":137}}}]}}' >/dev/null"
+  converged() { [ "$(running_workers)" -ge "$total" ] && [ "$(phase_count Running)" -ge "$jobs" ]; }
+  local tf0; tf0=$(date +%s.%N)
+  wait_until 900 converged
+  local restarts; restarts=$(k get hvdjob -n sim -o jsonpath='{range .items[*]}{.status.restartCount}{"\n"}{end}' | awk '{s+=$1} END {print s}')
+  printf '%s: %d injected failures: every job back to Running with %d workers after %.1f s (restarts recorded: %d)\n' \
+    "$label" "$(wc -w <<<"$victims")" "$total" "$(echo "$(date +%s.%N) - $tf0" | bc)" "$restarts"
+
+  t1=$(date +%s.%N)
+  for i in $(seq 1 "$jobs"); do mark_succeeded "$label-$i"; done
+  all_done() { [ "$(phase_count Succeeded)" -ge "$jobs" ]; }
+  wait_until 900 all_done
+  t2=$(date +%s.%N)
+  printf '%s: workers marked Succeeded -> all %d jobs Succeeded after %.1f s (marking included)\n' "$label" "$jobs" "$(echo "$t2 - $t1" | bc)"
+  printf '%s: operator CPU %.1f s, RSS %s MiB, API requests %d (%.0f per job)\n' "$label" \
+    "$(echo "$(cpu_seconds) - $cpu0" | bc)" "$(rss_mib)" "$(($(api_requests) - req0))" \
+    "$(echo "($(api_requests) - $req0) / $jobs" | bc -l)"
+  k delete hvdjob -n sim --all --wait=false >/dev/null
+  gone() { [ "$(k get pods -n sim --no-headers 2>/dev/null | wc -l)" -eq 0 ]; }
+  wait_until 600 gone
+}
+scenario many 50 64
+scenario big 1 2000

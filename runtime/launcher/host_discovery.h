@@ -1,0 +1,52 @@
+// host_discovery.h - horovodrun's --host-discovery-script, for khorovodrun.
+//
+// The script is an executable that prints the hosts available now, one per
+// line, as `host:slots` (or `host`, meaning one slot); blank lines are
+// skipped and a host listed twice has its slots added. khorovodrun runs it at
+// start and then every --discovery-interval-ms, and adds or removes workers
+// to match (see elastic_job.h).
+//
+// khorovodrun runs workers on this machine only, so every host must be local:
+// `localhost`, an address in 127.0.0.0/8, or this machine's hostname.
+// Other hosts are reported as errors, never waited for.
+//
+// Contract of run_discovery_script(): it never blocks longer than `timeout`
+// (the script's process group is SIGKILLed past it), returns the script's
+// stdout when it exits 0, and an error naming the cause otherwise (not
+// executable, non-zero exit, killed, timed out, output over 1 MiB). The
+// script's stderr goes to the launcher's stderr.
+//
+// Thread-safety: free functions without shared state; run_discovery_script
+// forks, so call it from one thread at a time (the launcher's main thread).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace khorovod::launcher {
+
+struct DiscoveredHost {
+  std::string name;
+  int slots = 1;
+  bool operator==(const DiscoveredHost&) const = default;
+};
+
+// Hosts in first-appearance order, or an error message.
+using DiscoveryResult = std::variant<std::vector<DiscoveredHost>, std::string>;
+
+// Parses the script's output (see above). Slot counts must be 1..1000000.
+DiscoveryResult parse_discovery_output(const std::string& text);
+
+// True for hosts whose workers can run here (see above). `this_host` is this
+// machine's hostname (gethostname()).
+bool is_local_host(const std::string& host, const std::string& this_host);
+
+// This machine's hostname, or "" if it cannot be read.
+std::string local_hostname();
+
+// Runs the script (argv[0] = `path`, no arguments) and parses its output.
+DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout);
+
+}  // namespace khorovod::launcher

@@ -1,0 +1,107 @@
+// Unit tests of host_discovery: the output format, the local-host rule, and
+// running a real script (bounded by its timeout).
+#include "host_discovery.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace khorovod::launcher {
+namespace {
+
+using Hosts = std::vector<DiscoveredHost>;
+
+Hosts parse_ok(const std::string& text) {
+  DiscoveryResult r = parse_discovery_output(text);
+  EXPECT_TRUE(std::holds_alternative<Hosts>(r)) << std::get<std::string>(r);
+  return std::holds_alternative<Hosts>(r) ? std::get<Hosts>(r) : Hosts{};
+}
+
+TEST(HostDiscoveryParse, HostSlotsLinesInOrderBlankLinesSkipped) {
+  EXPECT_EQ(parse_ok("localhost:2\n\n  127.0.0.2:3 \r\n127.0.0.3\n"),
+            (Hosts{{"localhost", 2}, {"127.0.0.2", 3}, {"127.0.0.3", 1}}));
+  EXPECT_EQ(parse_ok(""), Hosts{});
+}
+
+TEST(HostDiscoveryParse, RepeatedHostAddsSlots) {
+  EXPECT_EQ(parse_ok("localhost:2\n127.0.0.2:1\nlocalhost:1\n"), (Hosts{{"localhost", 3}, {"127.0.0.2", 1}}));
+}
+
+TEST(HostDiscoveryParse, BadLinesAreErrorsNamingTheLine) {
+  for (const std::string bad : {"localhost:0", "localhost:-1", "localhost:x", "localhost:", ":2", "a b:1",
+                                "localhost:99999999999", "h1,h2:1"}) {
+    DiscoveryResult r = parse_discovery_output("127.0.0.1:1\n" + bad + "\n");
+    ASSERT_TRUE(std::holds_alternative<std::string>(r)) << bad;
+    EXPECT_NE(std::get<std::string>(r).find("line 2"), std::string::npos) << std::get<std::string>(r);
+  }
+}
+
+TEST(HostDiscoveryLocal, LoopbackLocalhostAndOwnNameOnly) {
+  EXPECT_TRUE(is_local_host("localhost", "box"));
+  EXPECT_TRUE(is_local_host("127.0.0.1", "box"));
+  EXPECT_TRUE(is_local_host("127.3.2.1", "box"));
+  EXPECT_TRUE(is_local_host("box", "box"));
+  EXPECT_FALSE(is_local_host("other", "box"));
+  EXPECT_FALSE(is_local_host("10.0.0.1", "box"));
+  EXPECT_FALSE(is_local_host("127.0.0.256", "box"));
+  EXPECT_FALSE(is_local_host("127.0.0.1.example.com", "box"));
+  EXPECT_FALSE(is_local_host("", ""));
+}
+
+class HostDiscoveryScript : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/discovery-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string script(const std::string& body, mode_t mode = 0755) {
+    const std::string path = dir_ + "/discover.sh";
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(HostDiscoveryScript, OutputOfASuccessfulScriptIsParsed) {
+  DiscoveryResult r = run_discovery_script(script("echo localhost:2; echo 127.0.0.2:1"), std::chrono::seconds(10));
+  ASSERT_TRUE(std::holds_alternative<Hosts>(r)) << std::get<std::string>(r);
+  EXPECT_EQ(std::get<Hosts>(r), (Hosts{{"localhost", 2}, {"127.0.0.2", 1}}));
+}
+
+TEST_F(HostDiscoveryScript, FailuresAreErrors) {
+  DiscoveryResult r = run_discovery_script(script("echo localhost:2; exit 3"), std::chrono::seconds(10));
+  ASSERT_TRUE(std::holds_alternative<std::string>(r));
+  EXPECT_NE(std::get<std::string>(r).find("exited with code 3"), std::string::npos) << std::get<std::string>(r);
+
+  r = run_discovery_script(script("echo localhost:2", 0644), std::chrono::seconds(10));
+  ASSERT_TRUE(std::holds_alternative<std::string>(r));
+  EXPECT_NE(std::get<std::string>(r).find("not executable"), std::string::npos) << std::get<std::string>(r);
+
+  r = run_discovery_script(dir_ + "/missing.sh", std::chrono::seconds(10));
+  ASSERT_TRUE(std::holds_alternative<std::string>(r));
+  EXPECT_NE(std::get<std::string>(r).find("not found"), std::string::npos) << std::get<std::string>(r);
+}
+
+TEST_F(HostDiscoveryScript, HangingScriptIsKilledAtTheTimeout) {
+  // The script (and the sleep it started, same process group) would run 60 s.
+  const auto start = std::chrono::steady_clock::now();
+  DiscoveryResult r = run_discovery_script(script("echo localhost:1; sleep 60"), std::chrono::milliseconds(300));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  ASSERT_TRUE(std::holds_alternative<std::string>(r));
+  EXPECT_NE(std::get<std::string>(r).find("did not finish within 300 ms"), std::string::npos)
+      << std::get<std::string>(r);
+}
+
+}  // namespace
+}  // namespace khorovod::launcher
