@@ -87,7 +87,11 @@ void Informer::Deliver(EventType type, const ObjectPtr& object) {
 }
 
 void Informer::Apply(EventType type, const Json& object) {
-  auto ptr = std::make_shared<const Json>(object);
+  // managedFields is often the largest part of an object and no consumer of
+  // the cache reads it: drop it, as controller-runtime's caches can.
+  Json trimmed = object;
+  if (trimmed.contains("metadata") && trimmed["metadata"].is_object()) trimmed["metadata"].erase("managedFields");
+  auto ptr = std::make_shared<const Json>(std::move(trimmed));
   const std::string key = ObjectKey(object);
   const std::string owner = ControllerOwnerUid(object);
   {
