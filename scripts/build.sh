@@ -13,6 +13,9 @@ done
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/khorovod/ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# Paths relative to the clone, so every clone of the repository (CI's fresh
+# one included) hits the same cache entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 mkdir -p "$CCACHE_DIR"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
