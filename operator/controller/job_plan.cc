@@ -95,6 +95,7 @@ JobPlan PlanJob(const PlanInput& in) {
   HorovodJobStatus& st = plan.status;
   const std::string now = FormatTime(in.now);
   st.observed_generation = job.generation;
+  if (in.rendezvous_generation) st.rendezvous_generation = in.rendezvous_generation;
   st.selector = WorkerSelector(job);
   SetCondition(st, "Created", true, "HorovodJobCreated", "HorovodJob " + job.name + " is created", now);
 

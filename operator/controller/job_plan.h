@@ -66,6 +66,7 @@ struct PlanInput {
   std::optional<Json> rendezvous;   // the rendezvous pod, if it exists
   std::vector<std::string> already_counted;  // failed pod UIDs counted by an earlier plan
   std::vector<FieldError> decode_errors;
+  std::optional<int64_t> rendezvous_generation;  // read from the server, when reachable
   std::chrono::system_clock::time_point now;
 };
 

@@ -6,6 +6,7 @@
 
 #include "controller/builders.h"
 #include "controller/job_plan.h"
+#include "controller/rendezvous_probe.h"
 #include "kube/resource.h"
 
 namespace khorovod::op {
@@ -88,6 +89,12 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto& counted = counted_failures_[job.uid];
     input.already_counted.assign(counted.begin(), counted.end());
+  }
+  if (input.rendezvous && options_.rendezvous_refresh.count() > 0) {
+    const Json& st = input.rendezvous->value("status", Json::object());
+    if (st.value("phase", "") == "Running" && !input.rendezvous->at("metadata").contains("deletionTimestamp"))
+      input.rendezvous_generation =
+          ProbeRendezvousGeneration(st.value("podIP", ""), kRendezvousMetricsPort, options_.probe_timeout);
   }
   JobPlan plan = PlanJob(input);
 
@@ -204,6 +211,12 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     counted_failures_.erase(job.uid);
   }
+  // A running job's rendezvous generation changes without any pod event.
+  const std::string& phase = plan.status.phase;
+  const bool live = phase == "Running" || phase == "Restarting" || phase == "Scaling";
+  if (live && options_.rendezvous_refresh.count() > 0 &&
+      (!plan.requeue_after || *plan.requeue_after > options_.rendezvous_refresh))
+    plan.requeue_after = options_.rendezvous_refresh;
   if (plan.requeue_after)
     return {ReconcileOutcome::kRequeueAfter, std::chrono::duration_cast<std::chrono::milliseconds>(*plan.requeue_after), ""};
   return {};

@@ -47,6 +47,11 @@ struct ReconcilerOptions {
   int write_parallelism = 16;
   // Gang scheduling needs the scheduler-plugins PodGroup CRD installed.
   bool podgroups_available = false;
+  // Read the rendezvous generation from the running rendezvous pod's
+  // metrics endpoint, and look at running jobs again this often to keep it
+  // fresh (0: never probe).
+  std::chrono::seconds rendezvous_refresh{15};
+  std::chrono::milliseconds probe_timeout{500};
 };
 
 class Reconciler {

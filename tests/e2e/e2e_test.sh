@@ -107,6 +107,9 @@ new_ip=$(k get pod "$job-worker-1" -n "$ns" -o jsonpath='{.status.podIP}')
 rejoined() { rdv_log | grep -q "registered worker '$job-worker-1' at $new_ip" && [ "$(generations | tail -1 | grep -o "$job-worker-" | wc -l)" -eq 4 ] && generations | tail -1 | grep -q "$job-worker-1"; }
 expect "the replacement joined a generation of 4 at a commit" 90 rejoined
 
+generation_at_least() { local g; g=$(k get hvdjob "$job" -n "$ns" -o jsonpath='{.status.rendezvousGeneration}'); [ -n "$g" ] && [ "$g" -ge "$1" ]; }
+expect "status.rendezvousGeneration shows the re-formation (>= 2)" 40 generation_at_least 2
+
 # 3. Scale down and up during training.
 k scale hvdjob "$job" -n "$ns" --replicas 3 >/dev/null && ok "kubectl scale --replicas 3"
 members() { [ "$(generations | tail -1 | grep -o "$job-worker-" | wc -l)" -eq "$1" ]; }

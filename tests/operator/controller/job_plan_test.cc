@@ -5,6 +5,7 @@
 
 #include "controller/builders.h"
 #include "controller/job_plan.h"
+#include "controller/rendezvous_probe.h"
 
 namespace khorovod::op {
 namespace {
@@ -248,6 +249,33 @@ TEST_F(JobPlanTest, ConditionTimesMoveOnlyOnTransitions) {
   now_ += std::chrono::seconds(5);
   JobPlan second = Plan(pods());
   EXPECT_EQ(EncodeStatus(first.status), EncodeStatus(second.status)) << "a steady job writes no new status";
+}
+
+}  // namespace
+}  // namespace khorovod::op
+
+namespace khorovod::op {
+namespace {
+
+TEST(RendezvousProbe, ParsesTheGenerationGauge) {
+  EXPECT_EQ(ParseRendezvousGeneration("# HELP x\nkhorovod_rendezvous_generation_total 9\nkhorovod_rendezvous_generation 4\n"),
+            std::optional<int64_t>(4));
+  EXPECT_EQ(ParseRendezvousGeneration("khorovod_rendezvous_generation NaN\n"), std::nullopt);
+  EXPECT_EQ(ParseRendezvousGeneration("nothing here"), std::nullopt);
+  EXPECT_EQ(ProbeRendezvousGeneration("", 1, std::chrono::milliseconds(10)), std::nullopt);
+}
+
+TEST_F(JobPlanTest, RendezvousGenerationIsReportedAndKept) {
+  PlanInput in;
+  in.job = &job_;
+  in.now = now_;
+  in.rendezvous_generation = 3;
+  JobPlan plan = PlanJob(in);
+  ASSERT_TRUE(plan.status.rendezvous_generation.has_value());
+  EXPECT_EQ(*plan.status.rendezvous_generation, 3);
+  job_.status = plan.status;
+  in.rendezvous_generation.reset();  // probe failed: keep the last known value
+  EXPECT_EQ(*PlanJob(in).status.rendezvous_generation, 3);
 }
 
 }  // namespace
