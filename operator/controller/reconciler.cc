@@ -100,6 +100,10 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
 
   auto fail = [&](const kube::ApiStatus& s, const std::string& what) -> ReconcileOutcome {
     const std::string message = what + ": " + s.ToString();
+    // The job's namespace is being deleted: nothing can be created there any
+    // more, and the job goes with it. Not an error worth an event.
+    if (s.code() == kube::ApiCode::kForbidden && s.message().find("is being terminated") != std::string::npos)
+      return {};
     if (s.retryable()) return {ReconcileOutcome::kRetry, {}, message};
     events_.Record(ref, "Warning", "ReconcileError", message);
     return {ReconcileOutcome::kTerminal, {}, message};
