@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base64.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,32 +24,13 @@ bool ReadFile(const std::filesystem::path& path, std::string& out) {
   return true;
 }
 
-bool DecodeBase64(const std::string& in, std::string& out) {
-  static const std::string kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  out.clear();
-  unsigned buffer = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    auto pos = kAlphabet.find(c);
-    if (pos == std::string::npos) return false;
-    buffer = (buffer << 6) | static_cast<unsigned>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  return true;
-}
-
 // Reads `<key>-data` (base64) or `<key>` (a path) from a kubeconfig node.
 ApiStatus ReadDataOrFile(const YAML::Node& node, const std::string& key,
                          const std::filesystem::path& base, std::string& out) {
   if (node[key + "-data"]) {
-    if (!DecodeBase64(node[key + "-data"].as<std::string>(), out))
-      return ConfigError(key + "-data is not valid base64");
+    auto decoded = rendezvous::Base64Decode(node[key + "-data"].as<std::string>());
+    if (!decoded) return ConfigError(key + "-data is not valid base64");
+    out = std::move(*decoded);
     return ApiStatus::Ok();
   }
   if (node[key]) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <regex>
 
+#include "base64.h"
 #include "kube/leader_election.h"
 #include "kube/resource.h"
 
@@ -18,24 +19,6 @@ namespace khorovod::e2e {
 using kube::Json;
 
 namespace {
-
-std::string Base64Decode(const std::string& in) {
-  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (char c : in) {
-    auto pos = kAlphabet.find(c);
-    if (pos == std::string::npos) continue;
-    buffer = (buffer << 6) | static_cast<unsigned>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
 
 std::string Now() { return kube::MicroTimeNow().substr(0, 19) + "Z"; }
 
@@ -195,7 +178,12 @@ bool NodeAgent::ResolveEnv(const Json& pod, const RunningPod& state, std::vector
           error = "secret " + ref.value("name", "") + " not readable yet";
           return false;
         }
-        value = Base64Decode(secret.value()["data"][ref.value("key", "")].get<std::string>());
+        auto decoded = rendezvous::Base64Decode(secret.value()["data"][ref.value("key", "")].get<std::string>());
+        if (!decoded) {
+          error = "secret " + ref.value("name", "") + " holds invalid base64";
+          return false;
+        }
+        value = std::move(*decoded);
       } else {
         error = "unsupported valueFrom for " + name;
         return false;
