@@ -177,6 +177,9 @@ TEST_F(KhorovodrunElasticTest, WorkerExitingZeroIsNotReplacedAndALaterFailureFai
                     env());
   ASSERT_TRUE(p.wait_until([&] { return p.err().find("worker 0 finished (exit 0)") != std::string::npos; }))
       << p.err();
+  // worker-2 writes its ready file after installing its TERM trap; a SIGTERM
+  // before that would kill it silently and the test would race.
+  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-1") && exists("ready.worker-2"); })) << p.err();
   touch("fail1");
   const LauncherResult r = p.wait();
   ASSERT_TRUE(r.finished);
