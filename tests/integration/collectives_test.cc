@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <random>
 
 #include "multiproc.h"
+#include "observability/worker_metrics.h"
 #include "tensor_data.h"
 
 namespace khorovod::testing {
@@ -274,6 +276,76 @@ TEST_P(CollectivesTest, JoinLetsOtherRanksFinishWithZeros) {
     t.data_as<float>()[0] = 1;
     ASSERT_TRUE(rt.allreduce("after.join", t.view(), t.view(), {ReduceOp::kSum}).ok());
     EXPECT_EQ(t.data_as<float>()[0], static_cast<float>(ctx.size));
+  });
+}
+
+// Repeated small allreduces hit the response cache, and then most of them
+// travel with the negotiation (core/eager_allreduce.h) while the rest, past
+// the payload's room, take the data exchange in the same round. Both must
+// give the reference values, and every rank the very same bytes.
+TEST_P(CollectivesTest, SteadyStateSmallAllreducesAgreeBitwiseOnEveryPath) {
+  KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
+    struct Case {
+      std::string name;
+      DataType dtype;
+      int64_t length;
+      ReduceOp op;
+      int seed;
+      AllreduceOptions opts;
+    };
+    std::vector<Case> cases;
+    int seed = 100;
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kInt32}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
+        for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{33}}) {
+          Case c{std::string(DataTypeName(dt)) + "." + std::string(ReduceOpName(op)) + "." + std::to_string(n),
+                 dt, n, op, ++seed, {}};
+          c.opts.op = op;
+          if (op == ReduceOp::kSum && dt != DataType::kInt32) {
+            c.opts.prescale_factor = 0.5;
+            c.opts.postscale_factor = 2.0;
+          }
+          cases.push_back(c);
+        }
+      }
+    }
+    constexpr int kSteps = 4;
+    for (int step = 0; step < kSteps; ++step) {
+      std::vector<Tensor> ins, outs;
+      std::vector<Handle> handles;
+      for (size_t i = 0; i < cases.size(); ++i) {
+        const Case& c = cases[i];
+        ins.push_back(MakeTensor(c.dtype, {c.length}, c.op, ctx.rank, c.seed));
+        outs.emplace_back(c.dtype, Shape{c.length});
+      }
+      for (size_t i = 0; i < cases.size(); ++i) {
+        handles.push_back(rt.allreduce_async(cases[i].name, ins[i].view(), outs[i].view(), cases[i].opts));
+      }
+      std::vector<uint8_t> all_bytes;
+      for (size_t i = 0; i < cases.size(); ++i) {
+        ASSERT_TRUE(handles[i].wait().ok()) << cases[i].name << " step " << step;
+        CheckAllreduced(outs[i], cases[i].op, ctx.size, cases[i].seed, cases[i].name);
+        const auto* b = static_cast<const uint8_t*>(outs[i].data());
+        all_bytes.insert(all_bytes.end(), b, b + outs[i].storage.size());
+      }
+      // Every rank must hold the same bytes: gather them and compare.
+      Tensor mine(DataType::kUInt8, {static_cast<int64_t>(all_bytes.size())});
+      std::memcpy(mine.data(), all_bytes.data(), all_bytes.size());
+      Tensor gathered;
+      ASSERT_TRUE(rt.allgather("check.bytes", mine.view(), &gathered).ok());
+      const auto* g = static_cast<const uint8_t*>(gathered.data());
+      for (int r = 1; r < ctx.size; ++r) {
+        ASSERT_EQ(std::memcmp(g, g + r * all_bytes.size(), all_bytes.size()), 0)
+            << "rank " << r << " differs from rank 0 at step " << step;
+      }
+    }
+    const std::string text = detail::MetricsOf(rt)->registry().Render();
+    const std::string metric = "\nkhorovod_worker_eager_allreduce_tensors_total ";
+    const size_t at = text.find(metric);
+    ASSERT_NE(at, std::string::npos) << text;
+    // Every step after the first hits the cache, and at least one tensor
+    // per such step fits the payload.
+    EXPECT_GE(std::stod(text.substr(at + metric.size())), kSteps - 1) << text;
   });
 }
 

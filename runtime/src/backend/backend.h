@@ -62,8 +62,9 @@ class Backend {
 class ControlChannel {
  public:
   virtual ~ControlChannel() = default;
-  // Element-wise bitwise AND across ranks, in place.
-  virtual Status AndReduce(std::vector<uint64_t>* words) = 0;
+  // Every rank contributes the same number of words; *all receives every
+  // rank's words, in rank order (size * mine.size() words).
+  virtual Status AllgatherWords(const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) = 0;
   // Root receives every rank's bytes in rank order; others get nothing.
   virtual Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) = 0;
   // Root's *data replaces *data everywhere.

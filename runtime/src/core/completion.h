@@ -43,6 +43,10 @@ class Completion {
   // completion is shared with another thread.
   void SetWaitSink(std::shared_ptr<std::atomic<int64_t>> sink) { wait_sink_ = std::move(sink); }
 
+  // While a Wait()/WaitFor() call blocks, *count is one higher (see
+  // TensorQueue::waiters). Call before the completion is shared.
+  void SetWaiterCount(std::shared_ptr<std::atomic<int>> count) { waiters_ = std::move(count); }
+
   // A completion that is already done, for calls rejected before enqueueing.
   static std::shared_ptr<Completion> Failed(const Status& status);
 
@@ -61,6 +65,7 @@ class Completion {
   std::vector<int64_t> received_splits_;
   int join_last_rank_ = -1;
   std::shared_ptr<std::atomic<int64_t>> wait_sink_;
+  std::shared_ptr<std::atomic<int>> waiters_;
 };
 
 }  // namespace khorovod::detail

@@ -79,6 +79,44 @@ std::vector<Response> Controller::TakeCachedReady(const std::vector<uint64_t>& r
   return out;
 }
 
+void Controller::WriteEagerPayload(uint64_t* block) {
+  EagerPayloadWriter writer(block);
+  for (const auto& [name, local] : ops_) {
+    if (local.state != State::kCached) continue;
+    const Response& r = cache_.response(local.slot);
+    if (EagerEligible(r)) writer.Append(local.slot, local.op, r);
+  }
+}
+
+Status Controller::TakeEager(size_t message_words, std::vector<uint64_t>& ready, Round* out) {
+  const size_t payload_at = message_words - kEagerPayloadWords;
+  std::vector<EagerEntries> entries(size_);
+  for (int r = 0; r < size_; ++r) {
+    const uint64_t* block = out->exchanged.data() + r * message_words + payload_at;
+    KH_RETURN_IF_ERROR(ParseEagerPayload(block, r, &entries[r]));
+  }
+  // Rank 0's entries are candidates; a slot qualifies when every rank sent
+  // it with the same length and it is ready everywhere.
+  for (const auto& [slot, first] : entries[0]) {
+    if (slot >= cache_.capacity() || !TestBit(ready, slot) || !cache_.Occupied(slot)) continue;
+    const Response& r = cache_.response(slot);
+    if (!EagerEligible(r) || first.bytes != static_cast<size_t>(r.total_elements()) * DataTypeSize(r.dtype)) {
+      continue;
+    }
+    EagerAllreduce eager{r, {}};
+    for (int rank = 0; rank < size_; ++rank) {
+      auto it = entries[rank].find(slot);
+      if (it == entries[rank].end() || it->second.bytes != first.bytes) break;
+      eager.contributions.push_back(it->second.data);
+    }
+    if (eager.contributions.size() != static_cast<size_t>(size_)) continue;
+    ready[slot / 64] &= ~(uint64_t{1} << (slot % 64));
+    cache_.Touch(slot);
+    out->eager.push_back(std::move(eager));
+  }
+  return Status::Ok();
+}
+
 void Controller::RequeueEvicted() {
   for (auto& [name, local] : ops_) {
     if (local.state != State::kCached) continue;
@@ -88,6 +126,7 @@ void Controller::RequeueEvicted() {
 
 Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Round* out) {
   out->responses.clear();
+  out->eager.clear();
   out->shutdown = false;
   const size_t words = (cache_.capacity() + 63) / 64;
   std::vector<uint64_t> ready(words, 0), invalid(words, 0);
@@ -109,12 +148,20 @@ Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Roun
   if (!to_send.empty() || (coordinator_ && coordinator_->StallDue(now))) flags |= kFlagNegotiate;
   if (shutdown_requested) flags |= kFlagShutdown;
 
-  std::vector<uint64_t> vec;
-  vec.reserve(1 + 2 * words);
-  vec.push_back(~flags);
-  vec.insert(vec.end(), ready.begin(), ready.end());
-  for (uint64_t w : invalid) vec.push_back(~w);
-  KH_RETURN_IF_ERROR(channel_->AndReduce(&vec));
+  const size_t bit_words = 1 + 2 * words;
+  const size_t message_words = bit_words + kEagerPayloadWords;
+  std::vector<uint64_t> vec(message_words, 0);
+  vec[0] = ~flags;
+  std::copy(ready.begin(), ready.end(), vec.begin() + 1);
+  for (size_t i = 0; i < words; ++i) vec[1 + words + i] = ~invalid[i];
+  if (!joined_) WriteEagerPayload(vec.data() + bit_words);
+  KH_RETURN_IF_ERROR(channel_->AllgatherWords(vec, &out->exchanged));
+  KH_ENFORCE(out->exchanged.size() == message_words * size_,
+             "control exchange returned " << out->exchanged.size() << " words");
+  for (int r = 0; r < size_; ++r) {
+    const uint64_t* theirs = out->exchanged.data() + r * message_words;
+    for (size_t i = 0; i < bit_words; ++i) vec[i] &= theirs[i];
+  }
 
   const uint64_t global_flags = ~vec[0];
   if (global_flags & kFlagShutdown) {
@@ -126,6 +173,7 @@ Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Roun
     global_invalid[i] = ~vec[1 + words + i];
     global_ready[i] = vec[1 + i] & ~global_invalid[i];
   }
+  KH_RETURN_IF_ERROR(TakeEager(message_words, global_ready, out));
   out->responses = TakeCachedReady(global_ready);
   for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
     if (TestBit(global_invalid, slot)) cache_.Erase(slot);
@@ -138,7 +186,7 @@ Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Roun
     for (auto& r : negotiated) out->responses.push_back(std::move(r));
     RequeueEvicted();
   }
-  out->idle = !(global_flags & kFlagNegotiate) && out->responses.empty();
+  out->idle = !(global_flags & kFlagNegotiate) && out->responses.empty() && out->eager.empty();
   return Status::Ok();
 }
 

@@ -6,10 +6,12 @@
 //      op's bit in a "ready" bit vector; a known name with changed
 //      parameters, or a cached op that has waited too long, sets its bit in
 //      an "invalid" vector; everything else is queued for the coordinator.
-//   2. One AND-allreduce over [flags | ready | invalid] (flags and invalid
-//      travel inverted, so the AND computes their OR). A tensor is ready
-//      when its bit is set on every rank: that is the whole cost of a
-//      steady-state step.
+//   2. One all-to-all exchange of [flags | ready | invalid | eager payload],
+//      ANDed locally (flags and invalid travel inverted, so the AND computes
+//      their OR). A tensor is ready when its bit is set on every rank: that
+//      is the whole cost of a steady-state step. Small host allreduces carry
+//      their data in the same message (core/eager_allreduce.h) and, when
+//      every rank sent theirs, need no second exchange.
 //   3. Ready cached responses are emitted in slot order; invalid slots are
 //      erased on every rank and their ops renegotiated.
 //   4. If any rank has uncached requests (or rank 0 has a stall to report),
@@ -31,6 +33,7 @@
 
 #include "backend/backend.h"
 #include "core/coordinator.h"
+#include "core/eager_allreduce.h"
 #include "core/response_cache.h"
 #include "core/tensor_queue.h"
 #include "khorovod/config.h"
@@ -46,8 +49,16 @@ class Controller {
   void Add(PendingOp op);
   bool has_local_work() const { return !ops_.empty(); }
 
+  // An allreduce whose every contribution arrived with the negotiation:
+  // the executor reduces them locally (ReduceEager).
+  struct EagerAllreduce {
+    Response response;
+    std::vector<const std::byte*> contributions;  // rank order, into Round::exchanged
+  };
   struct Round {
     std::vector<Response> responses;  // to execute, in order
+    std::vector<EagerAllreduce> eager;  // to complete locally, in any order
+    std::vector<uint64_t> exchanged;  // every rank's message; backs `eager`
     bool shutdown = false;            // some rank asked to shut down
     bool idle = true;                 // no rank had anything to do
   };
@@ -73,6 +84,10 @@ class Controller {
   void Classify(LocalOp& local, Clock::time_point now, std::vector<uint64_t>& ready,
                 std::vector<uint64_t>& invalid);
   std::vector<Response> TakeCachedReady(const std::vector<uint64_t>& ready);
+  void WriteEagerPayload(uint64_t* block);
+  // Moves globally ready slots that every rank sent eagerly from `ready`
+  // into out->eager.
+  Status TakeEager(size_t message_words, std::vector<uint64_t>& ready, Round* out);
   void RequeueEvicted();
   Status Negotiate(std::vector<Request> to_send, Clock::time_point now, std::vector<Response>* out);
   void Deliver(const Response& response);

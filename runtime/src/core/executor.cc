@@ -4,6 +4,7 @@
 
 #include "common/enforce.h"
 #include "common/reduce_kernels.h"
+#include "core/eager_allreduce.h"
 #include "core/fusion.h"
 
 namespace khorovod {
@@ -117,6 +118,22 @@ Status Executor::Execute(const std::vector<Response>& responses, Controller& con
     KH_RETURN_IF_ERROR(s);
   }
   return Status::Ok();
+}
+
+void Executor::CompleteEager(const std::vector<Controller::EagerAllreduce>& eager,
+                             Controller& controller) {
+  for (const Controller::EagerAllreduce& e : eager) {
+    std::optional<PendingOp> op = controller.Take(e.response.names.front());
+    KH_ENFORCE(op.has_value(), "eager allreduce '" << e.response.names.front() << "' has no local op");
+    const TimePoint start = std::chrono::steady_clock::now();
+    ReduceEager(e.response, e.contributions, op->output.data);
+    if (metrics_ || timeline_) {
+      const TimePoint end = std::chrono::steady_clock::now();
+      if (metrics_) metrics_->EagerAllreduce(op->input.num_bytes());
+      if (timeline_) TraceOp(*op, start, end);
+    }
+    queue_->Complete(*op, Status::Ok());
+  }
 }
 
 Status Executor::RunAllreduce(const std::vector<const Response*>& group, Controller& controller) {

@@ -34,6 +34,9 @@ class Executor {
            WorkerMetrics* metrics = nullptr, Timeline* timeline = nullptr);
 
   Status Execute(const std::vector<Response>& responses, Controller& controller);
+  // Completes allreduces whose contributions all came with the negotiation
+  // (core/eager_allreduce.h); no backend call, so it cannot fail.
+  void CompleteEager(const std::vector<Controller::EagerAllreduce>& eager, Controller& controller);
 
  private:
   Status RunAllreduce(const std::vector<const Response*>& group, Controller& controller);

@@ -38,7 +38,9 @@ constexpr auto kBusySpin = std::chrono::microseconds(200);
 // pass submitting one gradient after another). The round waits until
 // submissions have paused for kBurstQuiet, or at most one cycle time, so
 // the burst is negotiated and fused in one round, while a lone operation
-// waits only kBurstQuiet instead of a whole cycle.
+// waits only kBurstQuiet instead of a whole cycle. A user thread that
+// blocks on a result ends the burst at once: it will submit nothing more
+// until this round completes its operation.
 constexpr auto kBurstQuiet = std::chrono::microseconds(100);
 
 void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle_time) {
@@ -47,6 +49,7 @@ void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle
   uint64_t seen = queue.submissions();
   auto last_arrival = start;
   for (auto now = start; now - start < cycle_time; now = Clock::now()) {
+    if (queue.waiters()->load(std::memory_order_acquire) > 0) return;
     if (const uint64_t n = queue.submissions(); n != seen) {
       seen = n;
       last_arrival = now;
@@ -263,6 +266,7 @@ class RuntimeImpl {
     }
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
     if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
+    completion->SetWaiterCount(session_->queue.waiters());
     const auto now = Clock::now();
     for (PendingOp& op : ops) {
       op.request.rank = session_->config.rank;
@@ -327,6 +331,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
         fatal = Status::Aborted("khorovod was shut down before the operation completed");
         break;
       }
+      s.executor->CompleteEager(round.eager, *s.controller);
       fatal = s.executor->Execute(round.responses, *s.controller);
       if (!fatal.ok()) break;
     }

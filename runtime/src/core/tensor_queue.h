@@ -52,6 +52,11 @@ class TensorQueue {
   // thread see whether a burst of submissions is still arriving.
   uint64_t submissions() const { return submissions_.load(std::memory_order_acquire); }
   bool has_incoming() const { return has_incoming_.load(std::memory_order_acquire); }
+  // Number of user threads blocked waiting on an operation. A thread that
+  // waits submits nothing more, so the background thread stops gathering a
+  // burst and starts the round at once. Shared with the Completions
+  // (Completion::SetWaiterCount), which may outlive the queue.
+  const std::shared_ptr<std::atomic<int>>& waiters() const { return waiters_; }
   void RequestShutdown();
   bool shutdown_requested() const;
   // Refuses every later Push with `reason`.
@@ -63,6 +68,7 @@ class TensorQueue {
   std::vector<PendingOp> incoming_;
   std::atomic<bool> has_incoming_{false};
   std::atomic<uint64_t> submissions_{0};
+  const std::shared_ptr<std::atomic<int>> waiters_ = std::make_shared<std::atomic<int>>(0);
   std::unordered_set<std::string> in_flight_;
   bool shutdown_requested_ = false;
   bool closed_ = false;

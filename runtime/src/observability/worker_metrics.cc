@@ -61,6 +61,11 @@ WorkerMetrics::WorkerMetrics()
       fusion_fill_(registry_.GetHistogram("khorovod_worker_fusion_fill_ratio",
                                           "Bytes of a fused allreduce over the fusion threshold.",
                                           {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1})),
+      eager_tensors_(registry_.GetCounter("khorovod_worker_eager_allreduce_tensors_total",
+                                          "Small allreduces completed from data sent with the negotiation "
+                                          "(no data-plane exchange).")),
+      eager_bytes_(registry_.GetCounter("khorovod_worker_eager_allreduce_bytes_total",
+                                        "Payload bytes of those allreduces.")),
       negotiation_seconds_(registry_.GetCounter("khorovod_worker_negotiation_seconds_total",
                                                 "Time spent in negotiation rounds that had work.")),
       negotiation_rounds_(registry_.GetCounter("khorovod_worker_negotiation_rounds_total",
@@ -148,6 +153,11 @@ void WorkerMetrics::Collective(OpType op, size_t tensors, size_t bytes, Clock::d
 void WorkerMetrics::FusedAllreduce(size_t bytes) {
   const double threshold = fusion_threshold_.load(std::memory_order_relaxed);
   if (threshold > 0) fusion_fill_.Observe(static_cast<double>(bytes) / threshold);
+}
+
+void WorkerMetrics::EagerAllreduce(size_t bytes) {
+  eager_tensors_.Increment();
+  eager_bytes_.Increment(static_cast<double>(bytes));
 }
 
 void WorkerMetrics::NegotiationRound(Clock::duration elapsed) {

@@ -54,6 +54,10 @@ class WorkerMetrics {
   // One executed collective: `tensors` tensors, `bytes` payload bytes.
   void Collective(OpType op, size_t tensors, size_t bytes, Clock::duration elapsed);
   void FusedAllreduce(size_t bytes);
+  // An allreduce completed from contributions that came with the
+  // negotiation (core/eager_allreduce.h): no data-plane call, so it is not
+  // counted by Collective() and does not skew bandwidth figures.
+  void EagerAllreduce(size_t bytes);
   void NegotiationRound(Clock::duration elapsed);
 
   void Reset(ResetCause cause);
@@ -93,6 +97,8 @@ class WorkerMetrics {
   static constexpr size_t kTimedOps = static_cast<size_t>(OpType::kBarrier) + 1;
   std::array<OpCounters, kTimedOps> ops_{};
   metrics::Histogram& fusion_fill_;
+  metrics::Counter& eager_tensors_;
+  metrics::Counter& eager_bytes_;
   metrics::Counter& negotiation_seconds_;
   metrics::Counter& negotiation_rounds_;
   metrics::Histogram& negotiation_duration_;

@@ -5,22 +5,12 @@
 #include "backend/gloo/gloo_ops.h"
 
 namespace khorovod {
-namespace {
 
-void AndWords(void* out, const void* a, const void* b, size_t n) {
-  auto* o = static_cast<uint64_t*>(out);
-  const auto* x = static_cast<const uint64_t*>(a);
-  const auto* y = static_cast<const uint64_t*>(b);
-  for (size_t i = 0; i < n; ++i) o[i] = x[i] & y[i];
-}
-
-}  // namespace
-
-Status GlooControlChannel::AndReduce(std::vector<uint64_t>* words) {
-  if (ctx_->size == 1) return Status::Ok();
+Status GlooControlChannel::AllgatherWords(const std::vector<uint64_t>& mine,
+                                          std::vector<uint64_t>* all) {
+  all->resize(mine.size() * ctx_->size);
   const uint64_t slot = (uint64_t{0x7c} << 56) | (next_slot_++ & ((uint64_t{1} << 56) - 1));
-  return gloo_ops::DirectAllreduce(ctx_, words->data(), words->data(), words->size(),
-                                   sizeof(uint64_t), &AndWords, slot);
+  return gloo_ops::DirectAllgather(ctx_, mine.data(), mine.size() * sizeof(uint64_t), all->data(), slot);
 }
 
 Status GlooControlChannel::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {

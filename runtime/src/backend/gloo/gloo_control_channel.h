@@ -17,7 +17,7 @@ class GlooControlChannel final : public ControlChannel {
  public:
   explicit GlooControlChannel(std::shared_ptr<gloo::Context> ctx) : ctx_(std::move(ctx)) {}
 
-  Status AndReduce(std::vector<uint64_t>* words) override;
+  Status AllgatherWords(const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) override;
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override;
   Status BroadcastFromRoot(std::string* data) override;
 

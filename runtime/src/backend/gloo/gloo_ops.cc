@@ -58,21 +58,16 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void
   });
 }
 
-Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
-                       size_t count, size_t element_size, ReduceFn reduce, uint64_t slot) {
-  const size_t bytes = count * element_size;
-  if (bytes == 0) return Status::Ok();
+Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in, size_t bytes,
+                       void* out, uint64_t slot) {
   const int size = ctx->size, rank = ctx->rank;
-  if (size == 1) {
-    if (in != out) std::memcpy(out, in, bytes);
-    return Status::Ok();
-  }
-  return Guarded("direct allreduce", [&] {
-    // Contributions land in rank order; this rank's own goes in its slot.
-    std::vector<std::byte> all(bytes * size);
-    std::memcpy(all.data() + bytes * rank, in, bytes);
-    auto recv_buf = ctx->createUnboundBuffer(all.data(), all.size());
-    auto send_buf = ctx->createUnboundBuffer(all.data() + bytes * rank, bytes);
+  auto* all = static_cast<std::byte*>(out);
+  std::byte* mine = all + bytes * rank;
+  if (in != mine) std::memmove(mine, in, bytes);
+  if (size == 1 || bytes == 0) return Status::Ok();
+  return Guarded("direct allgather", [&] {
+    auto recv_buf = ctx->createUnboundBuffer(all, bytes * size);
+    auto send_buf = ctx->createUnboundBuffer(mine, bytes);
     for (int peer = 0; peer < size; ++peer) {
       if (peer != rank) recv_buf->recv(peer, slot, bytes * peer, bytes);
     }
@@ -82,9 +77,25 @@ Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in
     const auto timeout = ctx->getTimeout();
     for (int i = 1; i < size; ++i) recv_buf->waitRecv(timeout);
     for (int i = 1; i < size; ++i) send_buf->waitSend(timeout);
-    std::memcpy(out, all.data(), bytes);
-    for (int peer = 1; peer < size; ++peer) reduce(out, out, all.data() + bytes * peer, count);
   });
+}
+
+Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
+                       size_t count, size_t element_size, ReduceFn reduce, uint64_t slot) {
+  const size_t bytes = count * element_size;
+  if (bytes == 0) return Status::Ok();
+  const int size = ctx->size;
+  if (size == 1) {
+    if (in != out) std::memcpy(out, in, bytes);
+    return Status::Ok();
+  }
+  // Contributions land in rank order and are reduced in that order, so every
+  // rank computes bit-identical results.
+  std::vector<std::byte> all(bytes * size);
+  KH_RETURN_IF_ERROR(DirectAllgather(ctx, in, bytes, all.data(), slot));
+  std::memcpy(out, all.data(), bytes);
+  for (int peer = 1; peer < size; ++peer) reduce(out, out, all.data() + bytes * peer, count);
+  return Status::Ok();
 }
 
 Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,

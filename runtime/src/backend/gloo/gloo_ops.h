@@ -33,6 +33,12 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void
 Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
                        size_t count, size_t element_size, ReduceFn reduce, uint64_t slot);
 
+// Every rank sends its `bytes` bytes to every peer at once (one hop); `out`
+// receives bytes * size bytes, rank r's contribution at offset r * bytes.
+// `in` may point into `out` at this rank's offset. Same `slot` rule as above.
+Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in, size_t bytes,
+                       void* out, uint64_t slot);
+
 // Below this many bytes DirectAllreduce beats the ring on loopback.
 inline constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
 
