@@ -4,8 +4,11 @@ real operator.
 
 khorovodrun runs 2 example-trainer workers (min 1, max 2) with
 KHOROVOD_METRICS_PORT=B: the rendezvous server serves metrics on B and worker
-slot i on B+1+i. Rank 1 crashes after committing step CRASH_STEP and is
-replaced, so the elastic metrics (resets, recovery) carry real values.
+slot i on B+1+i. Once Prometheus has scraped the whole job, the test kills
+the worker of slot 1 (SIGKILL) and khorovodrun replaces it: the reset, the
+recovery and the re-formation all happen after a first scrape, so the
+elastic panels' rates see them (a crash before the first scrape would leave
+those series flat and their ratios NaN).
 khorovod-operator runs against the API server of the ctest fixture "k8s" and
 reconciles a HorovodJob driven into phase Restarting (live_operator.py). A
 `prometheus` process on 127.0.0.1 scrapes the four endpoints every second and
@@ -15,7 +18,8 @@ Asserted:
   * every endpoint's /metrics passes `promtool check metrics`;
   * every scrape target is up;
   * every query of the Grafana dashboard, the operator's included, returns
-    data through the Prometheus HTTP API;
+    data through the Prometheus HTTP API: at least one sample that is a
+    number (not NaN, which a panel shows as no data);
   * the job recorded at least one reset and a world size of 2; the operator
     leads, counts the HorovodJob and reconciled it successfully;
   * every recording and alert rule evaluates without error; the operator
@@ -43,9 +47,11 @@ import urllib.request
 
 from live_operator import LiveOperator
 
-CRASH_STEP = 200
 DEADLINE_S = 150  # for everything after the processes start
 JOB = "e2e"
+# Grafana's $__rate_interval on a dashboard spanning hours with 1 s scrapes;
+# it also spans two of the operator's periodic re-queues of a live job.
+RATE_INTERVAL = "30s"
 
 
 def free_port_block(n):
@@ -96,9 +102,31 @@ def dashboard_queries(path):
 
 
 def substitute(expr):
-    # Grafana variables: the job selector matches our job; rate windows cover
-    # several 1 s scrapes.
-    return expr.replace("$khorovod_job", JOB).replace("$__rate_interval", "10s")
+    # Grafana variables: the job selector matches our job.
+    return expr.replace("$khorovod_job", JOB).replace("$__rate_interval", RATE_INTERVAL)
+
+
+def has_number(result):
+    return any(sample["value"][1] != "NaN" for sample in result)
+
+
+def child_with_env(parent_pid, assignment):
+    """The pid of parent_pid's child whose environment holds `assignment`."""
+    want = assignment.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != parent_pid:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if want in f.read().split(b"\0"):
+                    return int(entry)
+        except (OSError, ValueError, IndexError):
+            continue  # exited meanwhile
+    return None
 
 
 def promtool_check(promtool, text):
@@ -107,16 +135,18 @@ def promtool_check(promtool, text):
 
 
 def wait_until(what, fn, deadline):
-    last = None
-    while time.monotonic() < deadline:
+    """Polls fn() -> (ok, detail) until ok; tries at least once, so a wait
+    that starts past the deadline still reports what it saw."""
+    while True:
         try:
             ok, last = fn()
             if ok:
                 return last
         except (urllib.error.URLError, ConnectionError, OSError) as e:
             last = str(e)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}; last: {last}")
         time.sleep(0.25)  # polling interval of a bounded wait, not synchronization
-    raise AssertionError(f"timed out waiting for {what}; last: {last}")
 
 
 def rules_by_name(prom):
@@ -151,7 +181,7 @@ def main():
         job_log = open(os.path.join(work, "job.log"), "w")
         job = subprocess.Popen(
             [khorovodrun, "-np", "2", "--min-np", "1", "--max-np", "2", trainer,
-             "--steps", "100000000", "--log-every", "1000", "--fail-at-step", str(CRASH_STEP)],
+             "--steps", "100000000", "--log-every", "1000"],
             env=env, stdout=job_log, stderr=subprocess.STDOUT, start_new_session=True)
         procs.append(job)
 
@@ -192,13 +222,35 @@ def main():
         # The operator's HorovodJob reaches Restarting while the local job runs.
         operator.drive_to_restarting(deadline)
 
-        # The crash happened, its replacement joined, and rules evaluated.
+        # Prometheus has scraped both workers in a world of 2 (their
+        # recovery histograms still empty) and the rendezvous server.
+        def job_scraped():
+            alive()
+            workers = scalar(url, f'count(khorovod_worker_world_size{{khorovod_job="{JOB}"}} == 2)')
+            histograms = scalar(url, f'count(khorovod_worker_recovery_duration_seconds_count{{khorovod_job="{JOB}"}})')
+            rendezvous = scalar(url, f'max(khorovod_rendezvous_generation{{khorovod_job="{JOB}"}})')
+            return workers == 2 and histograms == 2 and (rendezvous or 0) >= 1, \
+                f"workers in world 2={workers} recovery histograms={histograms} generation={rendezvous}"
+        wait_until("a first scrape of the whole job", job_scraped, deadline)
+
+        victim = None
+
+        def find_victim():
+            nonlocal victim
+            alive()
+            victim = child_with_env(job.pid, f"KHOROVOD_METRICS_PORT={base + 2}")
+            return victim is not None, "no worker process holds slot 1"
+        wait_until("the worker of slot 1", find_victim, deadline)
+        os.kill(victim, signal.SIGKILL)
+
+        # The survivor reset, the replacement joined, and rules evaluated.
         def job_recovered():
             alive()
             r = scalar(url, f'sum(khorovod_worker_resets_total{{khorovod_job="{JOB}"}})') or 0
+            j = scalar(url, f'max(khorovod_rendezvous_joins_total{{khorovod_job="{JOB}"}})') or 0
             w = scalar(url, f'khorovod_job:world_size:max{{khorovod_job="{JOB}"}}') or 0
-            return r >= 1 and w == 2, f"resets={r} world={w}"
-        print("job:", wait_until("a reset and world size 2", job_recovered, deadline))
+            return r >= 1 and j >= 3 and w == 2, f"resets={r} joins={j} world={w}"
+        print("job:", wait_until("a reset, the replacement's join and world size 2", job_recovered, deadline))
 
         # Every endpoint's exposition passes promtool.
         for port in (base, base + 1, base + 2, operator_port):
@@ -230,7 +282,7 @@ def main():
             failures.append(str(e))
 
         # Every dashboard query returns data. A query counts once it has
-        # returned data, so a slow poll under load cannot miss it.
+        # returned a number, so a slow poll under load cannot miss it.
         queries = dashboard_queries(dashboard)
         pending = {f"[{t}] {substitute(e)}": substitute(e) for t, e in queries}
         operator_queries = [e for _, e in queries if "khorovod_operator_" in e]
@@ -240,7 +292,7 @@ def main():
         def all_have_data():
             alive()
             for label, expr in list(pending.items()):
-                if query(url, expr):
+                if has_number(query(url, expr)):
                     del pending[label]
             return not pending, sorted(pending)
         try:
