@@ -15,6 +15,7 @@
 #include "bootstrap/rendezvous.h"
 #include "common/enforce.h"
 #include "core/controller.h"
+#include "core/device_backend.h"
 #include "core/executor.h"
 #include "core/tensor_queue.h"
 #include "khorovod/metrics/http_endpoint.h"
@@ -69,10 +70,15 @@ void IgnoreSigpipe() {
   }
 }
 
+std::string DeviceName(const Device& d) {
+  return d.kind == DeviceKind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(d.index);
+}
+
+// Device tensors are checked against the session's pinned device in
+// RuntimeImpl::Submit; here only what needs no session.
 Status CheckView(const TensorView& t, const char* what) {
-  if (t.device.kind != DeviceKind::kCPU) {
-    return Status::InvalidArgument(std::string(what) +
-                                   ": device tensors need the NCCL backend, which this build lacks");
+  if (t.device.kind != DeviceKind::kCPU && t.device.kind != DeviceKind::kCUDA) {
+    return Status::InvalidArgument(std::string(what) + ": unknown device kind");
   }
   for (int64_t d : t.shape) {
     if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " + ShapeToString(t.shape));
@@ -99,6 +105,9 @@ struct Session {
   Config config;
   std::shared_ptr<gloo::Context> context;
   std::unique_ptr<Backend> backend;
+  // Created with the session, but its backend only at the first device
+  // response; destroyed before the context it may use.
+  std::unique_ptr<DeviceBackend> device;
   std::unique_ptr<GlooControlChannel> channel;
   TensorQueue queue;
   std::unique_ptr<Controller> controller;
@@ -209,10 +218,12 @@ class RuntimeImpl {
     auto backend = BackendRegistry::Create(config.cpu_backend, init);
     if (!backend.ok()) return backend.status();
     s->backend = std::move(*backend);
+    s->device = std::make_unique<DeviceBackend>(&s->config, s->context);
     s->channel = std::make_unique<GlooControlChannel>(s->context);
     s->controller = std::make_unique<Controller>(s->config, s->channel.get(), &s->queue);
     s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
-                                             s->backend.get(), &s->queue, metrics_.get(), timeline_.get());
+                                             s->backend.get(), s->device.get(), &s->queue, metrics_.get(),
+                                             timeline_.get());
     s->metrics = metrics_.get();
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
@@ -261,6 +272,9 @@ class RuntimeImpl {
       return Handle(detail::Completion::Failed(
           Status::FailedPrecondition("khorovod is not initialized; call init() first")));
     }
+    for (const PendingOp& op : ops) {
+      if (Status s = CheckDevice(op); !s.ok()) return Handle(detail::Completion::Failed(s));
+    }
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
     if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
     const auto now = Clock::now();
@@ -285,6 +299,29 @@ class RuntimeImpl {
 
  private:
   static void BackgroundLoop(Session& s);
+
+  // A device tensor must be on the device this rank's runtime is pinned to
+  // (and an allreduce's output on its input's device). Caller holds mu_.
+  Status CheckDevice(const PendingOp& op) const {
+    const Device& in = op.input.device;
+    if (op.request.op == OpType::kAllreduce && !(op.output.device == in)) {
+      return Status::InvalidArgument("allreduce '" + op.request.name + "': output on " +
+                                     DeviceName(op.output.device) + " but input on " + DeviceName(in));
+    }
+    if (in.kind == DeviceKind::kCPU) return Status::Ok();
+    StatusOr<Device> pinned = session_->device->Pinned();
+    if (!pinned.ok()) {
+      return Status(pinned.status().code(), OpTypeName(op.request.op).data() + std::string(" '") +
+                                                op.request.name + "': " + pinned.status().message());
+    }
+    if (!(in == *pinned)) {
+      return Status::InvalidArgument(std::string(OpTypeName(op.request.op)) + " '" + op.request.name +
+                                     "': tensor on " + DeviceName(in) + ", but this rank's runtime uses " +
+                                     DeviceName(*pinned) +
+                                     " (KHOROVOD_GPU_DEVICE, else local rank modulo the visible devices)");
+    }
+    return Status::Ok();
+  }
 
   mutable std::shared_mutex mu_;
   std::unique_ptr<Session> session_;
@@ -346,6 +383,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // so one failure reaches every rank quickly.
     s.executor.reset();
     s.controller.reset();
+    s.device.reset();
     s.backend.reset();
     s.channel.reset();
     s.context.reset();
