@@ -139,6 +139,29 @@ TEST_P(DeviceCollectivesTest, JoinedRanksContributeZerosOnTheDevice) {
   }, Emulated());
 }
 
+TEST_P(DeviceCollectivesTest, ARankJoinedBeforeAnyDeviceWorkStillFormsTheBackend) {
+  KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
+    // Rank 0 never submits a device tensor: it creates the backend while
+    // joined, at the same response as everyone else (with NCCL, a rank that
+    // did not would leave the others' communicator formation hanging).
+    if (ctx.rank != 0) {
+      Tensor big(DataType::kFloat32, {30000}), small(DataType::kFloat32, {5});
+      std::fill(big.data_as<float>(), big.data_as<float>() + 30000, 1.0f);
+      std::fill(small.data_as<float>(), small.data_as<float>() + 5, 1.0f);
+      DeviceTensor b = DeviceTensor::From(big, MyDevice(ctx)), s = DeviceTensor::From(small, MyDevice(ctx));
+      Handle hb = rt.allreduce_async("early.big", b.view(), b.view(), {ReduceOp::kSum});
+      Handle hs = rt.allreduce_async("early.small", s.view(), s.view(), {ReduceOp::kAverage});
+      ASSERT_TRUE(hb.wait().ok());
+      ASSERT_TRUE(hs.wait().ok());
+      EXPECT_EQ(b.Download().data_as<float>()[29999], static_cast<float>(ctx.size - 1));
+      // The joined rank's zeros count in the average's divisor, as on the host.
+      EXPECT_FLOAT_EQ(s.Download().data_as<float>()[4], static_cast<float>(ctx.size - 1) / ctx.size);
+    }
+    ASSERT_TRUE(rt.join().ok());
+    EXPECT_EQ(EmulatedBackendsCreated(), 1);
+  }, Emulated());
+}
+
 TEST_P(DeviceCollectivesTest, ResultsOfAllgatherAlltoallReducescatterStayOnTheDevice) {
   KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
     for (DataType dt : {DataType::kFloat32, DataType::kInt64, DataType::kBFloat16}) {

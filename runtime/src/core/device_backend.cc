@@ -37,6 +37,11 @@ StatusOr<Device> DeviceBackend::Pinned() {
   return *pinned_;
 }
 
+void DeviceBackend::Drop(const Status& why) {
+  backend_.reset();
+  failed_ = why.ok() ? Status::Aborted("the device backend was dropped") : why;
+}
+
 StatusOr<Backend*> DeviceBackend::Get() {
   if (backend_) return backend_.get();
   if (failed_) return *failed_;

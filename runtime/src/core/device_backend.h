@@ -17,8 +17,8 @@
 // DeviceBackend with the new session. Destruction drops the backend (NCCL
 // aborts its communicator; it never waits for peers).
 //
-// Thread-safety: Pinned() may be called from any thread; Get() and the
-// destructor only from the background thread (or after it ended).
+// Thread-safety: Pinned() may be called from any thread; Get(), Drop() and
+// the destructor only from the background thread (or after it ended).
 #pragma once
 
 #include <memory>
@@ -43,6 +43,10 @@ class DeviceBackend {
   // pinned device.
   StatusOr<Backend*> Get();
   bool created() const { return backend_ != nullptr; }
+  // Destroys the backend now (closing its connections) and fails every
+  // later Get() with `why`. Pinned() keeps working: user threads may still
+  // be submitting.
+  void Drop(const Status& why);
 
  private:
   const Config* config_;

@@ -383,7 +383,9 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // so one failure reaches every rank quickly.
     s.executor.reset();
     s.controller.reset();
-    s.device.reset();
+    // Only its backend: user threads may still reach the DeviceBackend
+    // object through Submit's device check.
+    s.device->Drop(fatal);
     s.backend.reset();
     s.channel.reset();
     s.context.reset();
