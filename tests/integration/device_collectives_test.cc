@@ -87,10 +87,11 @@ TEST_P(DeviceCollectivesTest, ScalingInPlaceAloneAndFused) {
       std::vector<DeviceTensor> ts;
       std::vector<Tensor> hs;
       std::vector<Handle> handles;
+      int seed = 0;
       for (int64_t n : {int64_t{5}, int64_t{9}, int64_t{20001}}) {
-        const std::string name = std::string(DataTypeName(dt)) + "." + std::to_string(n);
-        ts.push_back(DeviceTensor::From(MakeTensor(dt, {n}, ReduceOp::kSum, ctx.rank, int(n)), MyDevice(ctx)));
-        hs.push_back(MakeTensor(dt, {n}, ReduceOp::kSum, ctx.rank, int(n)));
+        ++seed;
+        ts.push_back(DeviceTensor::From(MakeTensor(dt, {n}, ReduceOp::kSum, ctx.rank, seed), MyDevice(ctx)));
+        hs.push_back(MakeTensor(dt, {n}, ReduceOp::kSum, ctx.rank, seed));
       }
       for (size_t i = 0; i < ts.size(); ++i) {
         handles.push_back(rt.allreduce_async("dev." + std::to_string(i), ts[i].view(), ts[i].view(), opts));

@@ -25,7 +25,11 @@ StatusOr<Device> DeviceBackend::Pinned() {
   std::lock_guard<std::mutex> lock(pinned_mu_);
   if (!pinned_) {
     const std::string name = BackendName(*config_);
-    StatusOr<Device> d = BackendRegistry::ResolveDevice(name, *config_);
+    StatusOr<Device> d = config_->gpu_backend == "auto" && !BackendRegistry::Has(name)
+                             ? StatusOr<Device>(Status::FailedPrecondition(
+                                   "this build has no device backend (configured with "
+                                   "KHOROVOD_WITH_NCCL=OFF, or CUDA was not found)"))
+                             : BackendRegistry::ResolveDevice(name, *config_);
     if (!d.ok()) {
       // The cause (no driver, no GPU, a bad KHOROVOD_GPU_DEVICE, a build
       // without device backends) is the user's to fix: an invalid argument.
