@@ -41,6 +41,12 @@ StatusOr<Device> DeviceBackend::Pinned() {
   return *pinned_;
 }
 
+std::optional<Device> DeviceBackend::resolved() {
+  std::lock_guard<std::mutex> lock(pinned_mu_);
+  if (pinned_ && pinned_->ok()) return **pinned_;
+  return std::nullopt;
+}
+
 void DeviceBackend::Drop(const Status& why) {
   backend_.reset();
   failed_ = why.ok() ? Status::Aborted("the device backend was dropped") : why;

@@ -39,6 +39,8 @@ class DeviceBackend {
   static std::string BackendName(const Config& config);
 
   StatusOr<Device> Pinned();
+  // The pinned device if Pinned() has succeeded, else nothing.
+  std::optional<Device> resolved();
   // The backend, created on first use; it has DeviceOps and supports the
   // pinned device.
   StatusOr<Backend*> Get();

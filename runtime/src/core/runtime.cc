@@ -211,6 +211,9 @@ class RuntimeImpl {
     if (session_) return Status::Ok();
     auto s = std::make_unique<Session>();
     s->config = config;
+    // The process's device tensors live on the GPU it was pinned to in an
+    // earlier generation; a new local rank must not move it elsewhere.
+    if (pinned_device_ && s->config.gpu_device < 0) s->config.gpu_device = pinned_device_->index;
     auto context = rendezvous_->Connect(assignment, config);
     if (!context.ok()) return context.status();
     s->context = *context;
@@ -237,6 +240,7 @@ class RuntimeImpl {
     if (rendezvous_) rendezvous_->Leave();
     rendezvous_.reset();
     generation_ = -1;
+    pinned_device_.reset();  // a later init() starts from its own config
     if (timeline_) timeline_->Close();
     return s;
   }
@@ -250,6 +254,7 @@ class RuntimeImpl {
     if (!s) return Status::Ok();
     s->queue.RequestShutdown();
     s->thread.join();
+    if (auto d = s->device->resolved()) pinned_device_ = d;
     return Status::Ok();
   }
 
@@ -329,6 +334,9 @@ class RuntimeImpl {
   Config base_config_;
   std::unique_ptr<Rendezvous> rendezvous_;
   int64_t generation_ = -1;
+  // The device this process's first session pinned, kept across elastic
+  // generations (see StartSession).
+  std::optional<Device> pinned_device_;
   // Observability lives as long as the Runtime (sessions hold raw pointers
   // to it; ~RuntimeImpl ends the session in Finish() before members go).
   // The endpoint is declared after the metrics so it stops serving first.
