@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlpack_export.h"
 #include "khorovod/runtime.h"
 
 namespace py = pybind11;
@@ -62,11 +63,26 @@ khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postsca
   return {static_cast<khorovod::ReduceOp>(op), prescale, postscale};
 }
 
-// take_output() as (bytes, dtype code, shape); copies once into Python.
+// take_output() of a host result as (bytes, dtype code, shape); copies
+// once into Python.
 py::tuple TakeOutput(const Handle& h) {
   khorovod::Tensor t = h.take_output();
+  if (!t.on_host()) throw py::value_error("khorovod: take_output on a device result; use take_output_dlpack");
   py::bytes data(reinterpret_cast<const char*>(t.storage.data()), t.storage.size());
   return py::make_tuple(data, static_cast<int>(t.dtype), t.shape);
+}
+
+// take_output() as (DLPack capsule or None when empty, dtype code, shape,
+// device kind, device index): no copy, and device results stay on their
+// device.
+py::tuple TakeOutputDLPack(const Handle& h) {
+  khorovod::Tensor t = h.take_output();
+  const int dtype = static_cast<int>(t.dtype);
+  const auto shape = t.shape;
+  const int kind = static_cast<int>(t.device.kind), index = t.device.index;
+  py::object capsule = py::none();
+  if (t.num_elements() > 0) capsule = khorovod::python::ToDLPack(std::move(t));
+  return py::make_tuple(capsule, dtype, shape, kind, index);
 }
 
 }  // namespace
@@ -95,6 +111,7 @@ PYBIND11_MODULE(_khorovod, m) {
         return ToTuple(s);
       })
       .def("take_output", &TakeOutput)
+      .def("take_output_dlpack", &TakeOutputDLPack)
       .def("received_splits", &Handle::received_splits)
       .def("join_last_rank", &Handle::join_last_rank);
 

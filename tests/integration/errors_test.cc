@@ -138,9 +138,14 @@ TEST_P(ErrorsTest, InvalidArgumentsAreRejectedBeforeNegotiation) {
     EXPECT_EQ(rt.alltoall("x", odd.view(), &result, nullptr, {{1}}).code(), StatusCode::kInvalidArgument);
     TensorView null_view{nullptr, DataType::kFloat32, {3}, {}};
     EXPECT_EQ(rt.allreduce("x", null_view, null_view).code(), StatusCode::kInvalidArgument);
+    // A device tensor on an ordinal this rank is not pinned to is refused
+    // here, before negotiation: for lack of a usable device (no GPU, or a
+    // build without device backends) or for the wrong ordinal. The device
+    // path itself is device_collectives_test's.
     TensorView gpu = in.view();
-    gpu.device = {DeviceKind::kCUDA, 0};
+    gpu.device = {DeviceKind::kCUDA, 1 << 15};
     EXPECT_EQ(rt.allreduce("x", gpu, gpu).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(rt.allreduce("x", in.view(), gpu).code(), StatusCode::kInvalidArgument);
     ExpectStillWorks(rt, ctx);
   });
 }

@@ -3,10 +3,16 @@ behaviour of the API (errors before init, unsupported inputs)."""
 
 import pytest
 import torch
+import torch.utils.dlpack
 
 import khorovod
 import khorovod.torch as hvd
+from khorovod._context import CONTEXT
+from khorovod.torch import mpi_ops
 from conftest import run_job, worker
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="torch.cuda.is_available() is False (no GPU, or a CPU-only torch)")
 
 
 @pytest.mark.parametrize("np", [2, 3])
@@ -55,3 +61,48 @@ def test_bad_environment_is_reported(monkeypatch):
     with pytest.raises(hvd.KhorovodError, match="KHOROVOD_SIZE"):
         hvd.init()
     assert not hvd.is_initialized()
+
+
+def test_results_export_through_dlpack():
+    """The capsule path that hands CUDA results to torch, on host results:
+    same bytes as take_output, the capsule is consumed once, and an
+    unconsumed capsule is freed without leaking or crashing."""
+    hvd.init()
+    try:
+        runtime = CONTEXT.runtime()
+        for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+                      torch.int64):
+            src = (torch.arange(24) % 7).to(dtype).reshape(2, 3, 4)
+            h = runtime.allgather_async(f"dl.{dtype}", mpi_ops._view(src))
+            assert h.wait()[0] == 0
+            capsule, code, shape, kind, index = h.take_output_dlpack()
+            assert (code, shape, kind, index) == (mpi_ops._DTYPES[dtype], [2, 3, 4], 0, 0)
+            out = torch.utils.dlpack.from_dlpack(capsule)
+            assert out.dtype == dtype and torch.equal(out, src)
+            with pytest.raises(Exception):
+                torch.utils.dlpack.from_dlpack(capsule)  # already taken over
+        h = runtime.allgather_async("dl.dropped", mpi_ops._view(torch.ones(3)))
+        assert h.wait()[0] == 0
+        dropped = h.take_output_dlpack()[0]
+        assert dropped is not None
+        del dropped  # never consumed: the capsule's destructor frees the result
+        h = runtime.allgather_async("dl.empty", mpi_ops._view(torch.ones(0, 2)))
+        assert h.wait()[0] == 0
+        assert h.take_output_dlpack()[0] is None
+    finally:
+        hvd.shutdown()
+
+
+@needs_cuda
+def test_cuda_tensors_single_process_nccl():
+    job = run_job(worker("cuda_collectives.py"), np=1, env={"KHOROVOD_GPU_OPERATIONS": "nccl"})
+    assert job.returncode == 0, job.output
+    assert len(job.lines(": OK")) == 1, job.output
+
+
+@needs_cuda
+def test_cuda_tensors_two_processes_share_a_gpu_through_staging():
+    job = run_job(worker("cuda_collectives.py"), np=2,
+                  env={"KHOROVOD_GPU_OPERATIONS": "staging", "KHOROVOD_GPU_DEVICE": "0"})
+    assert job.returncode == 0, job.output
+    assert len(job.lines(": OK")) == 2, job.output

@@ -12,15 +12,27 @@ Contract (as horovod.torch, differences in docs/python.md):
   runtime reads and writes their memory from its background thread.
 - Failures raise khorovod.KhorovodError subclasses carrying the runtime's
   message (MISMATCH, STALLED, HorovodInternalError for a dead peer).
-- CPU tensors go to the runtime's host path (Gloo). CUDA tensors are passed
-  through with their device; a build without a device backend refuses them
-  with INVALID_ARGUMENT.
+- CPU tensors go to the runtime's host path (Gloo). CUDA tensors go to its
+  device backend (NCCL, or host staging) with their device, which must be
+  the one the runtime is pinned to (KHOROVOD_GPU_DEVICE, else the local
+  rank modulo the visible GPUs); otherwise, or without a usable GPU or
+  device backend, the runtime refuses them with INVALID_ARGUMENT.
+- Stream order: the runtime works on its own CUDA stream, so before a CUDA
+  tensor is submitted the submitting thread waits for torch's current
+  stream on that device (``synchronize()``): whatever produced the tensor
+  has finished. This blocks the caller until the GPU catches up; recording
+  an event for the runtime to wait on would not, but needs the runtime to
+  accept one (not done). Results are complete when the handle is.
+- Results of allgather, alltoall and reducescatter on CUDA tensors stay on
+  the device: the runtime allocates them and hands them over through DLPack
+  without a copy.
 
 Thread-safety: submissions and waits may come from any thread (the
 DistributedOptimizer submits from autograd hooks).
 """
 
 import torch
+import torch.utils.dlpack
 
 from .._context import CONTEXT
 from .._errors import raise_for_status
@@ -59,6 +71,9 @@ def _view(tensor):
         raise ValueError("khorovod: internal error: tensor must be contiguous here")
     if tensor.is_cuda:
         kind, index = 1, tensor.device.index if tensor.device.index is not None else 0
+        # The runtime's stream is not ordered after torch's (see the module
+        # docstring): wait here for the work that produces the tensor.
+        torch.cuda.current_stream(tensor.device).synchronize()
     elif tensor.device.type == "cpu":
         kind, index = 0, 0
     else:
@@ -229,7 +244,14 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 # --- allgather, broadcast, alltoall, reducescatter ---------------------------
 
-def _output_tensor(h):
+def _output_tensor(h, like):
+    """The result of ``h`` on ``like``'s device: device results are taken
+    over through DLPack (no copy), host results are copied from bytes."""
+    if like.is_cuda:
+        capsule, dtype, shape, _kind, _index = h.take_output_dlpack()
+        if capsule is None:
+            return torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=like.device)
+        return torch.utils.dlpack.from_dlpack(capsule)
     data, dtype, shape = h.take_output()
     torch_dtype = _TORCH_DTYPES[dtype]
     if len(data) == 0:
@@ -237,15 +259,11 @@ def _output_tensor(h):
     return torch.frombuffer(bytearray(data), dtype=torch_dtype).reshape(shape)
 
 
-def _like(result, tensor):
-    return result.to(tensor.device) if tensor.is_cuda else result
-
-
 def allgather_async(tensor, name=None):
     """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
     src = tensor.contiguous()
     h = CONTEXT.runtime().allgather_async(_name(name, "allgather"), _view(src))
-    return Handle(h, (src,), lambda hh: _like(_output_tensor(hh), tensor))
+    return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
 def allgather(tensor, name=None):
@@ -286,7 +304,7 @@ def alltoall_async(tensor, splits=None, name=None):
     h = CONTEXT.runtime().alltoall_async(_name(name, "alltoall"), _view(src), split_list)
 
     def finish(hh):
-        out = _like(_output_tensor(hh), tensor)
+        out = _output_tensor(hh, tensor)
         if splits is None:
             return out
         return out, torch.tensor(hh.received_splits(), dtype=torch.int64)
@@ -303,7 +321,7 @@ def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postsca
     src = tensor.contiguous()
     h = CONTEXT.runtime().reducescatter_async(_name(name, "reducescatter"), _view(src), op,
                                               float(prescale_factor), float(postscale_factor))
-    return Handle(h, (src,), lambda hh: _like(_output_tensor(hh), tensor))
+    return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=None,

@@ -18,8 +18,9 @@
 //                             within this time fails with kStalled [60]
 //   KHOROVOD_TIMEOUT_SECONDS  bound on any single transport operation [30]
 //   KHOROVOD_CPU_OPERATIONS   data-plane backend for host tensors ["gloo"]
-//   KHOROVOD_GPU_OPERATIONS   backend for device tensors: "nccl", or "staging"
-//                             (device -> host -> CPU backend -> device) ["nccl"]
+//   KHOROVOD_GPU_OPERATIONS   backend for device tensors: "nccl", "staging"
+//                             (device -> host -> CPU backend -> device), or
+//                             "auto": nccl when built, else staging ["auto"]
 //   KHOROVOD_GPU_DEVICE       GPU ordinal this process uses [local_rank]
 // Elastic jobs (set by khorovodrun --min-np/--max-np or the operator):
 //   KHOROVOD_RENDEZVOUS_ADDR  HOST:PORT of the job's khorovod-rendezvous server;
@@ -66,7 +67,7 @@ struct Config {
   std::chrono::milliseconds stall_timeout{60'000};
   std::chrono::milliseconds transport_timeout{30'000};
   std::string cpu_backend = "gloo";
-  std::string gpu_backend = "nccl";
+  std::string gpu_backend = "auto";
   int gpu_device = -1;  // -1: local_rank modulo the visible devices
 
   std::string rendezvous_addr;

@@ -10,6 +10,15 @@
 // rank; a duplicate fails with kAlreadyExists. Buffers passed as TensorView
 // must stay valid until the returned Handle completes.
 //
+// Device tensors (TensorView::device = {kCUDA, i}) run on the device
+// backend (KHOROVOD_GPU_OPERATIONS, docs/gpu.md). `i` must be the GPU this
+// rank is pinned to (KHOROVOD_GPU_DEVICE, else local_rank modulo the
+// visible devices; kept across elastic resets), else kInvalidArgument. The
+// runtime works on its own stream: the caller must have finished writing
+// the inputs (synchronized its stream) before submitting. When the Handle
+// completes, the device results are complete; allgather, alltoall and
+// reducescatter return them as device Tensors (Tensor::device_storage).
+//
 // Every call made before init() (or after shutdown()) completes immediately
 // with kFailedPrecondition. rank(), size() and friends return -1 then.
 //

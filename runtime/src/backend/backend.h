@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,8 @@
 #include "khorovod/tensor.h"
 
 namespace khorovod {
+
+class DeviceOps;
 
 class Backend {
  public:
@@ -55,6 +58,35 @@ class Backend {
   virtual Status Alltoallv(const void* in, const std::vector<int64_t>& send_counts, void* out,
                            const std::vector<int64_t>& recv_counts, DataType dtype) = 0;
   virtual Status Barrier() = 0;
+
+  // Device backends (NCCL, host staging) also provide the memory operations
+  // the executor's device path needs; host backends return null.
+  virtual DeviceOps* device_ops() { return nullptr; }
+};
+
+// DeviceOps: what the executor needs to run a device response without
+// touching device memory itself. Copies, fills and reductions are ordered
+// with the backend's collectives (they run in call order on the backend's
+// stream); Flush() returns once all of them have finished, so the caller
+// completes the user's operation only after it. Pointers are device memory
+// of the backend's device.
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+  // `bytes` of device memory, freed by the returned pointer's deleter,
+  // which must not need the backend (results outlive it). Null for 0 bytes.
+  virtual StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) = 0;
+  virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status Zero(void* dst, size_t bytes) = 0;
+  // The spans (as one buffer, in place) become
+  //   postscale * reduce(prescale * span over ranks),
+  // kAverage dividing the reduction by the world size: scaling and
+  // averaging happen here, because only the backend can touch the memory.
+  // A combination the backend cannot compute is kInvalidArgument, the same
+  // on every rank.
+  virtual Status AllreduceScaled(const std::vector<Backend::Span>& spans, DataType dtype, ReduceOp op,
+                                 double prescale, double postscale) = 0;
+  virtual Status Flush() = 0;
 };
 
 // ControlChannel: the primitives the negotiation protocol needs. Always

@@ -9,7 +9,14 @@ namespace {
 struct Entries {
   std::mutex mu;
   std::map<std::string, BackendFactory> factories;
+  std::map<std::string, DeviceResolver> resolvers;
 };
+
+std::string KnownNames(const std::map<std::string, BackendFactory>& factories) {
+  std::string known;
+  for (const auto& [n, f] : factories) known += (known.empty() ? "" : ", ") + n;
+  return known;
+}
 
 // Function-local static: safe to use from other translation units' static
 // initializers regardless of initialization order.
@@ -26,6 +33,35 @@ void BackendRegistry::Register(const std::string& name, BackendFactory factory) 
   r.factories[name] = std::move(factory);
 }
 
+void BackendRegistry::RegisterDevice(const std::string& name, DeviceResolver resolver) {
+  auto& r = Registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.resolvers[name] = std::move(resolver);
+}
+
+bool BackendRegistry::Has(const std::string& name) {
+  auto& r = Registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.factories.count(name) > 0;
+}
+
+StatusOr<Device> BackendRegistry::ResolveDevice(const std::string& name, const Config& config) {
+  DeviceResolver resolver;
+  {
+    auto& r = Registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.factories.count(name)) {
+      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + KnownNames(r.factories) + ")");
+    }
+    auto it = r.resolvers.find(name);
+    if (it == r.resolvers.end()) {
+      return Status::InvalidArgument("backend '" + name + "' does not work on device tensors");
+    }
+    resolver = it->second;
+  }
+  return resolver(config);
+}
+
 StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& name,
                                                            const BackendInit& init) {
   BackendFactory factory;
@@ -34,9 +70,7 @@ StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& na
     std::lock_guard<std::mutex> lock(r.mu);
     auto it = r.factories.find(name);
     if (it == r.factories.end()) {
-      std::string known;
-      for (const auto& [n, f] : r.factories) known += (known.empty() ? "" : ", ") + n;
-      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + known + ")");
+      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + KnownNames(r.factories) + ")");
     }
     factory = it->second;
   }

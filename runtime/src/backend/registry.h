@@ -2,6 +2,12 @@
 // initialization; the runtime creates the one named in Config. Adding a
 // backend means adding a folder and a registration, not an #if.
 //
+// Device backends also register a DeviceResolver: which device this process
+// would use (for CUDA: KHOROVOD_GPU_DEVICE, else local_rank modulo the
+// visible devices). The runtime asks it when the first device tensor is
+// submitted, to refuse tensors on another device at once, before anything
+// collective happens.
+//
 // Thread-safety: registration happens during static initialization; lookups
 // after main() starts are read-only and may run concurrently.
 #pragma once
@@ -29,11 +35,17 @@ struct BackendInit {
 };
 
 using BackendFactory = std::function<StatusOr<std::unique_ptr<Backend>>(const BackendInit&)>;
+using DeviceResolver = std::function<StatusOr<Device>(const Config&)>;
 
 class BackendRegistry {
  public:
   static void Register(const std::string& name, BackendFactory factory);
+  static void RegisterDevice(const std::string& name, DeviceResolver resolver);
   static StatusOr<std::unique_ptr<Backend>> Create(const std::string& name, const BackendInit& init);
+  // kInvalidArgument for an unknown name or a backend without a resolver
+  // (a host backend).
+  static StatusOr<Device> ResolveDevice(const std::string& name, const Config& config);
+  static bool Has(const std::string& name);
   static std::vector<std::string> Names();
 };
 
@@ -42,6 +54,15 @@ class BackendRegistry {
   namespace {                                                           \
   const bool kh_registered_##ident = [] {                               \
     ::khorovod::BackendRegistry::Register(name, factory);               \
+    return true;                                                        \
+  }();                                                                  \
+  }
+
+// Registers `resolver` as the device of the backend `name`.
+#define KH_REGISTER_DEVICE(ident, name, resolver)                       \
+  namespace {                                                           \
+  const bool kh_device_registered_##ident = [] {                        \
+    ::khorovod::BackendRegistry::RegisterDevice(name, resolver);        \
     return true;                                                        \
   }();                                                                  \
   }

@@ -1,6 +1,7 @@
 #include "core/executor.h"
 
 #include <cstring>
+#include <numeric>
 
 #include "common/enforce.h"
 #include "common/reduce_kernels.h"
@@ -28,19 +29,29 @@ Shape WithFirstDim(int64_t rows, const Shape& like) {
 
 }  // namespace
 
-Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue,
-                   WorkerMetrics* metrics, Timeline* timeline)
+Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend, DeviceBackend* device,
+                   TensorQueue* queue, WorkerMetrics* metrics, Timeline* timeline)
     : rank_(rank),
       size_(size),
       fusion_threshold_(fusion_threshold),
       backend_(backend),
+      device_(device),
+      device_reducer_(rank, size, fusion_threshold),
       queue_(queue),
       metrics_(metrics),
       timeline_(timeline) {}
 
 namespace {
 
-using TimePoint = std::chrono::steady_clock::time_point;
+bool OnDevice(const Response& r) { return r.device.kind != DeviceKind::kCPU; }
+
+// A device backend's refusal of one operation (kInvalidArgument, decided
+// alike on every rank before anything is sent) leaves it usable; any other
+// failure does not.
+bool Fatal(const Response& r, const Status& s, bool backend_ok) {
+  if (s.ok()) return false;
+  return !(OnDevice(r) && backend_ok && s.code() == StatusCode::kInvalidArgument);
+}
 
 // Timeline phase names; string literals, as Timeline::Record requires.
 const char* NegotiatePhase(OpType op) {
@@ -101,13 +112,25 @@ Status Executor::Execute(const std::vector<Response>& responses, Controller& con
                                                   << "' (only allreduce runs without one)");
     const TimePoint start = std::chrono::steady_clock::now();
     Status s;
-    switch (head.op) {
-      case OpType::kAllgather: s = RunAllgather(head, *op); break;
-      case OpType::kBroadcast: s = RunBroadcast(head, *op); break;
-      case OpType::kAlltoall: s = RunAlltoall(head, *op); break;
-      case OpType::kReducescatter: s = RunReducescatter(head, *op); break;
-      case OpType::kBarrier: s = backend_->Barrier(); break;
-      default: KH_ENFORCE(false, "unexpected op " << OpTypeName(head.op));
+    StatusOr<Backend*> backend = BackendFor(head);
+    if (!backend.ok()) {
+      s = backend.status();
+    } else {
+      Backend& b = **backend;
+      switch (head.op) {
+        case OpType::kAllgather: s = RunAllgather(b, head, *op); break;
+        case OpType::kBroadcast:
+          s = b.Broadcast(op->input.data, static_cast<size_t>(head.total_elements()), head.dtype, head.root);
+          break;
+        case OpType::kAlltoall: s = RunAlltoall(b, head, *op); break;
+        case OpType::kReducescatter: s = RunReducescatter(b, head, *op); break;
+        case OpType::kBarrier: s = b.Barrier(); break;
+        default: KH_ENFORCE(false, "unexpected op " << OpTypeName(head.op));
+      }
+      if (b.device_ops()) {
+        Status flushed = b.device_ops()->Flush();
+        if (s.ok()) s = flushed;
+      }
     }
     if (metrics_ || timeline_) {
       const TimePoint end = std::chrono::steady_clock::now();
@@ -115,7 +138,7 @@ Status Executor::Execute(const std::vector<Response>& responses, Controller& con
       if (timeline_) TraceOp(*op, start, end);
     }
     queue_->Complete(*op, s);
-    KH_RETURN_IF_ERROR(s);
+    if (Fatal(head, s, backend.ok())) return s;
   }
   return Status::Ok();
 }
@@ -134,6 +157,20 @@ void Executor::CompleteEager(const std::vector<Controller::EagerAllreduce>& eage
     }
     queue_->Complete(*op, Status::Ok());
   }
+}
+
+StatusOr<Backend*> Executor::BackendFor(const Response& r) {
+  if (!OnDevice(r)) return backend_;
+  if (!device_) return Status::InvalidArgument("this runtime has no device backend");
+  return device_->Get();
+}
+
+StatusOr<Tensor> Executor::NewResult(Backend& backend, const PendingOp& op, DataType dtype, Shape shape) {
+  if (!backend.device_ops()) return Tensor(dtype, std::move(shape));
+  const size_t bytes = static_cast<size_t>(NumElements(shape)) * DataTypeSize(dtype);
+  auto memory = backend.device_ops()->Allocate(bytes);
+  if (!memory.ok()) return memory.status();
+  return Tensor::OnDevice(dtype, std::move(shape), op.input.device, std::move(*memory));
 }
 
 Status Executor::RunAllreduce(const std::vector<const Response*>& group, Controller& controller) {
@@ -170,9 +207,27 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
     for (auto& op : ops) {
       if (op) queue_->Complete(*op, s);
     }
-    return s;
   };
 
+  StatusOr<Backend*> backend = BackendFor(head);
+  Status s;
+  if (!backend.ok()) s = backend.status();
+  else if (DeviceOps* device = (*backend)->device_ops()) {
+    s = device_reducer_.Allreduce(*device, group, ops, &packed_at, &reduced_at);
+  } else {
+    s = ReduceOnHost(group, ops, &packed_at, &reduced_at);
+  }
+  complete_all(s);
+  return Fatal(head, s, backend.ok()) ? s : Status::Ok();
+}
+
+Status Executor::ReduceOnHost(const std::vector<const Response*>& group,
+                              std::vector<std::optional<PendingOp>>& ops, TimePoint* packed_at,
+                              TimePoint* reduced_at) {
+  const Response& head = *group.front();
+  const size_t esize = DataTypeSize(head.dtype);
+  const size_t total = static_cast<size_t>(std::accumulate(
+      group.begin(), group.end(), int64_t{0}, [](int64_t n, const Response* r) { return n + r->total_elements(); }));
   // The path taken must depend only on the responses, which every rank
   // shares, never on whether this rank has the tensor (a joined rank does not).
   if (group.size() == 1) {
@@ -193,11 +248,11 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
       Scale(out, total, head.dtype, head.prescale);
       in = out;
     }
-    packed_at = std::chrono::steady_clock::now();
+    *packed_at = std::chrono::steady_clock::now();
     Status s = backend_->Allreduce(in, out, total, head.dtype, head.reduce_op);
-    reduced_at = std::chrono::steady_clock::now();
+    *reduced_at = std::chrono::steady_clock::now();
     if (s.ok()) ApplyPostScale(head, out, total);
-    return complete_all(s);
+    return s;
   }
 
   // Tensors below kPackBelowBytes are packed into the fusion buffer (one
@@ -235,9 +290,9 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
   }
   if (packed) spans.push_back({buffer, packed / esize});
   for (const auto& span : spans) Scale(span.data, span.count, head.dtype, head.prescale);
-  packed_at = std::chrono::steady_clock::now();
+  *packed_at = std::chrono::steady_clock::now();
   Status s = backend_->AllreduceSpans(spans, head.dtype, head.reduce_op);
-  reduced_at = std::chrono::steady_clock::now();
+  *reduced_at = std::chrono::steady_clock::now();
   if (s.ok()) {
     for (const auto& span : spans) ApplyPostScale(head, span.data, span.count);
     offset = 0;
@@ -250,27 +305,24 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Control
   }
   // Large one-off fusions should not pin their memory forever.
   if (fusion_buffer_.size() > fusion_threshold_) fusion_buffer_ = {};
-  return complete_all(s);
+  return s;
 }
 
-Status Executor::RunAllgather(const Response& r, PendingOp& op) {
+Status Executor::RunAllgather(Backend& backend, const Response& r, PendingOp& op) {
   int64_t rows = 0;
   std::vector<size_t> counts;
   for (int64_t n : r.sizes) {
     rows += n;
     counts.push_back(static_cast<size_t>(n * r.row_elements));
   }
-  Tensor result(r.dtype, WithFirstDim(rows, op.request.shape));
-  KH_RETURN_IF_ERROR(backend_->Allgatherv(op.input.data, result.data(), counts, r.dtype));
-  op.completion->SetOutput(std::move(result));
+  auto result = NewResult(backend, op, r.dtype, WithFirstDim(rows, op.request.shape));
+  if (!result.ok()) return result.status();
+  KH_RETURN_IF_ERROR(backend.Allgatherv(op.input.data, result->data(), counts, r.dtype));
+  op.completion->SetOutput(std::move(*result));
   return Status::Ok();
 }
 
-Status Executor::RunBroadcast(const Response& r, PendingOp& op) {
-  return backend_->Broadcast(op.input.data, static_cast<size_t>(r.total_elements()), r.dtype, r.root);
-}
-
-Status Executor::RunAlltoall(const Response& r, PendingOp& op) {
+Status Executor::RunAlltoall(Backend& backend, const Response& r, PendingOp& op) {
   std::vector<int64_t> send(size_), recv(size_), received_rows(size_);
   int64_t rows = 0;
   for (int peer = 0; peer < size_; ++peer) {
@@ -279,13 +331,15 @@ Status Executor::RunAlltoall(const Response& r, PendingOp& op) {
     recv[peer] = received_rows[peer] * r.row_elements;
     rows += received_rows[peer];
   }
-  Tensor result(r.dtype, WithFirstDim(rows, op.request.shape));
-  KH_RETURN_IF_ERROR(backend_->Alltoallv(op.input.data, send, result.data(), recv, r.dtype));
-  op.completion->SetOutput(std::move(result), std::move(received_rows));
+  auto result = NewResult(backend, op, r.dtype, WithFirstDim(rows, op.request.shape));
+  if (!result.ok()) return result.status();
+  KH_RETURN_IF_ERROR(backend.Alltoallv(op.input.data, send, result->data(), recv, r.dtype));
+  op.completion->SetOutput(std::move(*result), std::move(received_rows));
   return Status::Ok();
 }
 
-Status Executor::RunReducescatter(const Response& r, PendingOp& op) {
+Status Executor::RunReducescatter(Backend& backend, const Response& r, PendingOp& op) {
+  if (DeviceOps* device = backend.device_ops()) return device_reducer_.Reducescatter(*device, r, op);
   const int64_t total_rows = r.sizes.front();
   const size_t count = static_cast<size_t>(total_rows * r.row_elements);
   const size_t esize = DataTypeSize(r.dtype);

@@ -7,8 +7,16 @@
 // contributes zeros. Allgather, alltoall and reducescatter allocate their
 // result tensor here.
 //
+// Device responses (Response::device is kCUDA) run on the session's device
+// backend, created at the first one (core/device_backend.h); allreduce and
+// reducescatter go through DeviceReducer, the other collectives straight
+// to the backend, and results live in device memory.
+//
 // A backend failure completes the affected ops with the error and is
-// returned: the caller must treat the backend as unusable afterwards.
+// returned: the caller must treat the backend as unusable afterwards. An
+// operation a device backend refuses as kInvalidArgument (a scaling it
+// cannot compute; refused alike on every rank before anything is sent)
+// fails alone.
 //
 // Observability: each executed group is timed (two clock reads) and counted
 // in WorkerMetrics by operation; with a Timeline, each tensor's negotiation,
@@ -22,6 +30,8 @@
 
 #include "backend/backend.h"
 #include "core/controller.h"
+#include "core/device_backend.h"
+#include "core/device_reduce.h"
 #include "core/tensor_queue.h"
 #include "observability/timeline.h"
 #include "observability/worker_metrics.h"
@@ -30,8 +40,9 @@ namespace khorovod {
 
 class Executor {
  public:
-  Executor(int rank, int size, size_t fusion_threshold, Backend* backend, TensorQueue* queue,
-           WorkerMetrics* metrics = nullptr, Timeline* timeline = nullptr);
+  // `device` may be null: device responses then fail.
+  Executor(int rank, int size, size_t fusion_threshold, Backend* backend, DeviceBackend* device,
+           TensorQueue* queue, WorkerMetrics* metrics = nullptr, Timeline* timeline = nullptr);
 
   Status Execute(const std::vector<Response>& responses, Controller& controller);
   // Completes allreduces whose contributions all came with the negotiation
@@ -39,11 +50,18 @@ class Executor {
   void CompleteEager(const std::vector<Controller::EagerAllreduce>& eager, Controller& controller);
 
  private:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
   Status RunAllreduce(const std::vector<const Response*>& group, Controller& controller);
-  Status RunAllgather(const Response& r, PendingOp& op);
-  Status RunBroadcast(const Response& r, PendingOp& op);
-  Status RunAlltoall(const Response& r, PendingOp& op);
-  Status RunReducescatter(const Response& r, PendingOp& op);
+  Status ReduceOnHost(const std::vector<const Response*>& group, std::vector<std::optional<PendingOp>>& ops,
+                      TimePoint* packed_at, TimePoint* reduced_at);
+  Status RunAllgather(Backend& backend, const Response& r, PendingOp& op);
+  Status RunAlltoall(Backend& backend, const Response& r, PendingOp& op);
+  Status RunReducescatter(Backend& backend, const Response& r, PendingOp& op);
+  // The backend for `r`'s device (creating the device backend if needed).
+  StatusOr<Backend*> BackendFor(const Response& r);
+  // An uninitialized result on the op's device.
+  StatusOr<Tensor> NewResult(Backend& backend, const PendingOp& op, DataType dtype, Shape shape);
   void ApplyPostScale(const Response& r, void* data, size_t count);
   std::byte* FusionBuffer(size_t bytes);
   void TraceOp(const PendingOp& op, Timeline::Clock::time_point start, Timeline::Clock::time_point end);
@@ -52,6 +70,8 @@ class Executor {
   int size_;
   size_t fusion_threshold_;
   Backend* backend_;
+  DeviceBackend* device_;
+  DeviceReducer device_reducer_;
   TensorQueue* queue_;
   std::vector<std::byte> fusion_buffer_;
   WorkerMetrics* metrics_;

@@ -15,6 +15,7 @@
 #include "bootstrap/rendezvous.h"
 #include "common/enforce.h"
 #include "core/controller.h"
+#include "core/device_backend.h"
 #include "core/executor.h"
 #include "core/tensor_queue.h"
 #include "khorovod/metrics/http_endpoint.h"
@@ -72,10 +73,15 @@ void IgnoreSigpipe() {
   }
 }
 
+std::string DeviceName(const Device& d) {
+  return d.kind == DeviceKind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(d.index);
+}
+
+// Device tensors are checked against the session's pinned device in
+// RuntimeImpl::Submit; here only what needs no session.
 Status CheckView(const TensorView& t, const char* what) {
-  if (t.device.kind != DeviceKind::kCPU) {
-    return Status::InvalidArgument(std::string(what) +
-                                   ": device tensors need the NCCL backend, which this build lacks");
+  if (t.device.kind != DeviceKind::kCPU && t.device.kind != DeviceKind::kCUDA) {
+    return Status::InvalidArgument(std::string(what) + ": unknown device kind");
   }
   for (int64_t d : t.shape) {
     if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " + ShapeToString(t.shape));
@@ -102,6 +108,9 @@ struct Session {
   Config config;
   std::shared_ptr<gloo::Context> context;
   std::unique_ptr<Backend> backend;
+  // Created with the session, but its backend only at the first device
+  // response; destroyed before the context it may use.
+  std::unique_ptr<DeviceBackend> device;
   std::unique_ptr<GlooControlChannel> channel;
   TensorQueue queue;
   std::unique_ptr<Controller> controller;
@@ -205,6 +214,9 @@ class RuntimeImpl {
     if (session_) return Status::Ok();
     auto s = std::make_unique<Session>();
     s->config = config;
+    // The process's device tensors live on the GPU it was pinned to in an
+    // earlier generation; a new local rank must not move it elsewhere.
+    if (pinned_device_ && s->config.gpu_device < 0) s->config.gpu_device = pinned_device_->index;
     auto context = rendezvous_->Connect(assignment, config);
     if (!context.ok()) return context.status();
     s->context = *context;
@@ -212,10 +224,12 @@ class RuntimeImpl {
     auto backend = BackendRegistry::Create(config.cpu_backend, init);
     if (!backend.ok()) return backend.status();
     s->backend = std::move(*backend);
+    s->device = std::make_unique<DeviceBackend>(&s->config, s->context);
     s->channel = std::make_unique<GlooControlChannel>(s->context);
     s->controller = std::make_unique<Controller>(s->config, s->channel.get(), &s->queue);
     s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
-                                             s->backend.get(), &s->queue, metrics_.get(), timeline_.get());
+                                             s->backend.get(), s->device.get(), &s->queue, metrics_.get(),
+                                             timeline_.get());
     s->metrics = metrics_.get();
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
@@ -229,6 +243,7 @@ class RuntimeImpl {
     if (rendezvous_) rendezvous_->Leave();
     rendezvous_.reset();
     generation_ = -1;
+    pinned_device_.reset();  // a later init() starts from its own config
     if (timeline_) timeline_->Close();
     return s;
   }
@@ -242,6 +257,7 @@ class RuntimeImpl {
     if (!s) return Status::Ok();
     s->queue.RequestShutdown();
     s->thread.join();
+    if (auto d = s->device->resolved()) pinned_device_ = d;
     return Status::Ok();
   }
 
@@ -263,6 +279,9 @@ class RuntimeImpl {
     if (!session_) {
       return Handle(detail::Completion::Failed(
           Status::FailedPrecondition("khorovod is not initialized; call init() first")));
+    }
+    for (const PendingOp& op : ops) {
+      if (Status s = CheckDevice(op); !s.ok()) return Handle(detail::Completion::Failed(s));
     }
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
     if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
@@ -290,12 +309,38 @@ class RuntimeImpl {
  private:
   static void BackgroundLoop(Session& s);
 
+  // A device tensor must be on the device this rank's runtime is pinned to
+  // (and an allreduce's output on its input's device). Caller holds mu_.
+  Status CheckDevice(const PendingOp& op) const {
+    const Device& in = op.input.device;
+    if (op.request.op == OpType::kAllreduce && !(op.output.device == in)) {
+      return Status::InvalidArgument("allreduce '" + op.request.name + "': output on " +
+                                     DeviceName(op.output.device) + " but input on " + DeviceName(in));
+    }
+    if (in.kind == DeviceKind::kCPU) return Status::Ok();
+    StatusOr<Device> pinned = session_->device->Pinned();
+    if (!pinned.ok()) {
+      return Status(pinned.status().code(), OpTypeName(op.request.op).data() + std::string(" '") +
+                                                op.request.name + "': " + pinned.status().message());
+    }
+    if (!(in == *pinned)) {
+      return Status::InvalidArgument(std::string(OpTypeName(op.request.op)) + " '" + op.request.name +
+                                     "': tensor on " + DeviceName(in) + ", but this rank's runtime uses " +
+                                     DeviceName(*pinned) +
+                                     " (KHOROVOD_GPU_DEVICE, else local rank modulo the visible devices)");
+    }
+    return Status::Ok();
+  }
+
   mutable std::shared_mutex mu_;
   std::unique_ptr<Session> session_;
   // Survive across generations: the worker's identity in the job.
   Config base_config_;
   std::unique_ptr<Rendezvous> rendezvous_;
   int64_t generation_ = -1;
+  // The device this process's first session pinned, kept across elastic
+  // generations (see StartSession).
+  std::optional<Device> pinned_device_;
   // Observability lives as long as the Runtime (sessions hold raw pointers
   // to it; ~RuntimeImpl ends the session in Finish() before members go).
   // The endpoint is declared after the metrics so it stops serving first.
@@ -351,6 +396,9 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // so one failure reaches every rank quickly.
     s.executor.reset();
     s.controller.reset();
+    // Only its backend: user threads may still reach the DeviceBackend
+    // object through Submit's device check.
+    s.device->Drop(fatal);
     s.backend.reset();
     s.channel.reset();
     s.context.reset();

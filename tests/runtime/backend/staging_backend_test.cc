@@ -43,6 +43,20 @@ class FakeCopier final : public DeviceCopier {
     counts_->to_device += bytes;
     return Status::Ok();
   }
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    KH_RETURN_IF_ERROR(Inside(dst, bytes));
+    KH_RETURN_IF_ERROR(Inside(src, bytes));
+    std::memmove(dst, src, bytes);
+    return Status::Ok();
+  }
+  Status Zero(void* device, size_t bytes) override {
+    KH_RETURN_IF_ERROR(Inside(device, bytes));
+    std::memset(device, 0, bytes);
+    return Status::Ok();
+  }
+  StatusOr<std::shared_ptr<void>> Allocate(size_t) override {
+    return Status::InvalidArgument("this fake copier does not allocate");
+  }
 
  private:
   Status Inside(const void* p, size_t bytes) const {
@@ -74,7 +88,7 @@ std::unique_ptr<Fixture> MakeStaging(const RankContext& ctx) {
   if (!host.ok()) return nullptr;
   auto copier = std::make_unique<FakeCopier>(&f->counts);
   f->copier = copier.get();
-  f->backend = std::make_unique<StagingBackend>(std::move(*host), std::move(copier), ctx.rank);
+  f->backend = std::make_unique<StagingBackend>(std::move(*host), std::move(copier), ctx.rank, ctx.size);
   return f;
 }
 
@@ -92,7 +106,7 @@ TEST(StagingBackend, ClaimsOnlyItsDevice) {
   ASSERT_TRUE(gloo.ok()) << gloo.status();
   auto host = BackendRegistry::Create("gloo", BackendInit{&config, *gloo});
   ASSERT_TRUE(host.ok());
-  StagingBackend b(std::move(*host), std::make_unique<FakeCopier>(&counts), 0);
+  StagingBackend b(std::move(*host), std::make_unique<FakeCopier>(&counts), 0, 1);
   EXPECT_TRUE(b.SupportsDevice(Device{DeviceKind::kCUDA, 0}));
   EXPECT_FALSE(b.SupportsDevice(Device{DeviceKind::kCUDA, 1}));
   EXPECT_FALSE(b.SupportsDevice(Device{}));

@@ -253,7 +253,7 @@ TEST(Config, ValidateChecksRangesAndCrossFieldConstraints) {
 TEST(Config, GpuSettings) {
   StatusOr<Config> d = Config::FromMap({});
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->gpu_backend, "nccl");
+  EXPECT_EQ(d->gpu_backend, "auto");
   EXPECT_EQ(d->gpu_device, -1);  // follow local_rank
   StatusOr<Config> c = Config::FromMap({{"KHOROVOD_GPU_OPERATIONS", "staging"}, {"KHOROVOD_GPU_DEVICE", "3"}});
   ASSERT_TRUE(c.ok()) << c.status();

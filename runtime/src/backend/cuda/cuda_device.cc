@@ -24,6 +24,22 @@ StatusOr<int> SelectDevice(const Config& config) {
   return config.local_rank % count;
 }
 
+StatusOr<Device> ResolveDevice(const Config& config) {
+  StatusOr<int> index = SelectDevice(config);
+  if (!index.ok()) return index.status();
+  return Device{DeviceKind::kCUDA, *index};
+}
+
+StatusOr<std::shared_ptr<void>> AllocateOn(int device, size_t bytes) {
+  if (bytes == 0) return std::shared_ptr<void>();
+  KH_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  void* p = nullptr;
+  KH_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes));
+  // cudaFree finds the device from the pointer (unified addressing), so
+  // the deleter works on any thread, after the backend is gone.
+  return std::shared_ptr<void>(p, [](void* q) { (void)cudaFree(q); });
+}
+
 StatusOr<std::unique_ptr<CudaStream>> CudaStream::Create(int device) {
   KH_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   cudaStream_t stream = nullptr;

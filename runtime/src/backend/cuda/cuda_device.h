@@ -15,6 +15,7 @@
 
 #include "khorovod/config.h"
 #include "khorovod/status.h"
+#include "khorovod/tensor.h"
 
 namespace khorovod::cuda {
 
@@ -22,6 +23,12 @@ namespace khorovod::cuda {
 // (no driver, no GPU), or kInvalidArgument for a pinned ordinal that does
 // not exist.
 StatusOr<int> SelectDevice(const Config& config);
+// SelectDevice as a Device: the DeviceResolver of the CUDA backends.
+StatusOr<Device> ResolveDevice(const Config& config);
+
+// `bytes` of memory on `device` (cudaMalloc), freed with cudaFree by the
+// returned pointer's deleter, which needs nothing else alive. Null for 0.
+StatusOr<std::shared_ptr<void>> AllocateOn(int device, size_t bytes);
 
 // A non-blocking stream (it never waits for the legacy default stream, so
 // the runtime's work does not serialize with the user's) and one event for

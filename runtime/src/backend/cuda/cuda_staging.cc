@@ -25,6 +25,18 @@ class CudaCopier final : public DeviceCopier {
   Status ToDevice(void* device, const void* host, size_t bytes) override {
     return Copy(device, host, bytes, cudaMemcpyHostToDevice);
   }
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    return Copy(dst, src, bytes, cudaMemcpyDeviceToDevice);
+  }
+  Status Zero(void* device, size_t bytes) override {
+    KH_RETURN_IF_ERROR(stream_->Enter());
+    KH_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(device, 0, bytes, stream_->get()));
+    KH_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_->get()));
+    return Status::Ok();
+  }
+  StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) override {
+    return cuda::AllocateOn(stream_->device(), bytes);
+  }
 
  private:
   Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
@@ -50,11 +62,13 @@ StatusOr<std::unique_ptr<Backend>> MakeStagingBackend(const BackendInit& init) {
                                    "' does not work on host memory; staging needs one that does");
   }
   return std::unique_ptr<Backend>(std::make_unique<StagingBackend>(
-      std::move(*host), std::make_unique<CudaCopier>(std::move(*stream)), init.config->rank));
+      std::move(*host), std::make_unique<CudaCopier>(std::move(*stream)), init.config->rank,
+      init.config->size));
 }
 
 }  // namespace
 
 KH_REGISTER_BACKEND(staging, "staging", MakeStagingBackend)
+KH_REGISTER_DEVICE(staging, "staging", cuda::ResolveDevice)
 
 }  // namespace khorovod

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_status.h"
 #include "backend/gloo/gloo_ops.h"
 #include "backend/nccl/nccl_comm.h"
+#include "backend/nccl/nccl_scaling.h"
 
 namespace khorovod {
 namespace {
@@ -39,7 +40,7 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
-class NcclBackend final : public Backend {
+class NcclBackend final : public Backend, public DeviceOps {
  public:
   NcclBackend(std::unique_ptr<cuda::CudaStream> stream, std::unique_ptr<NcclComm> comm, int rank, int size)
       : stream_(std::move(stream)), comm_(std::move(comm)), rank_(rank), size_(size) {}
@@ -55,6 +56,7 @@ class NcclBackend final : public Backend {
     return d.kind == DeviceKind::kCUDA && d.index == stream_->device();
   }
   bool AveragesNatively() const override { return true; }
+  DeviceOps* device_ops() override { return this; }
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
     KH_RETURN_IF_ERROR(Enter());
@@ -68,11 +70,36 @@ class NcclBackend final : public Backend {
   }
 
   Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) override {
+    return AllreduceScaled(spans, dtype, op, 1.0, 1.0);
+  }
+
+  // --- DeviceOps: all on the backend's stream, in call order ----------------
+  StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) override {
+    return cuda::AllocateOn(stream_->device(), bytes);
+  }
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    KH_RETURN_IF_ERROR(Enter());
+    KH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_->get()));
+    return Status::Ok();
+  }
+  Status Zero(void* dst, size_t bytes) override {
+    KH_RETURN_IF_ERROR(Enter());
+    KH_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, stream_->get()));
+    return Status::Ok();
+  }
+  Status Flush() override {
+    KH_RETURN_IF_ERROR(Enter());
+    return comm_->WaitForStream(*stream_, "device copies");
+  }
+
+  Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op, double prescale,
+                         double postscale) override {
     KH_RETURN_IF_ERROR(Enter());
     auto type = ToNccl(dtype);
-    auto red = ToNccl(op);
     if (!type.ok()) return type.status();
-    if (!red.ok()) return red.status();
+    auto scaled = ScaledRedOp::Create(*comm_, dtype, op, prescale, postscale, size_);
+    if (!scaled.ok()) return scaled.status();
+    const ncclRedOp_t red = scaled->get();
     const size_t esize = DataTypeSize(dtype);
     size_t packed = 0;
     for (const Span& s : spans) {
@@ -84,12 +111,12 @@ class NcclBackend final : public Backend {
     KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
     ncclResult_t r = ncclSuccess;
     if (packed) {
-      r = ncclAllReduce(*fusion, *fusion, packed / esize, *type, *red, comm_->get(), stream_->get());
+      r = ncclAllReduce(*fusion, *fusion, packed / esize, *type, red, comm_->get(), stream_->get());
     }
     for (const Span& s : spans) {
       if (r != ncclSuccess && r != ncclInProgress) break;
       if (s.count * esize < kPackBelowBytes) continue;
-      r = ncclAllReduce(s.data, s.data, s.count, *type, *red, comm_->get(), stream_->get());
+      r = ncclAllReduce(s.data, s.data, s.count, *type, red, comm_->get(), stream_->get());
     }
     // The group must be closed whatever happened inside it.
     const ncclResult_t end = ncclGroupEnd();
@@ -236,5 +263,6 @@ StatusOr<std::unique_ptr<Backend>> MakeNcclBackend(const BackendInit& init) {
 }
 
 KH_REGISTER_BACKEND(nccl, "nccl", MakeNcclBackend)
+KH_REGISTER_DEVICE(nccl, "nccl", cuda::ResolveDevice)
 
 }  // namespace khorovod

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "common/enforce.h"
+#include "common/reduce_kernels.h"
 
 namespace khorovod {
 namespace {
@@ -14,8 +15,8 @@ int64_t Sum(const std::vector<int64_t>& counts) {
 }  // namespace
 
 StagingBackend::StagingBackend(std::unique_ptr<Backend> host, std::unique_ptr<DeviceCopier> copier,
-                               int rank)
-    : host_(std::move(host)), copier_(std::move(copier)), rank_(rank) {
+                               int rank, int size)
+    : host_(std::move(host)), copier_(std::move(copier)), rank_(rank), size_(size) {
   KH_ENFORCE(host_ && copier_, "staging backend needs a host backend and a copier");
   KH_ENFORCE(host_->SupportsDevice(Device{}), "staging backend's inner backend must work on host memory");
 }
@@ -52,6 +53,41 @@ Status StagingBackend::AllreduceSpans(const std::vector<Span>& spans, DataType d
     offset += s.count * esize;
   }
   KH_RETURN_IF_ERROR(host_->AllreduceSpans({Span{host, total}}, dtype, op));
+  offset = 0;
+  for (const Span& s : spans) {
+    if (s.count) KH_RETURN_IF_ERROR(copier_->ToDevice(s.data, host + offset, s.count * esize));
+    offset += s.count * esize;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<void>> StagingBackend::Allocate(size_t bytes) {
+  if (bytes == 0) return std::shared_ptr<void>();
+  return copier_->Allocate(bytes);
+}
+
+Status StagingBackend::Copy(void* dst, const void* src, size_t bytes) {
+  return bytes ? copier_->Copy(dst, src, bytes) : Status::Ok();
+}
+
+Status StagingBackend::Zero(void* dst, size_t bytes) { return bytes ? copier_->Zero(dst, bytes) : Status::Ok(); }
+
+Status StagingBackend::AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                                       double prescale, double postscale) {
+  const size_t esize = DataTypeSize(dtype);
+  size_t total = 0;
+  for (const Span& s : spans) total += s.count;
+  std::byte* host = Input(total * esize);
+  size_t offset = 0;
+  for (const Span& s : spans) {
+    if (s.count) KH_RETURN_IF_ERROR(copier_->ToHost(host + offset, s.data, s.count * esize));
+    offset += s.count * esize;
+  }
+  // The same arithmetic, in the same order, as the executor's host path.
+  if (prescale != 1.0) Scale(host, total, dtype, prescale);
+  KH_RETURN_IF_ERROR(host_->AllreduceSpans({Span{host, total}}, dtype, op));
+  if (op == ReduceOp::kAverage) Divide(host, total, dtype, size_);
+  if (postscale != 1.0) Scale(host, total, dtype, postscale);
   offset = 0;
   for (const Span& s : spans) {
     if (s.count) KH_RETURN_IF_ERROR(copier_->ToDevice(s.data, host + offset, s.count * esize));

@@ -1,0 +1,78 @@
+#include "core/device_backend.h"
+
+#include "common/enforce.h"
+
+namespace khorovod {
+namespace {
+
+std::string DeviceName(const Device& d) {
+  return d.kind == DeviceKind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(d.index);
+}
+
+}  // namespace
+
+DeviceBackend::DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context)
+    : config_(config), context_(std::move(context)) {
+  KH_ENFORCE(config_ != nullptr, "device backend without a config");
+}
+
+std::string DeviceBackend::BackendName(const Config& config) {
+  if (config.gpu_backend != "auto") return config.gpu_backend;
+  return BackendRegistry::Has("nccl") ? "nccl" : "staging";
+}
+
+StatusOr<Device> DeviceBackend::Pinned() {
+  std::lock_guard<std::mutex> lock(pinned_mu_);
+  if (!pinned_) {
+    const std::string name = BackendName(*config_);
+    StatusOr<Device> d = config_->gpu_backend == "auto" && !BackendRegistry::Has(name)
+                             ? StatusOr<Device>(Status::FailedPrecondition(
+                                   "this build has no device backend (configured with "
+                                   "KHOROVOD_WITH_NCCL=OFF, or CUDA was not found)"))
+                             : BackendRegistry::ResolveDevice(name, *config_);
+    if (!d.ok()) {
+      // The cause (no driver, no GPU, a bad KHOROVOD_GPU_DEVICE, a build
+      // without device backends) is the user's to fix: an invalid argument.
+      d = Status::InvalidArgument("device tensors cannot be used (KHOROVOD_GPU_OPERATIONS selects '" +
+                                  name + "'): " + d.status().message());
+    }
+    pinned_ = std::move(d);
+  }
+  return *pinned_;
+}
+
+std::optional<Device> DeviceBackend::resolved() {
+  std::lock_guard<std::mutex> lock(pinned_mu_);
+  if (pinned_ && pinned_->ok()) return **pinned_;
+  return std::nullopt;
+}
+
+void DeviceBackend::Drop(const Status& why) {
+  backend_.reset();
+  failed_ = why.ok() ? Status::Aborted("the device backend was dropped") : why;
+}
+
+StatusOr<Backend*> DeviceBackend::Get() {
+  if (backend_) return backend_.get();
+  if (failed_) return *failed_;
+  auto fail = [&](Status s) -> StatusOr<Backend*> {
+    failed_ = s;
+    return s;
+  };
+  StatusOr<Device> pinned = Pinned();
+  if (!pinned.ok()) return fail(pinned.status());
+  const std::string name = BackendName(*config_);
+  auto made = BackendRegistry::Create(name, BackendInit{config_, context_});
+  if (!made.ok()) {
+    return fail(Status(made.status().code(), "creating the device backend '" + name + "': " +
+                                                 made.status().message()));
+  }
+  if (!(*made)->device_ops() || !(*made)->SupportsDevice(*pinned)) {
+    return fail(Status::InvalidArgument("backend '" + name + "' cannot run collectives on " +
+                                        DeviceName(*pinned)));
+  }
+  backend_ = std::move(*made);
+  return backend_.get();
+}
+
+}  // namespace khorovod

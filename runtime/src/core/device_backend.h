@@ -1,0 +1,62 @@
+// DeviceBackend: a session's backend for device tensors, created lazily.
+//
+// Which backend: Config::gpu_backend (KHOROVOD_GPU_OPERATIONS). "auto" means
+// "nccl" when this build registered it, else "staging"; any other value
+// names a registered backend (tests register an emulated one).
+//
+// Pinned() says which device this rank serves, asking the backend's
+// registered DeviceResolver once, when the first device tensor is
+// submitted: a process that never submits one never touches CUDA.
+//
+// Get() creates the backend at the first device response. Every rank runs
+// the same responses in the same order, so every rank calls Get() at the
+// same point, which keeps communicator formation collective (NCCL's unique
+// id goes over the session's Gloo context). A failed creation is kept and
+// returned by every later Get(): a half-formed communicator cannot be
+// repaired within the session, only by a reset, which builds a new
+// DeviceBackend with the new session. Destruction drops the backend (NCCL
+// aborts its communicator; it never waits for peers).
+//
+// Thread-safety: Pinned() may be called from any thread; Get(), Drop() and
+// the destructor only from the background thread (or after it ended).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backend/registry.h"
+
+namespace khorovod {
+
+class DeviceBackend {
+ public:
+  // `config` must outlive this object (it is the session's).
+  DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context);
+
+  // The registered backend name that Config::gpu_backend selects.
+  static std::string BackendName(const Config& config);
+
+  StatusOr<Device> Pinned();
+  // The pinned device if Pinned() has succeeded, else nothing.
+  std::optional<Device> resolved();
+  // The backend, created on first use; it has DeviceOps and supports the
+  // pinned device.
+  StatusOr<Backend*> Get();
+  bool created() const { return backend_ != nullptr; }
+  // Destroys the backend now (closing its connections) and fails every
+  // later Get() with `why`. Pinned() keeps working: user threads may still
+  // be submitting.
+  void Drop(const Status& why);
+
+ private:
+  const Config* config_;
+  std::shared_ptr<gloo::Context> context_;
+  std::mutex pinned_mu_;
+  std::optional<StatusOr<Device>> pinned_;
+  std::unique_ptr<Backend> backend_;
+  std::optional<Status> failed_;
+};
+
+}  // namespace khorovod

@@ -1,0 +1,137 @@
+#include "core/device_reduce.h"
+
+#include <algorithm>
+
+namespace khorovod {
+namespace {
+
+// As on the host: below this size a tensor is cheaper to copy into the
+// fusion buffer than to reduce as its own span.
+constexpr size_t kPackBelowBytes = 64 << 10;
+
+Status CopyIfAny(DeviceOps& device, void* dst, const void* src, size_t bytes) {
+  return bytes && dst != src ? device.Copy(dst, src, bytes) : Status::Ok();
+}
+
+Status ZeroIfAny(DeviceOps& device, void* dst, size_t bytes) {
+  return bytes ? device.Zero(dst, bytes) : Status::Ok();
+}
+
+Shape WithFirstDim(int64_t rows, const Shape& like) {
+  Shape s = like;
+  if (s.empty()) s.push_back(rows);
+  else s[0] = rows;
+  return s;
+}
+
+}  // namespace
+
+StatusOr<std::byte*> DeviceReducer::Fusion(DeviceOps& device, size_t bytes) {
+  if (bytes > fusion_size_) {
+    fusion_.reset();
+    fusion_size_ = 0;
+    auto memory = device.Allocate(bytes);
+    if (!memory.ok()) return memory.status();
+    fusion_ = std::move(*memory);
+    fusion_size_ = bytes;
+  }
+  return static_cast<std::byte*>(fusion_.get());
+}
+
+void DeviceReducer::TrimFusion() {
+  if (fusion_size_ > fusion_threshold_) {
+    fusion_.reset();
+    fusion_size_ = 0;
+  }
+}
+
+Status DeviceReducer::Allreduce(DeviceOps& device, const std::vector<const Response*>& group,
+                                const std::vector<std::optional<PendingOp>>& ops, TimePoint* packed_at,
+                                TimePoint* reduced_at) {
+  const Response& head = *group.front();
+  const size_t esize = DataTypeSize(head.dtype);
+  auto bytes_of = [&](size_t i) { return static_cast<size_t>(group[i]->total_elements()) * esize; };
+  // A lone tensor is reduced in its output whatever its size.
+  auto is_large = [&](size_t i) { return group.size() == 1 || bytes_of(i) >= kPackBelowBytes; };
+  // The fusion buffer holds the packed small tensors, then the zeros a
+  // joined rank reduces in place of its missing large tensors.
+  size_t packed = 0, zeros = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (!is_large(i)) packed += bytes_of(i);
+    else if (!ops[i]) zeros += bytes_of(i);
+  }
+  auto buffer = Fusion(device, packed + zeros);
+  if (!buffer.ok()) return buffer.status();
+  std::vector<Backend::Span> spans;
+  size_t offset = 0, zero_offset = packed;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const size_t n = static_cast<size_t>(group[i]->total_elements());
+    const size_t bytes = bytes_of(i);
+    if (is_large(i)) {
+      if (ops[i]) {
+        KH_RETURN_IF_ERROR(CopyIfAny(device, ops[i]->output.data, ops[i]->input.data, bytes));
+        spans.push_back({ops[i]->output.data, n});
+      } else {
+        KH_RETURN_IF_ERROR(ZeroIfAny(device, *buffer + zero_offset, bytes));
+        spans.push_back({*buffer + zero_offset, n});
+        zero_offset += bytes;
+      }
+      continue;
+    }
+    if (ops[i]) KH_RETURN_IF_ERROR(CopyIfAny(device, *buffer + offset, ops[i]->input.data, bytes));
+    else KH_RETURN_IF_ERROR(ZeroIfAny(device, *buffer + offset, bytes));
+    offset += bytes;
+  }
+  if (packed) spans.push_back({*buffer, packed / esize});
+  *packed_at = std::chrono::steady_clock::now();
+  Status s = device.AllreduceScaled(spans, head.dtype, head.reduce_op, head.prescale, head.postscale);
+  *reduced_at = std::chrono::steady_clock::now();
+  if (s.ok()) {
+    offset = 0;
+    for (size_t i = 0; i < group.size() && s.ok(); ++i) {
+      if (is_large(i)) continue;
+      if (ops[i]) s = CopyIfAny(device, ops[i]->output.data, *buffer + offset, bytes_of(i));
+      offset += bytes_of(i);
+    }
+  }
+  // Whatever happened, nothing may still be running on the user's buffers
+  // when their handles complete.
+  Status flushed = device.Flush();
+  if (s.ok()) s = flushed;
+  TrimFusion();
+  return s;
+}
+
+Status DeviceReducer::Reducescatter(DeviceOps& device, const Response& r, PendingOp& op) {
+  const int64_t total_rows = r.sizes.front();
+  const size_t esize = DataTypeSize(r.dtype);
+  const size_t bytes = static_cast<size_t>(total_rows * r.row_elements) * esize;
+  auto buffer = Fusion(device, bytes);
+  if (!buffer.ok()) return buffer.status();
+  KH_RETURN_IF_ERROR(CopyIfAny(device, *buffer, op.input.data, bytes));
+  Status s = device.AllreduceScaled({Backend::Span{*buffer, bytes / esize}}, r.dtype, r.reduce_op,
+                                    r.prescale, r.postscale);
+  const int64_t base = total_rows / size_, extra = total_rows % size_;
+  const int64_t my_rows = base + (rank_ < extra ? 1 : 0);
+  const int64_t first_row = rank_ * base + std::min<int64_t>(rank_, extra);
+  const size_t my_bytes = static_cast<size_t>(my_rows * r.row_elements) * esize;
+  std::shared_ptr<void> result;
+  if (s.ok()) {
+    auto memory = device.Allocate(my_bytes);
+    if (memory.ok()) result = std::move(*memory);
+    else s = memory.status();
+  }
+  if (s.ok()) {
+    s = CopyIfAny(device, result.get(), *buffer + static_cast<size_t>(first_row * r.row_elements) * esize,
+                  my_bytes);
+  }
+  Status flushed = device.Flush();
+  if (s.ok()) s = flushed;
+  TrimFusion();
+  if (!s.ok()) return s;
+  op.completion->SetOutput(Tensor::OnDevice(r.dtype, WithFirstDim(my_rows, op.request.shape),
+                                            op.input.device, std::move(result)));
+  return Status::Ok();
+}
+
+}  // namespace khorovod
