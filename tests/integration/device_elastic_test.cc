@@ -26,13 +26,8 @@ TEST(DeviceElastic, SurvivorsRebuildTheDeviceBackendAndKeepTheirGpu) {
   RankOptions opts;
   opts.deadline = std::chrono::seconds(120);
   opts.init = false;
-  opts.env = {{"KHOROVOD_RENDEZVOUS_ADDR", server.address()},
-              {"KHOROVOD_RENDEZVOUS_TOKEN", server.token()},
-              {"KHOROVOD_JOB_ID", "device-elastic"},
-              {"KHOROVOD_SLOTS", "3"},
-              {"KHOROVOD_TIMEOUT_SECONDS", "5"},
-              {"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", "60"},
-              {"KHOROVOD_GPU_OPERATIONS", "emulated"}};
+  opts.env = server.WorkerEnv("device-elastic", 3);
+  opts.env["KHOROVOD_GPU_OPERATIONS"] = "emulated";
   opts.may_be_killed = {0, 1, 2};
   opts.expected_deaths = 1;
   KH_RUN_RANKS(3, [&](Runtime& rt, const RankContext& ctx) {

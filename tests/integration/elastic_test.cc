@@ -61,12 +61,7 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
   RankOptions opts;
   opts.deadline = std::chrono::seconds(120);
   opts.init = false;
-  opts.env = {{"KHOROVOD_RENDEZVOUS_ADDR", server.address()},
-              {"KHOROVOD_RENDEZVOUS_TOKEN", server.token()},
-              {"KHOROVOD_JOB_ID", "elastic-test"},
-              {"KHOROVOD_SLOTS", "4"},
-              {"KHOROVOD_TIMEOUT_SECONDS", "5"},
-              {"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", "60"}};
+  opts.env = server.WorkerEnv("elastic-test", 4);
   // Indices of killed workers are only known by rank, so any worker may die.
   for (int i = 0; i < sc.workers; ++i) {
     if (!sc.victim_ranks.empty()) opts.may_be_killed.insert(i);

@@ -98,4 +98,13 @@ bool RendezvousProcess::Restart() {
   return Start(port);
 }
 
+std::map<std::string, std::string> RendezvousProcess::WorkerEnv(const std::string& job_id, int slots) const {
+  return {{"KHOROVOD_RENDEZVOUS_ADDR", address()},
+          {"KHOROVOD_RENDEZVOUS_TOKEN", token()},
+          {"KHOROVOD_JOB_ID", job_id},
+          {"KHOROVOD_SLOTS", std::to_string(slots)},
+          {"KHOROVOD_TIMEOUT_SECONDS", "5"},
+          {"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", "60"}};
+}
+
 }  // namespace khorovod::testing

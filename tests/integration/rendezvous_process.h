@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ class RendezvousProcess {
   const std::string& error() const { return error_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   const std::string& token() const { return token_; }
+  // The environment an elastic worker of `job_id` with `slots` slots needs
+  // to use this server, with the short collective timeout (5 s) and the
+  // elastic timeout (60 s) the tests run under.
+  std::map<std::string, std::string> WorkerEnv(const std::string& job_id, int slots) const;
   // SIGKILLs the server and starts a new one on the same port (state lost).
   bool Restart();
 

@@ -4,8 +4,11 @@
 // products), which lets tests compare bit for bit except for averages.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/half.h"
@@ -88,6 +91,19 @@ inline double Tolerance(DataType dtype, ReduceOp op, double ref) {
   if (op != ReduceOp::kAverage || !IsFloatingPoint(dtype)) return 0.0;
   const double rel = dtype == DataType::kFloat16 ? 1e-3 : dtype == DataType::kBFloat16 ? 8e-3 : 1e-6;
   return std::abs(ref) * rel + 1e-6;
+}
+
+// Every reduction, for tests that sweep them all.
+inline constexpr ReduceOp kReduceOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
+                                          ReduceOp::kProduct};
+
+// Checks `out` (a host tensor) against Reference(), element by element.
+inline void CheckAllreduced(const Tensor& out, ReduceOp op, int size, int seed, const std::string& what) {
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    const double ref = Reference(out.dtype, op, size, i, seed);
+    const double got = LoadValue(out.dtype, out.data(), i);
+    ASSERT_NEAR(got, ref, Tolerance(out.dtype, op, ref)) << what << " element " << i;
+  }
 }
 
 }  // namespace khorovod::testing

@@ -30,6 +30,9 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
+// "cpu" or "cuda:N", for messages.
+std::string DeviceName(const Device& device);
+
 using Shape = std::vector<int64_t>;
 
 // Product of the dimensions; 1 for a scalar (empty shape).

@@ -84,6 +84,10 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+std::string DeviceName(const Device& device) {
+  return device.kind == DeviceKind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(device.index);
+}
+
 std::string ShapeToString(const Shape& shape) {
   std::ostringstream os;
   os << '[';

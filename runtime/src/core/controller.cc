@@ -94,6 +94,8 @@ Status Controller::TakeEager(size_t message_words, std::vector<uint64_t>& ready,
   for (int r = 0; r < size_; ++r) {
     const uint64_t* block = out->exchanged.data() + r * message_words + payload_at;
     KH_RETURN_IF_ERROR(ParseEagerPayload(block, r, &entries[r]));
+    // Only what rank 0 sent can qualify; most rounds carry nothing.
+    if (entries[0].empty()) return Status::Ok();
   }
   // Rank 0's entries are candidates; a slot qualifies when every rank sent
   // it with the same length and it is ready everywhere.

@@ -3,13 +3,6 @@
 #include "common/enforce.h"
 
 namespace khorovod {
-namespace {
-
-std::string DeviceName(const Device& d) {
-  return d.kind == DeviceKind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(d.index);
-}
-
-}  // namespace
 
 DeviceBackend::DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context)
     : config_(config), context_(std::move(context)) {

@@ -1,13 +1,9 @@
 #include "core/device_reduce.h"
 
-#include <algorithm>
+#include "core/fusion.h"
 
 namespace khorovod {
 namespace {
-
-// As on the host: below this size a tensor is cheaper to copy into the
-// fusion buffer than to reduce as its own span.
-constexpr size_t kPackBelowBytes = 64 << 10;
 
 Status CopyIfAny(DeviceOps& device, void* dst, const void* src, size_t bytes) {
   return bytes && dst != src ? device.Copy(dst, src, bytes) : Status::Ok();
@@ -15,13 +11,6 @@ Status CopyIfAny(DeviceOps& device, void* dst, const void* src, size_t bytes) {
 
 Status ZeroIfAny(DeviceOps& device, void* dst, size_t bytes) {
   return bytes ? device.Zero(dst, bytes) : Status::Ok();
-}
-
-Shape WithFirstDim(int64_t rows, const Shape& like) {
-  Shape s = like;
-  if (s.empty()) s.push_back(rows);
-  else s[0] = rows;
-  return s;
 }
 
 }  // namespace
@@ -111,10 +100,8 @@ Status DeviceReducer::Reducescatter(DeviceOps& device, const Response& r, Pendin
   KH_RETURN_IF_ERROR(CopyIfAny(device, *buffer, op.input.data, bytes));
   Status s = device.AllreduceScaled({Backend::Span{*buffer, bytes / esize}}, r.dtype, r.reduce_op,
                                     r.prescale, r.postscale);
-  const int64_t base = total_rows / size_, extra = total_rows % size_;
-  const int64_t my_rows = base + (rank_ < extra ? 1 : 0);
-  const int64_t first_row = rank_ * base + std::min<int64_t>(rank_, extra);
-  const size_t my_bytes = static_cast<size_t>(my_rows * r.row_elements) * esize;
+  const RowRange mine = ReducescatterRows(total_rows, size_, rank_);
+  const size_t my_bytes = static_cast<size_t>(mine.count * r.row_elements) * esize;
   std::shared_ptr<void> result;
   if (s.ok()) {
     auto memory = device.Allocate(my_bytes);
@@ -122,14 +109,14 @@ Status DeviceReducer::Reducescatter(DeviceOps& device, const Response& r, Pendin
     else s = memory.status();
   }
   if (s.ok()) {
-    s = CopyIfAny(device, result.get(), *buffer + static_cast<size_t>(first_row * r.row_elements) * esize,
+    s = CopyIfAny(device, result.get(), *buffer + static_cast<size_t>(mine.first * r.row_elements) * esize,
                   my_bytes);
   }
   Status flushed = device.Flush();
   if (s.ok()) s = flushed;
   TrimFusion();
   if (!s.ok()) return s;
-  op.completion->SetOutput(Tensor::OnDevice(r.dtype, WithFirstDim(my_rows, op.request.shape),
+  op.completion->SetOutput(Tensor::OnDevice(r.dtype, WithFirstDim(mine.count, op.request.shape),
                                             op.input.device, std::move(result)));
   return Status::Ok();
 }

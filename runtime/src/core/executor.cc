@@ -11,20 +11,9 @@
 namespace khorovod {
 namespace {
 
-// Below this size a tensor is cheaper to copy into the fusion buffer than to
-// send as its own pieces.
-constexpr size_t kPackBelowBytes = 64 << 10;
-
 // memcpy that accepts the null pointers of empty tensors.
 void CopyBytes(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
-}
-
-Shape WithFirstDim(int64_t rows, const Shape& like) {
-  Shape s = like;
-  if (s.empty()) s.push_back(rows);
-  else s[0] = rows;
-  return s;
 }
 
 }  // namespace
@@ -347,12 +336,10 @@ Status Executor::RunReducescatter(Backend& backend, const Response& r, PendingOp
   CopyBytes(buffer, op.input.data, count * esize);
   Scale(buffer, count, r.dtype, r.prescale);
   KH_RETURN_IF_ERROR(backend_->Allreduce(buffer, buffer, count, r.dtype, r.reduce_op));
-  const int64_t base = total_rows / size_, extra = total_rows % size_;
-  const int64_t my_rows = base + (rank_ < extra ? 1 : 0);
-  const int64_t first_row = rank_ * base + std::min<int64_t>(rank_, extra);
-  Tensor result(r.dtype, WithFirstDim(my_rows, op.request.shape));
-  const size_t my_count = static_cast<size_t>(my_rows * r.row_elements);
-  std::byte* mine = buffer + static_cast<size_t>(first_row * r.row_elements) * esize;
+  const RowRange mine_rows = ReducescatterRows(total_rows, size_, rank_);
+  Tensor result(r.dtype, WithFirstDim(mine_rows.count, op.request.shape));
+  const size_t my_count = static_cast<size_t>(mine_rows.count * r.row_elements);
+  std::byte* mine = buffer + static_cast<size_t>(mine_rows.first * r.row_elements) * esize;
   ApplyPostScale(r, mine, my_count);
   CopyBytes(result.data(), mine, my_count * esize);
   op.completion->SetOutput(std::move(result));

@@ -1,5 +1,7 @@
 #include "core/fusion.h"
 
+#include <algorithm>
+
 namespace khorovod {
 namespace {
 
@@ -34,6 +36,18 @@ std::vector<std::vector<size_t>> PlanFusion(const std::vector<Response>& respons
     plan.push_back(std::move(group));
   }
   return plan;
+}
+
+Shape WithFirstDim(int64_t rows, const Shape& like) {
+  Shape s = like;
+  if (s.empty()) s.push_back(rows);
+  else s[0] = rows;
+  return s;
+}
+
+RowRange ReducescatterRows(int64_t total_rows, int size, int rank) {
+  const int64_t base = total_rows / size, extra = total_rows % size;
+  return {rank * base + std::min<int64_t>(rank, extra), base + (rank < extra ? 1 : 0)};
 }
 
 }  // namespace khorovod

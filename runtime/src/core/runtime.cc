@@ -73,10 +73,6 @@ void IgnoreSigpipe() {
   }
 }
 
-std::string DeviceName(const Device& d) {
-  return d.kind == DeviceKind::kCPU ? std::string("cpu") : "cuda:" + std::to_string(d.index);
-}
-
 // Device tensors are checked against the session's pinned device in
 // RuntimeImpl::Submit; here only what needs no session.
 Status CheckView(const TensorView& t, const char* what) {

@@ -40,7 +40,9 @@ Status StagingBackend::Allreduce(const void* in, void* out, size_t count, DataTy
   return Status::Ok();
 }
 
-Status StagingBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
+template <typename Before, typename After>
+Status StagingBackend::ReduceStaged(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                                    Before&& before, After&& after) {
   // Every span goes back to back into one host buffer, which the host
   // backend reduces as one: fusion survives staging.
   const size_t esize = DataTypeSize(dtype);
@@ -52,13 +54,20 @@ Status StagingBackend::AllreduceSpans(const std::vector<Span>& spans, DataType d
     if (s.count) KH_RETURN_IF_ERROR(copier_->ToHost(host + offset, s.data, s.count * esize));
     offset += s.count * esize;
   }
+  before(host, total);
   KH_RETURN_IF_ERROR(host_->AllreduceSpans({Span{host, total}}, dtype, op));
+  after(host, total);
   offset = 0;
   for (const Span& s : spans) {
     if (s.count) KH_RETURN_IF_ERROR(copier_->ToDevice(s.data, host + offset, s.count * esize));
     offset += s.count * esize;
   }
   return Status::Ok();
+}
+
+Status StagingBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
+  // kAverage stays a sum here: the caller divides (AveragesNatively() is false).
+  return ReduceStaged(spans, dtype, op, [](std::byte*, size_t) {}, [](std::byte*, size_t) {});
 }
 
 StatusOr<std::shared_ptr<void>> StagingBackend::Allocate(size_t bytes) {
@@ -74,26 +83,13 @@ Status StagingBackend::Zero(void* dst, size_t bytes) { return bytes ? copier_->Z
 
 Status StagingBackend::AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
                                        double prescale, double postscale) {
-  const size_t esize = DataTypeSize(dtype);
-  size_t total = 0;
-  for (const Span& s : spans) total += s.count;
-  std::byte* host = Input(total * esize);
-  size_t offset = 0;
-  for (const Span& s : spans) {
-    if (s.count) KH_RETURN_IF_ERROR(copier_->ToHost(host + offset, s.data, s.count * esize));
-    offset += s.count * esize;
-  }
   // The same arithmetic, in the same order, as the executor's host path.
-  if (prescale != 1.0) Scale(host, total, dtype, prescale);
-  KH_RETURN_IF_ERROR(host_->AllreduceSpans({Span{host, total}}, dtype, op));
-  if (op == ReduceOp::kAverage) Divide(host, total, dtype, size_);
-  if (postscale != 1.0) Scale(host, total, dtype, postscale);
-  offset = 0;
-  for (const Span& s : spans) {
-    if (s.count) KH_RETURN_IF_ERROR(copier_->ToDevice(s.data, host + offset, s.count * esize));
-    offset += s.count * esize;
-  }
-  return Status::Ok();
+  return ReduceStaged(
+      spans, dtype, op, [&](std::byte* host, size_t count) { Scale(host, count, dtype, prescale); },
+      [&](std::byte* host, size_t count) {
+        if (op == ReduceOp::kAverage) Divide(host, count, dtype, size_);
+        Scale(host, count, dtype, postscale);
+      });
 }
 
 Status StagingBackend::Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,

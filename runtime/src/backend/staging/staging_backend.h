@@ -72,6 +72,11 @@ class StagingBackend final : public Backend, public DeviceOps {
   Status Flush() override { return Status::Ok(); }  // every copy is synchronous
 
  private:
+  // Copies the spans into one host buffer, runs before(host, count), the
+  // host backend's reduction, after(host, count), and copies back.
+  template <typename Before, typename After>
+  Status ReduceStaged(const std::vector<Span>& spans, DataType dtype, ReduceOp op, Before&& before,
+                      After&& after);
   // Grows the staging buffers; their contents are not preserved.
   std::byte* Input(size_t bytes);
   std::byte* Output(size_t bytes);
