@@ -60,6 +60,13 @@ class Worker:
         self.done = None         # dict
         self.killed_at = None
 
+    def alive_at(self, t):
+        """Started, not killed and not finished at t (a worker that exited
+        with an error is taken as alive: the trial fails anyway)."""
+        return ((self.started is None or self.started <= t)
+                and (self.killed_at is None or self.killed_at > t)
+                and (self.done is None or self.done["t"] > t))
+
 
 class Events:
     """Reads the workers' event files incrementally."""
@@ -307,7 +314,7 @@ class Trial:
         for w in workers:
             for (t, rank, size, step) in w.gens:
                 held = [max((s for (ct, s) in x.commits if ct < t), default=0)
-                        for x in workers if x.killed_at is None or x.killed_at > t]
+                        for x in workers if x.alive_at(t)]
                 newest_live = max(held, default=0)
                 newest_ever = max((s for x in workers for (ct, s) in x.commits if ct < t), default=0)
                 if step < newest_live:

@@ -1,6 +1,6 @@
 // khorovod-soak-worker - the worker that bench/elastic_soak.py kills.
 //
-//   khorovodrun -np 4 --min-np 2 --max-np 4 khorovod-soak-worker --dir D \
+//   khorovodrun -np 4 --min-np 2 --max-np 4 khorovod-soak-worker --dir D
 //       [--steps 400] [--step-ms 4] [--state-mb 0]
 //
 // Trains a toy model whose result is known in advance: every rank's gradient

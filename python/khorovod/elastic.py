@@ -42,6 +42,10 @@ class State:
 
     def __init__(self):
         self._reset_callbacks = []
+        # Serial number of the commit the state holds (0: none yet). Subclasses
+        # save and restore it with their state and sync it from the holder of
+        # the newest commit (TorchState does).
+        self.commit_serial = 0
 
     def register_reset_callbacks(self, callbacks):
         """Callables run after every re-formation, before sync (e.g. to
@@ -54,6 +58,7 @@ class State:
 
     def commit(self):
         """Saves the state; raises HostsUpdatedInterrupt if the job must re-form."""
+        self.commit_serial += 1
         self.save()
         self.check_host_updates()
 

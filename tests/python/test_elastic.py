@@ -69,3 +69,19 @@ def test_elastic_sampler_reshards_the_unprocessed_samples():
         assert st.epoch == 5
     finally:
         hvd.shutdown()
+
+
+def test_sync_takes_the_newest_commit_not_rank_0(tmp_path):
+    for np in (2, 3):
+        job = run_job(worker("elastic_election.py"), "elect", tmp_path / f"unused-{np}", np=np)
+        assert job.returncode == 0, job.output
+        assert len(job.lines(": elect OK")) == np, job.output
+
+
+def test_fresh_workers_resume_from_the_checkpoint(tmp_path):
+    path = tmp_path / "state.ckpt"
+    job = run_job(worker("elastic_election.py"), "write", path, np=2)
+    assert job.returncode == 0 and len(job.lines(": write OK")) == 2, job.output
+    job = run_job(worker("elastic_election.py"), "resume", path, np=3)
+    assert job.returncode == 0 and len(job.lines(": resume OK")) == 3, job.output
+    assert job.lines("resuming from the checkpoint"), job.output

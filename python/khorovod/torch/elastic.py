@@ -6,7 +6,13 @@ Contract:
   keeps deep copies of the model's and optimizer's state_dicts, the
   sampler's state and every keyword attribute (readable and writable as
   ``state.epoch``); restore() loads them back; sync() broadcasts all of it
-  from rank 0 and then saves, and re-shards the sampler for the new world.
+  from the lowest rank holding the newest commit (each commit has a serial
+  number, so a rank that rolled back or just joined never overwrites a peer
+  that completed the step) and then saves, and re-shards the sampler for
+  the new world. ``checkpoint_to(path, every=1)`` keeps every every-th
+  commit in a file (written by rank 0 with torch.save, renamed into place);
+  when every worker holding a newer commit is gone, sync() loads it,
+  announces it on stderr, and broadcasts it instead of starting over.
 - ``ElasticSampler(dataset, shuffle=True, seed=0)``: shards the samples not
   yet processed in this epoch across the current ranks (rank r takes every
   size-th one, the list padded to a multiple of size). ``record_batch(i,
@@ -21,6 +27,8 @@ Thread-safety: training thread only.
 """
 
 import copy
+import os
+import sys
 
 import torch
 
@@ -95,22 +103,30 @@ class TorchState(State):
         for name, value in attrs.items():
             setattr(self, name, value)
         self._saved = None
+        self._checkpoint_path = None
+        self._checkpoint_every = 1
         self.save()
 
     def _attrs(self):
         return {name: getattr(self, name) for name in self._attr_names}
 
+    def checkpoint_to(self, path, every=1):
+        """Keep every ``every``-th commit in ``path`` (see the module contract)."""
+        self._checkpoint_path = path
+        self._checkpoint_every = max(1, int(every))
+
     def save(self):
         self._saved = {
+            "serial": self.commit_serial,
             "model": copy.deepcopy(self.model.state_dict()) if self.model is not None else None,
             "optimizer": (copy.deepcopy(self.optimizer.state_dict())
                           if self.optimizer is not None else None),
             "sampler": self.sampler.state_dict() if self.sampler is not None else None,
             "attrs": copy.deepcopy(self._attrs()),
         }
+        self._write_checkpoint_if_due()
 
-    def restore(self):
-        saved = self._saved
+    def _load(self, saved):
         if self.model is not None:
             self.model.load_state_dict(saved["model"])
         if self.optimizer is not None:
@@ -119,17 +135,60 @@ class TorchState(State):
             self.sampler.load_state_dict(saved["sampler"])
         for name, value in copy.deepcopy(saved["attrs"]).items():
             setattr(self, name, value)
+        self.commit_serial = saved["serial"]
+
+    def restore(self):
+        self._load(self._saved)
+
+    def _write_checkpoint_if_due(self):
+        serial = self._saved["serial"]
+        if (self._checkpoint_path is None or serial == 0 or serial % self._checkpoint_every
+                or not mpi_ops.CONTEXT.is_initialized() or mpi_ops.CONTEXT.runtime().rank() != 0):
+            return
+        tmp = f"{self._checkpoint_path}.tmp.{os.getpid()}"
+        try:
+            torch.save(self._saved, tmp)
+            os.replace(tmp, self._checkpoint_path)
+        except OSError as e:
+            print(f"khorovod elastic: cannot write the checkpoint {self._checkpoint_path}: {e} "
+                  "(training goes on)", file=sys.stderr)
+
+    def _checkpoint_serial(self):
+        if self._checkpoint_path is None or not os.path.exists(self._checkpoint_path):
+            return 0
+        try:
+            return int(torch.load(self._checkpoint_path, weights_only=False)["serial"])
+        except Exception:  # an unreadable file is no checkpoint; sync says nothing of it
+            return 0
+
+    def _elect_source(self):
+        """Collective: (root rank, whether root loads the checkpoint first)."""
+        mine = torch.tensor([[self.commit_serial, self._checkpoint_serial()]], dtype=torch.int64)
+        every = mpi_ops.allgather(mine, name="elastic.election")
+        live = int(torch.argmax(every[:, 0]))      # argmax returns the first maximum
+        disk = int(torch.argmax(every[:, 1]))
+        if every[disk, 1] > every[live, 0]:
+            if mpi_ops.CONTEXT.runtime().rank() == disk:
+                print(f"khorovod elastic: WARNING: no live worker holds a commit newer than "
+                      f"{int(every[live, 0])}; resuming from the checkpoint {self._checkpoint_path} "
+                      f"(commit {int(every[disk, 1])})", file=sys.stderr)
+            return disk, True
+        return live, False
 
     def sync(self):
+        root, from_checkpoint = self._elect_source()
+        if from_checkpoint and mpi_ops.CONTEXT.runtime().rank() == root:
+            self._load(torch.load(self._checkpoint_path, weights_only=False))
         if self.model is not None:
-            functions.broadcast_parameters(self.model.state_dict(), root_rank=0)
+            functions.broadcast_parameters(self.model.state_dict(), root_rank=root)
         if self.optimizer is not None:
-            functions.broadcast_optimizer_state(self.optimizer, root_rank=0)
-        extra = {"attrs": self._attrs(),
+            functions.broadcast_optimizer_state(self.optimizer, root_rank=root)
+        extra = {"attrs": self._attrs(), "serial": self.commit_serial,
                  "sampler": self.sampler.state_dict() if self.sampler is not None else None}
-        extra = functions.broadcast_object(extra, root_rank=0, name="elastic.torch_state")
+        extra = functions.broadcast_object(extra, root_rank=root, name="elastic.torch_state")
         for name, value in extra["attrs"].items():
             setattr(self, name, value)
+        self.commit_serial = extra["serial"]
         if self.sampler is not None:
             self.sampler.load_state_dict(extra["sampler"])
         self.save()

@@ -13,7 +13,12 @@
 // commit() snapshots the registered tensors and counters, then asks the
 // runtime whether workers were added or removed; if so it returns
 // kMembershipChanged and run() re-forms the ring (reset) and broadcasts the
-// state from the new rank 0 (sync), without rolling back. Ranks agree on the
+// state (sync), without rolling back. sync() broadcasts from the lowest rank
+// that holds the newest commit (every commit has a serial number), so
+// progress is never lost while any holder of the newest commit lives; a
+// rank that failed mid-step and rolled back never overwrites a peer that
+// completed the step. With checkpoint_to(), a checkpoint newer than every
+// live worker's commit (all holders died) is loaded and broadcast instead. Ranks agree on the
 // flag inside commit() (one small allreduce), so all re-form at the same
 // commit. A collective that fails because a peer died returns kUnavailable
 // (kAborted if a peer was re-forming); run() then restores the last commit,
@@ -51,10 +56,20 @@ class State {
   Status commit();
   // Returns the tensors and counters to the last snapshot.
   void restore();
-  // Broadcasts tensors and counters from rank 0, then snapshots them.
+  // Broadcasts tensors and counters from the holder of the newest commit
+  // (or the newest checkpoint), then snapshots them. Collective.
   Status sync();
+  // Keeps every `every`-th commit in a file at `path` (written by rank 0,
+  // atomically), so that a job which loses every worker holding the state
+  // resumes from it instead of from the start. The path must be readable
+  // by the workers that may restart the job (a shared volume on
+  // Kubernetes). Write failures are reported on stderr and do not stop
+  // training.
+  void checkpoint_to(const std::string& path, int every = 1);
 
   int64_t commits() const { return commits_; }
+  // The serial of the last commit this State holds (0: none yet).
+  int64_t committed_serial() const { return saved_serial_; }
   void run_reset_callbacks();
 
  private:
@@ -64,6 +79,11 @@ class State {
     std::vector<std::byte> saved;
   };
   void Snapshot();
+  // Collective: the rank to broadcast from, and whether it must first load
+  // the checkpoint file.
+  Status ElectSource(int* root, bool* from_checkpoint);
+  Status LoadCheckpoint();
+  void WriteCheckpointIfDue();
 
   Runtime& runtime_;
   std::vector<Entry> tensors_;
@@ -71,6 +91,11 @@ class State {
   std::map<std::string, int64_t> saved_counters_;
   std::vector<std::function<void()>> reset_callbacks_;
   int64_t commits_ = 0;
+  int64_t serial_ = 0;        // serial of the commit the views hold
+  int64_t saved_serial_ = 0;  // serial of the snapshot
+  std::string checkpoint_path_;
+  int checkpoint_every_ = 1;
+  bool checkpoint_warned_ = false;
 };
 
 struct RunOptions {
