@@ -161,7 +161,7 @@ TEST(HorovodJobValidateName, AcceptsWhatItsDerivedNamesAllow) {
   // The longest accepted name still gives valid DNS labels for every derived name.
   EXPECT_LE((longest + "-worker-9999").size(), 63u);
   EXPECT_LE((longest + "-rendezvous").size(), 63u);
-  for (const std::string bad : {std::string(kMaxJobNameLength + 1, 'a'), std::string("1job"), std::string("a.b"),
+  for (const std::string& bad : {std::string(kMaxJobNameLength + 1, 'a'), std::string("1job"), std::string("a.b"),
                                 std::string("job-"), std::string("Job"), std::string("")}) {
     auto errors = ValidateName(bad);
     ASSERT_FALSE(errors.empty()) << bad;
