@@ -32,10 +32,6 @@ const char* ToString(JobPhase phase);
 std::optional<JobPhase> ParseJobPhase(std::string_view text);
 // Succeeded and Failed are never left.
 inline bool IsFinished(JobPhase phase) { return phase == JobPhase::kSucceeded || phase == JobPhase::kFailed; }
-// Phases in which workers train (the rendezvous is worth watching).
-inline bool IsLive(JobPhase phase) {
-  return phase == JobPhase::kRunning || phase == JobPhase::kRestarting || phase == JobPhase::kScaling;
-}
 
 // conditions[].type values.
 namespace condition {
