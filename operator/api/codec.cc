@@ -128,7 +128,9 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
 HorovodJobStatus DecodeStatus(const Json& st) {
   HorovodJobStatus s;
   std::vector<FieldError> ignored;  // status is ours; tolerate anything
-  Read(st, "phase", "status", s.phase, ignored);
+  std::string phase;
+  Read(st, "phase", "status", phase, ignored);
+  s.phase = ParseJobPhase(phase).value_or(JobPhase::kNone);
   Read(st, "replicas", "status", s.replicas, ignored);
   Read(st, "readyReplicas", "status", s.ready_replicas, ignored);
   Read(st, "active", "status", s.active, ignored);
@@ -140,6 +142,7 @@ HorovodJobStatus DecodeStatus(const Json& st) {
   Read(st, "startTime", "status", s.start_time, ignored);
   Read(st, "completionTime", "status", s.completion_time, ignored);
   ReadOptional(st, "rendezvousGeneration", "status", s.rendezvous_generation, ignored);
+  Read(st, "countedFailures", "status", s.counted_failures, ignored);
   if (st.is_object() && st.contains("conditions") && st["conditions"].is_array()) {
     for (const auto& c : st["conditions"]) {
       if (!c.is_object()) continue;
@@ -159,7 +162,7 @@ Json EncodeStatus(const HorovodJobStatus& s) {
                           {"message", c.message},
                           {"lastTransitionTime", c.last_transition_time}});
   }
-  Json out = {{"phase", s.phase},
+  Json out = {{"phase", ToString(s.phase)},
               {"conditions", conditions},
               {"replicas", s.replicas},
               {"readyReplicas", s.ready_replicas},
@@ -172,6 +175,7 @@ Json EncodeStatus(const HorovodJobStatus& s) {
   if (!s.start_time.empty()) out["startTime"] = s.start_time;
   if (!s.completion_time.empty()) out["completionTime"] = s.completion_time;
   if (s.rendezvous_generation) out["rendezvousGeneration"] = *s.rendezvous_generation;
+  if (!s.counted_failures.empty()) out["countedFailures"] = s.counted_failures;
   return out;
 }
 

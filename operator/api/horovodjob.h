@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/phase.h"
+
 namespace khorovod::op {
 
 using Json = nlohmann::json;
@@ -65,7 +67,16 @@ struct SchedulingPolicy {
   std::optional<int32_t> min_available;  // PodGroup minMember; default minReplicas
 };
 
+// The longest job name whose derived names fit Kubernetes' limits: worker pod
+// hostnames "<job>-worker-<index>" (index < 10000) are DNS labels of at most
+// 63 characters. The CRD refuses longer names at admission (CEL on
+// metadata.name) and Validate() refuses them for objects stored before that.
+inline constexpr size_t kMaxJobNameLength = 63 - (sizeof("-worker-9999") - 1);
+
 struct HorovodJobSpec {
+  // min_replicas and max_replicas follow replicas when the manifest leaves
+  // them out: a job without them is not elastic (mpi-operator and PyTorchJob
+  // manifests run as written).
   int32_t replicas = 1;
   int32_t min_replicas = 1;
   int32_t max_replicas = 1;
@@ -77,7 +88,7 @@ struct HorovodJobSpec {
 };
 
 struct Condition {
-  std::string type;    // Created, Running, Restarting, Scaling, Succeeded, Failed, Suspended
+  std::string type;    // one of condition::k* (api/phase.h)
   std::string status;  // "True" | "False"
   std::string reason;
   std::string message;
@@ -85,7 +96,7 @@ struct Condition {
 };
 
 struct HorovodJobStatus {
-  std::string phase;   // Pending, Running, Restarting, Scaling, Suspended, Succeeded, Failed
+  JobPhase phase = JobPhase::kNone;
   std::vector<Condition> conditions;
   int32_t replicas = 0;
   int32_t ready_replicas = 0;
@@ -98,6 +109,11 @@ struct HorovodJobStatus {
   std::string start_time;
   std::string completion_time;
   std::optional<int64_t> rendezvous_generation;
+  // UIDs of failed worker pods already counted in restart_count whose
+  // deletion has not been observed yet. Stored with the count in one status
+  // write, so a failure is counted once even if the operator restarts before
+  // it deletes the pod.
+  std::vector<std::string> counted_failures;
 };
 
 struct HorovodJob {
@@ -130,6 +146,11 @@ HorovodJobStatus DecodeStatus(const Json& status);
 void ApplyDefaults(HorovodJobSpec& spec);
 // Semantic validation the schema cannot express; empty when valid.
 std::vector<FieldError> Validate(const HorovodJobSpec& spec);
+// The job name: a DNS-1035 label of at most kMaxJobNameLength characters,
+// because it prefixes the job's Service names and pod hostnames.
+std::vector<FieldError> ValidateName(const std::string& name);
+// Both of the above.
+std::vector<FieldError> Validate(const HorovodJob& job);
 
 const char* ToString(CleanPodPolicy p);
 const char* ToString(RestartPolicy p);

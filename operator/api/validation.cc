@@ -61,4 +61,24 @@ std::vector<FieldError> Validate(const HorovodJobSpec& spec) {
   return errors;
 }
 
+std::vector<FieldError> ValidateName(const std::string& name) {
+  std::vector<FieldError> errors;
+  if (name.size() > kMaxJobNameLength)
+    errors.push_back({"metadata.name", "must be at most " + std::to_string(kMaxJobNameLength) +
+                                           " characters: worker pods are named <name>-worker-<index> and pod "
+                                           "hostnames are limited to 63"});
+  bool label = !name.empty() && name[0] >= 'a' && name[0] <= 'z' && name.back() != '-';
+  for (char c : name) label = label && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (!label)
+    errors.push_back({"metadata.name", "must consist of lowercase letters, digits and '-', start with a letter and "
+                                       "end with a letter or digit: it names the job's Services"});
+  return errors;
+}
+
+std::vector<FieldError> Validate(const HorovodJob& job) {
+  std::vector<FieldError> errors = ValidateName(job.name);
+  for (auto& e : Validate(job.spec)) errors.push_back(std::move(e));
+  return errors;
+}
+
 }  // namespace khorovod::op

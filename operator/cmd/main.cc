@@ -1,8 +1,6 @@
 // khorovod-operator: main owns every long-lived object (client, recorder,
 // controller, elector, HTTP endpoint) and tears them down in order on
-// SIGTERM/SIGINT.
-#include <httplib.h>
-#include <signal.h>
+// SIGTERM/SIGINT or when leadership is lost.
 #include <unistd.h>
 
 #include <condition_variable>
@@ -12,10 +10,12 @@
 #include <mutex>
 #include <thread>
 
+#include "cmd/health_server.h"
 #include "cmd/options.h"
-#include "controller/builders.h"
+#include "cmd/stop_signals.h"
 #include "controller/controller.h"
 #include "controller/operator_metrics.h"
+#include "controller/token.h"
 #include "kube/cluster_config.h"
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
@@ -37,11 +37,41 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
+kube::ApiResult<kube::ClusterConfig> LoadConfig(const op::OperatorOptions& options) {
+  if (!options.kubeconfig.empty()) return kube::LoadKubeconfig(options.kubeconfig, options.context);
+  const char* dir = std::getenv("KHOROVOD_SERVICE_ACCOUNT_DIR");
+  return kube::LoadInCluster(Environment(), dir ? dir : "/var/run/secrets/kubernetes.io/serviceaccount");
+}
+
+// hostname + a random suffix, so two replicas on one host differ.
 std::string DefaultIdentity() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
-  return std::string(host) + "-" + op::NewToken().substr(0, 8);
+  std::optional<std::string> token = op::NewToken();
+  return std::string(host) + "-" + (token ? token->substr(0, 8) : std::to_string(getpid()));
 }
+
+// The first request to stop decides the exit status.
+class StopLatch {
+ public:
+  void Request(int status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) status_ = status;
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  int Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stopping_; });
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  int status_ = 0;
+};
 
 }  // namespace
 
@@ -49,13 +79,7 @@ int main(int argc, char** argv) {
   op::OperatorOptions options;
   int exit_code = 0;
   if (!op::ParseOperatorOptions(argc, argv, options, exit_code)) return exit_code;
-
-  kube::ApiResult<kube::ClusterConfig> config =
-      options.kubeconfig.empty()
-          ? kube::LoadInCluster(Environment(), std::getenv("KHOROVOD_SERVICE_ACCOUNT_DIR")
-                                                   ? std::getenv("KHOROVOD_SERVICE_ACCOUNT_DIR")
-                                                   : "/var/run/secrets/kubernetes.io/serviceaccount")
-          : kube::LoadKubeconfig(options.kubeconfig, options.context);
+  kube::ApiResult<kube::ClusterConfig> config = LoadConfig(options);
   if (!config.ok()) {
     std::cerr << "khorovod-operator: " << config.status().ToString() << "\n";
     return 2;
@@ -63,35 +87,11 @@ int main(int argc, char** argv) {
   if (options.lease_namespace.empty()) options.lease_namespace = config->default_namespace;
   if (options.identity.empty()) options.identity = DefaultIdentity();
 
-  // Block the stop signals before any thread starts, so only the waiter sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+  op::StopSignals signals;  // before any thread starts
   kube::RestClient client(config.value());
   kube::EventRecorder events(client, "khorovod-operator");
-
-  op::ControllerOptions copts;
-  copts.watch_namespace = options.watch_namespace;
-  copts.workers = options.workers;
-  copts.resync = std::chrono::seconds(options.resync_seconds);
-  copts.watch_timeout = std::chrono::seconds(options.watch_timeout_seconds);
-  copts.reconciler.write_parallelism = options.write_parallelism;
-  copts.reconciler.podgroups_available = options.gang_scheduling;
-  op::Controller controller(client, events, copts);
-
-  kube::LeaderElectionOptions lopts;
-  lopts.lease_namespace = options.lease_namespace;
-  lopts.lease_name = options.lease_name;
-  lopts.identity = options.identity;
-  lopts.lease_duration = std::chrono::seconds(options.lease_duration_seconds);
-  lopts.renew_deadline = std::chrono::seconds(options.renew_deadline_seconds);
-  lopts.retry_period = std::chrono::seconds(options.retry_period_seconds);
-  kube::LeaderElector elector(client, lopts);
-
+  op::Controller controller(client, events, op::ToControllerOptions(options));
+  kube::LeaderElector elector(client, op::ToLeaderElectionOptions(options));
   op::OperatorMetrics metrics(op::OperatorState{
       [&] { return controller.PhaseCounts(); }, [&] { return controller.QueueDepth(); },
       [&] { return options.leader_elect ? elector.IsLeader() : controller.Ready(); },
@@ -101,75 +101,45 @@ int main(int argc, char** argv) {
   });
   controller.set_observer([&metrics](const op::ReconcileOutcome& o, double seconds) { metrics.ObserveReconcile(o, seconds); });
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
-  int status = 0;
-  auto request_stop = [&](int code) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!stopping) status = code;
-    stopping = true;
-    cv.notify_all();
-  };
-
-  // HTTP endpoints.
-  httplib::Server http;
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-  http.Get("/readyz", [&](const httplib::Request&, httplib::Response& res) {
-    // A standby replica is ready: it is healthy and waiting for the lease.
-    bool ready = options.leader_elect ? (!elector.IsLeader() || controller.Ready()) : controller.Ready();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ok\n" : "caches not synced\n", "text/plain");
-  });
-  http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics.Render(), op::OperatorMetrics::kContentType);
-  });
-  const auto colon = options.metrics_bind.rfind(':');
-  const std::string bind_host = options.metrics_bind.substr(0, colon);
-  const int bind_port = std::atoi(options.metrics_bind.substr(colon + 1).c_str());
-  if (!http.bind_to_port(bind_host.c_str(), bind_port)) {
-    std::cerr << "khorovod-operator: cannot listen on " << options.metrics_bind << "\n";
+  // A standby replica is ready: it is healthy and waiting for the lease.
+  op::HealthServer http([&] { return options.leader_elect ? (!elector.IsLeader() || controller.Ready()) : controller.Ready(); },
+                        [&] { return metrics.Render(); });
+  if (std::string error; !http.Start(options.metrics_bind, &error)) {
+    std::cerr << "khorovod-operator: " << error << "\n";
     return 2;
   }
-  std::thread http_thread([&] { http.listen_after_bind(); });
-
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+  StopLatch stop;
+  std::thread([&] {
+    int sig = signals.Wait();
     std::cerr << "khorovod-operator: signal " << sig << ", shutting down\n";
-    request_stop(0);
-  });
-  signal_thread.detach();
+    stop.Request(0);
+  }).detach();
 
   std::cerr << "khorovod-operator: " << options.identity << " talking to " << config->scheme << "://"
             << config->host << ":" << config->port << (options.leader_elect ? ", campaigning for the lease" : "")
             << "\n";
   auto start_controller = [&] {
-    if (!controller.Start(std::chrono::seconds(60))) request_stop(1);
+    if (!controller.Start(std::chrono::seconds(60))) stop.Request(1);
   };
   std::thread campaign;
   if (options.leader_elect) {
     campaign = std::thread([&] {
       elector.Run(start_controller, [&] {
         std::cerr << "khorovod-operator: leadership lost; exiting so a restart campaigns afresh\n";
-        request_stop(1);
+        stop.Request(1);
       });
     });
   } else {
     start_controller();
   }
 
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return stopping; });
-  }
+  const int status = stop.Wait();
   elector.Stop();
   if (campaign.joinable()) campaign.join();
   client.StopWatches();
   controller.Stop();
   elector.Release();
-  http.stop();
-  http_thread.join();
+  http.Stop();
   std::cerr << "khorovod-operator: stopped\n";
   return status;
 }

@@ -58,4 +58,26 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_c
   return true;
 }
 
+ControllerOptions ToControllerOptions(const OperatorOptions& options) {
+  ControllerOptions c;
+  c.watch_namespace = options.watch_namespace;
+  c.workers = options.workers;
+  c.resync = std::chrono::seconds(options.resync_seconds);
+  c.watch_timeout = std::chrono::seconds(options.watch_timeout_seconds);
+  c.reconciler.write_parallelism = options.write_parallelism;
+  c.reconciler.podgroups_available = options.gang_scheduling;
+  return c;
+}
+
+kube::LeaderElectionOptions ToLeaderElectionOptions(const OperatorOptions& options) {
+  kube::LeaderElectionOptions l;
+  l.lease_namespace = options.lease_namespace;
+  l.lease_name = options.lease_name;
+  l.identity = options.identity;
+  l.lease_duration = std::chrono::seconds(options.lease_duration_seconds);
+  l.renew_deadline = std::chrono::seconds(options.renew_deadline_seconds);
+  l.retry_period = std::chrono::seconds(options.retry_period_seconds);
+  return l;
+}
+
 }  // namespace khorovod::op

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "controller/controller.h"
+#include "kube/leader_election.h"
+
 namespace khorovod::op {
 
 struct OperatorOptions {
@@ -31,5 +34,9 @@ struct OperatorOptions {
 
 // Parses argv; on --help or an error, prints and sets `exit_code` (returns false).
 bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& options, int& exit_code);
+
+// The components' options, from the parsed ones.
+ControllerOptions ToControllerOptions(const OperatorOptions& options);
+kube::LeaderElectionOptions ToLeaderElectionOptions(const OperatorOptions& options);
 
 }  // namespace khorovod::op

@@ -1,9 +1,5 @@
 #include "controller/builders.h"
 
-#include <openssl/rand.h>
-
-#include <stdexcept>
-
 namespace khorovod::op {
 namespace {
 
@@ -222,18 +218,6 @@ int WorkerIndexOf(const Json& pod) {
   } catch (const std::exception&) {
     return -1;
   }
-}
-
-std::string NewToken() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("RAND_bytes failed");
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
 }
 
 }  // namespace khorovod::op

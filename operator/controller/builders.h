@@ -44,7 +44,4 @@ Json BuildPodGroup(const HorovodJob& job);
 // The worker index encoded in a worker pod's labels, or -1.
 int WorkerIndexOf(const Json& pod);
 
-// 32 random bytes from OpenSSL, hex-encoded.
-std::string NewToken();
-
 }  // namespace khorovod::op

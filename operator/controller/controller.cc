@@ -15,6 +15,12 @@ kube::InformerOptions Owned(const ControllerOptions& o) {
   i.watch_timeout = o.watch_timeout;
   return i;
 }
+std::unique_ptr<RendezvousMonitor> MakeMonitor(const ReconcilerOptions& o, kube::WorkQueue& queue) {
+  if (o.rendezvous_refresh.count() <= 0) return nullptr;
+  return std::make_unique<RendezvousMonitor>(
+      RendezvousMonitorOptions{o.rendezvous_refresh, o.probe_timeout},
+      [&queue](const std::string& key) { queue.Add(key); });
+}
 kube::InformerOptions All(const ControllerOptions& o) {
   kube::InformerOptions i;
   i.namespace_ = o.watch_namespace;
@@ -29,7 +35,8 @@ Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, Co
       jobs_(client, kHorovodJobs, All(options)),
       pods_(client, kube::kPods, Owned(options)),
       services_(client, kube::kServices, Owned(options)),
-      reconciler_(client, jobs_, pods_, services_, events, options.reconciler) {
+      monitor_(MakeMonitor(options.reconciler, queue_)),
+      reconciler_(client, jobs_, pods_, services_, events, monitor_.get(), options.reconciler) {
   jobs_.AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });
   auto owner = [this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueOwner(obj); };
   pods_.AddHandler(owner);
@@ -59,12 +66,14 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
     }
   }
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Work(); });
+  if (monitor_) monitor_->Start();
   ready_ = true;
   return true;
 }
 
 void Controller::Stop() {
   ready_ = false;
+  if (monitor_) monitor_->Stop();
   queue_.ShutDown();
   for (auto& t : workers_)
     if (t.joinable()) t.join();

@@ -4,7 +4,8 @@
 //
 // Keys are "namespace/name" of HorovodJobs. A pod or service event enqueues
 // its controller owner's key, so a job is reconciled whenever anything it
-// owns changes, plus on every informer resync.
+// owns changes, plus on every informer resync; so does a change of a job's
+// rendezvous generation seen by the RendezvousMonitor.
 //
 // Thread-safety: Start/Stop from the owning thread; Ready and the metric
 // accessors from any thread.
@@ -47,7 +48,7 @@ class Controller {
 
   void set_observer(ReconcileObserver observer) { observer_ = std::move(observer); }
   size_t QueueDepth() const { return queue_.Depth(); }
-  std::map<std::string, int> PhaseCounts() const { return reconciler_.PhaseCounts(); }
+  std::map<JobPhase, int> PhaseCounts() const { return reconciler_.PhaseCounts(); }
   uint64_t JobListCount() const { return jobs_.list_count(); }
 
  private:
@@ -59,6 +60,7 @@ class Controller {
   kube::Informer pods_;
   kube::Informer services_;
   kube::WorkQueue queue_;
+  std::unique_ptr<RendezvousMonitor> monitor_;  // null with rendezvous_refresh 0
   Reconciler reconciler_;
   ReconcileObserver observer_;
   std::vector<std::thread> workers_;

@@ -3,26 +3,33 @@
 // to create or delete, the new status, events to record, and when to look
 // again. It performs no I/O, so every rule below is unit-tested directly.
 //
-// Rules (docs/api.md states them for users):
-//   - Desired workers = spec.replicas (validated to lie in [min, max]).
-//     Missing indices in [0, desired) are created; indices >= desired are
-//     deleted, highest first.
-//   - A worker counts toward readyReplicas only when Running, Ready and not
-//     terminating.
-//   - A failed worker is deleted and (once gone) re-created while the number
-//     of restarts stays within runPolicy.backoffLimit; restartPolicy Never
-//     fails the job instead, and ExitCode fails it for exit codes 1-127
-//     (replacing only for 128-255, i.e. signals, and for evictions).
-//   - Success: once any worker has exited 0 the job is completing: nothing is
-//     created or replaced, and the job is Succeeded when no worker is still
-//     pending or running. (All ranks of a khorovod job finish their last step
-//     together, so the first exit 0 means training ended.)
-//   - Failure: backoff limit exceeded, a non-retryable exit, the active
-//     deadline, or an invalid spec (reason InvalidSpec). Terminal phases are
-//     never left.
-//   - On finishing, cleanPodPolicy decides which pods are deleted; after
-//     ttlSecondsAfterFinished the job itself is deleted.
-//   - Suspend deletes every pod and keeps the job; resuming re-creates them.
+// PlanJob runs these phases in order; each either completes the plan or
+// passes on (docs/api.md states the rules for users):
+//   1. finished   Succeeded/Failed are never left: only cleanPodPolicy and
+//                 ttlSecondsAfterFinished still act.
+//   2. invalid    spec errors (found by api/validation before planning) fail
+//                 the job with reason InvalidSpec: terminal, never a crash loop.
+//   3. suspend    runPolicy.suspend deletes every pod and keeps the job;
+//                 resuming re-creates them. The first unsuspended plan sets
+//                 startTime.
+//   4. deadline   activeDeadlineSeconds after startTime fails the job.
+//   5. completion once any worker exited 0 training is over: nothing is
+//                 created or replaced, and the job is Succeeded when no worker
+//                 is Pending or Running. (All ranks of a khorovod job finish
+//                 their last step together.)
+//   6. failures   a failed worker is deleted and (once gone) re-created while
+//                 restartCount stays within backoffLimit; restartPolicy Never
+//                 fails the job instead, ExitCode fails it for exit codes
+//                 1-127. Each failed pod is counted once: its UID is kept in
+//                 status.countedFailures until the pod is seen gone.
+//   7. scaling    desired workers = spec.replicas: missing indices in
+//                 [0, desired) are created, indices >= desired deleted,
+//                 highest first; a failed rendezvous pod is re-created.
+//   8. conditions Running/Restarting/Scaling and the phase. A worker counts
+//                 toward readyReplicas only when Running, Ready and not
+//                 terminating.
+// On finishing, cleanPodPolicy decides which pods are deleted; after
+// ttlSecondsAfterFinished the job itself is deleted.
 //
 // Thread-safety: a pure function.
 #pragma once
@@ -53,7 +60,9 @@ struct JobPlan {
   std::vector<PodDeletion> delete_pods;          // workers highest index first, then others
   bool ensure_rendezvous = false;                // rendezvous pod, services and secret must exist
   bool recreate_rendezvous = false;              // the rendezvous pod failed: delete it
-  std::vector<std::string> counted_failures;     // failed pod UIDs that consumed a restart
+  // Failed pod UIDs this plan counted as restarts: the status must be stored
+  // (it lists them in countedFailures) before those pods are deleted.
+  std::vector<std::string> counted_failures;
   HorovodJobStatus status;
   std::vector<PlannedEvent> events;
   bool delete_job = false;                       // TTL after finishing expired
@@ -64,9 +73,8 @@ struct PlanInput {
   const HorovodJob* job = nullptr;
   std::vector<Json> workers;        // worker pods owned by the job
   std::optional<Json> rendezvous;   // the rendezvous pod, if it exists
-  std::vector<std::string> already_counted;  // failed pod UIDs counted by an earlier plan
-  std::vector<FieldError> decode_errors;
-  std::optional<int64_t> rendezvous_generation;  // read from the server, when reachable
+  std::vector<FieldError> spec_errors;  // decoding and Validate(job) errors: the job cannot run
+  std::optional<int64_t> rendezvous_generation;  // last read from the rendezvous server, if any
   std::chrono::system_clock::time_point now;
 };
 

@@ -4,7 +4,6 @@ namespace khorovod::op {
 
 namespace {
 const char* kResults[] = {"success", "requeue", "error", "terminal_error"};  // by ReconcileOutcome::Kind
-const char* kPhases[] = {"Created", "Running", "Restarting", "Scaling", "Suspended", "Succeeded", "Failed"};
 }  // namespace
 
 OperatorMetrics::OperatorMetrics(OperatorState state)
@@ -17,7 +16,8 @@ OperatorMetrics::OperatorMetrics(OperatorState state)
   registry_.AddCollector([state](metrics::TextWriter& w) {
     auto phases = state.phase_counts();
     w.Family("khorovod_operator_jobs", metrics::MetricType::kGauge, "HorovodJobs in the cache by phase.");
-    for (const char* p : kPhases) w.Sample("khorovod_operator_jobs", phases.count(p) ? phases[p] : 0, {{"phase", p}});
+    for (JobPhase p : kJobPhases)
+      if (p != JobPhase::kNone) w.Sample("khorovod_operator_jobs", phases.count(p) ? phases[p] : 0, {{"phase", ToString(p)}});
     w.Gauge("khorovod_operator_workqueue_depth", "Job keys waiting to be reconciled.",
             static_cast<double>(state.queue_depth()));
     w.Gauge("khorovod_operator_is_leader", "1 while this replica holds the leader lease.", state.is_leader() ? 1 : 0);

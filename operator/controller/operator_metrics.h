@@ -27,7 +27,7 @@ namespace khorovod::op {
 
 // What the scrape-time gauges read.
 struct OperatorState {
-  std::function<std::map<std::string, int>()> phase_counts;
+  std::function<std::map<JobPhase, int>()> phase_counts;
   std::function<size_t()> queue_depth;
   std::function<bool()> is_leader;
   std::function<uint64_t()> job_lists;
@@ -35,8 +35,6 @@ struct OperatorState {
 
 class OperatorMetrics {
  public:
-  static constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
-
   explicit OperatorMetrics(OperatorState state);
   void ObserveReconcile(const ReconcileOutcome& outcome, double seconds);
   void ObserveRequest(const std::string& verb, const std::string& resource, int http_status, double seconds);

@@ -1,32 +1,56 @@
 // Reconciler: drives one HorovodJob toward its spec.
 //
-// Contract (after controller-runtime's reconcile.Reconciler):
-//   - Reconcile(key) reads the job and its pods from the informers' caches,
-//     asks PlanJob what should change, and applies it: Secret, Services and
-//     rendezvous pod first, then pod deletions and creations, then the status
-//     subresource, then Events.
-//   - It is level-triggered and idempotent: running it twice, or after an
-//     operator restart, creates nothing twice (names are deterministic, and
-//     AlreadyExists/NotFound answers count as success).
-//   - Outcome kDone: nothing more to do until the next event.
-//     kRequeueAfter: look again after `after` (deadlines, TTL, pods not yet
-//       observed). kRetry: a transient error (409 conflict on the status,
-//       throttling, API outage); the caller requeues with rate-limited
-//       backoff. kTerminal: the request can never succeed as sent (403, 422);
-//       logged and recorded as an Event, not retried until the job changes.
+// Reconcile(key) is a fixed sequence of phases (after controller-runtime's
+// reconcile.Reconciler):
+//   1. load       read the job from the informer cache; a job that is gone
+//                 or being deleted needs nothing (garbage collection removes
+//                 what it owns);
+//   2. observe    its pods from the cache, decoding and validation errors
+//                 (api/validation), and the rendezvous generation last read by
+//                 the RendezvousMonitor (never a network call here);
+//   3. plan       PlanJob (pure, controller/job_plan.h);
+//   4. restarts   when the plan counted new worker failures, store the status
+//                 (restartCount and the counted pod UIDs) before deleting
+//                 those pods, so a failure is counted once even if the
+//                 operator dies in between;
+//   5. ttl        delete a finished job whose TTL expired;
+//   6. rendezvous token Secret, Services, rendezvous pod (re-created when it
+//                 failed), PodGroup;
+//   7. pods       deletions (highest worker index first), then creations;
+//   8. status     PUT the status subresource when it changed, with the
+//                 resourceVersion read in 1 (a stale view loses with 409);
+//   9. events     the plan's Events.
+// It is level-triggered and idempotent: running it twice, or after an
+// operator restart, creates and counts nothing twice (names are
+// deterministic; AlreadyExists/NotFound answers count as success).
+//
+// Outcomes:
+//   kDone          nothing more to do until the next event;
+//   kRequeueAfter  look again after `after` (active deadline, TTL);
+//   kRetry         a transient error: 409 conflict, 429 throttling, API outage
+//                  or 5xx, or no random bytes for a token; the caller requeues
+//                  with rate-limited backoff;
+//   kTerminal      the request can never succeed as sent (403, 422); logged
+//                  and recorded as a ReconcileError Event, not retried until
+//                  the job changes.
+// A job that cannot run (invalid spec, a name too long for its derived
+// names) is not a reconcile error: the plan marks it Failed (InvalidSpec).
 //
 // Thread-safety: Reconcile may run concurrently for different keys; the work
 // queue guarantees one key is never reconciled twice at the same time.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "api/horovodjob.h"
+#include "controller/job_plan.h"
+#include "controller/object_writer.h"
+#include "controller/rendezvous_monitor.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
@@ -47,41 +71,54 @@ struct ReconcilerOptions {
   int write_parallelism = 16;
   // Gang scheduling needs the scheduler-plugins PodGroup CRD installed.
   bool podgroups_available = false;
-  // Read the rendezvous generation from the running rendezvous pod's
-  // metrics endpoint, and look at running jobs again this often to keep it
-  // fresh (0: never probe).
+  // How often the RendezvousMonitor reads each live job's rendezvous status
+  // (0: never), and its bound on one read.
   std::chrono::seconds rendezvous_refresh{15};
   std::chrono::milliseconds probe_timeout{500};
 };
 
 class Reconciler {
  public:
+  // `monitor` may be null (no rendezvous status in the job's status).
   Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods, kube::Informer& services,
-             kube::EventRecorder& events, ReconcilerOptions options = {});
+             kube::EventRecorder& events, RendezvousMonitor* monitor, ReconcilerOptions options = {});
 
   ReconcileOutcome Reconcile(const std::string& key);
 
-  // Jobs per phase in the cache (for the jobs-by-phase gauge).
-  std::map<std::string, int> PhaseCounts() const;
+  // Jobs per phase in the cache (for the jobs-by-phase gauge); a job not yet
+  // reconciled counts as Created.
+  std::map<JobPhase, int> PhaseCounts() const;
 
  private:
-  kube::ApiStatus EnsureCreated(const kube::ResourceType& type, const std::string& ns, const Json& object,
-                                bool* created);
-  kube::ApiStatus DeletePod(const std::string& ns, const std::string& name, const std::string& uid);
-  // Runs `op(i)` for i in [0, n) on up to write_parallelism threads; returns the first error.
-  kube::ApiStatus ForEachParallel(size_t n, const std::function<kube::ApiStatus(size_t)>& op);
+  struct Attempt;  // one Reconcile call's state (reconciler.cc)
+  using Step = std::optional<ReconcileOutcome> (Reconciler::*)(Attempt&);
+
+  bool Load(const std::string& key, Attempt& a);
+  void Observe(Attempt& a);
+  std::optional<ReconcileOutcome> RecordRestarts(Attempt& a);
+  std::optional<ReconcileOutcome> DeleteExpiredJob(Attempt& a);
+  std::optional<ReconcileOutcome> EnsureRendezvous(Attempt& a);
+  std::optional<ReconcileOutcome> EnsureTokenSecret(Attempt& a);
+  std::optional<ReconcileOutcome> DeletePods(Attempt& a);
+  std::optional<ReconcileOutcome> CreateWorkers(Attempt& a);
+  std::optional<ReconcileOutcome> WriteStatus(Attempt& a);
+  ReconcileOutcome Finish(Attempt& a);
+  // The outcome for a failed API call: retry, terminal (with an Event), or
+  // done when the job's namespace is going away.
+  ReconcileOutcome Failed(const Attempt& a, const kube::ApiStatus& status, const std::string& what);
+  // PUTs the plan's status; refreshes a.object on success.
+  kube::ApiStatus PutStatus(Attempt& a);
 
   kube::RestClient& client_;
   kube::Informer& jobs_;
   kube::Informer& pods_;
   kube::Informer& services_;
   kube::EventRecorder& events_;
+  RendezvousMonitor* const monitor_;
   const ReconcilerOptions options_;
+  ObjectWriter writer_;
 
   std::mutex mu_;
-  // Failed pod UIDs already counted as restarts, per job UID: the pod cache
-  // may lag our own deletion, and a failure must consume one restart only.
-  std::map<std::string, std::set<std::string>> counted_failures_;
   // Job UIDs whose token Secret is known to exist.
   std::set<std::string> secret_ensured_;
 };

@@ -10,8 +10,11 @@
 //   - kUnavailable covers transport failures (connect, TLS, timeout) and 5xx
 //     answers: retry with backoff;
 //   - kInvalid (422) and kForbidden (403) are terminal for the request as sent.
-// Programming errors (an object without metadata) are not reported here; they
-// are checked with KH_ENFORCE-style invariants where they arise.
+// Programming errors are not reported here: they throw. Reading the value of
+// an ApiResult that holds an error throws std::bad_optional_access, and a
+// malformed object (one without metadata) throws from nlohmann::json's at().
+// The controller's worker loop catches what a reconcile throws and retries
+// that key with backoff, loudly, so one bad object cannot stop the operator.
 //
 // Thread-safety: a value type.
 #pragma once
@@ -76,11 +79,12 @@ class [[nodiscard]] ApiResult {
   }
   bool ok() const { return value_.has_value(); }
   const ApiStatus& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  // Each accessor throws std::bad_optional_access unless ok().
+  T& value() & { return value_.value(); }
+  const T& value() const& { return value_.value(); }
+  T&& value() && { return std::move(value_).value(); }
+  T* operator->() { return &value_.value(); }
+  const T* operator->() const { return &value_.value(); }
 
  private:
   ApiStatus status_;

@@ -206,6 +206,14 @@ void RendezvousServer::InstallRoutes() {
     res.set_content(svc->Metrics(), metrics::TextWriter::kContentType);
   });
   http_->Get(R"(/v1/jobs/([^/]+))", route([svc](const httplib::Request&) { return svc->JobStatus(); }));
+  // The operator's read-only view of the job (no token: it carries no worker
+  // names, addresses or keys, only what `kubectl get hvdjob` shows).
+  http_->Get("/v1/status", [svc](const httplib::Request&, httplib::Response& res) {
+    const json full = svc->JobStatus().body;
+    Send(res, Reply{200, {{"job", full["job"]}, {"server_id", full["server_id"]}, {"state", full["state"]},
+                          {"generation", full["generation"]}, {"resets", full["resets"]},
+                          {"world_size", full["world"].size()}, {"pending", full["pending"].size()}}});
+  });
 
   http_->Post(R"(/v1/jobs/([^/]+)/workers)", route([svc](const httplib::Request& req) {
     std::string err;

@@ -172,6 +172,29 @@ TEST(HttpApi, HappyPathBodies) {
   EXPECT_EQ(Send(port, "POST", kW0 + "/leave", R"({"reason":"done"})").status, 200);
 }
 
+TEST(HttpApi, StatusEndpointNeedsNoTokenAndShowsOnlyCounts) {
+  TestServer server;
+  int port = server.port();
+  auto before = Send(port, "GET", "/v1/status", "", std::nullopt);
+  ASSERT_EQ(before.status, 200) << before.text;
+  EXPECT_EQ(before.body["job"], "job1");
+  EXPECT_EQ(before.body["generation"], 0);
+  EXPECT_EQ(before.body["world_size"], 0);
+  ASSERT_EQ(Send(port, "POST", kWorkers, R"({"name":"w0","address":"10.0.0.7","slots":1})").status, 200);
+  ASSERT_EQ(Send(port, "POST", kW0 + "/generation", R"({"after":0,"timeout_ms":5000})").body["ready"], true);
+  ASSERT_EQ(Send(port, "POST", kWorkers, R"({"name":"w1","address":"10.0.0.8","slots":1})").status, 200);
+  auto after = Send(port, "GET", "/v1/status", "", std::nullopt);
+  ASSERT_EQ(after.status, 200) << after.text;
+  EXPECT_EQ(after.content_type, "application/json");
+  EXPECT_EQ(after.body["state"], "running");
+  EXPECT_EQ(after.body["generation"], 1);
+  EXPECT_EQ(after.body["world_size"], 1);
+  EXPECT_EQ(after.body["pending"], 1);
+  EXPECT_TRUE(after.body["server_id"].is_string());
+  EXPECT_EQ(after.text.find("10.0.0."), std::string::npos) << "no addresses without a token: " << after.text;
+  EXPECT_EQ(after.text.find("w0"), std::string::npos) << "no worker names without a token: " << after.text;
+}
+
 TEST(HttpApi, LongPollsAreCappedByTheServer) {
   ServerOptions options = testing::DefaultOptions();
   options.service.max_wait = std::chrono::milliseconds(200);

@@ -42,6 +42,11 @@ TEST(HorovodJobDecode, UnsetBoundsFollowReplicas) {
   HorovodJob job = DecodeHorovodJob(j, errors);
   EXPECT_EQ(job.spec.min_replicas, 4);
   EXPECT_EQ(job.spec.max_replicas, 4);
+  EXPECT_TRUE(Validate(job).empty()) << "replicas: 4 alone runs: " << JoinErrors(Validate(job));
+  j["spec"]["maxReplicas"] = 8;  // only one bound given: the other follows replicas
+  job = DecodeHorovodJob(j, errors);
+  EXPECT_EQ(job.spec.min_replicas, 4);
+  EXPECT_EQ(job.spec.max_replicas, 8);
 }
 
 TEST(HorovodJobDecode, WrongTypesAreFieldErrorsNotExceptions) {
@@ -124,16 +129,45 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(HorovodJobStatus, RoundTrips) {
   HorovodJobStatus s;
-  s.phase = "Running";
+  s.phase = JobPhase::kRunning;
   s.replicas = 4;
   s.ready_replicas = 3;
   s.restart_count = 2;
   s.selector = "a=b";
   s.start_time = "2026-11-22T12:00:00Z";
   s.rendezvous_generation = 5;
+  s.counted_failures = {"pod-uid-1"};
   s.conditions.push_back({"Running", "True", "WorkersReady", "3 ready", "2026-11-22T12:00:01Z"});
   HorovodJobStatus back = DecodeStatus(EncodeStatus(s));
   EXPECT_EQ(EncodeStatus(back), EncodeStatus(s));
+  EXPECT_EQ(back.counted_failures, s.counted_failures);
+  EXPECT_EQ(EncodeStatus(s)["phase"], "Running");
+}
+
+TEST(JobPhase, NamesRoundTripAndUnknownNamesAreRefused) {
+  for (JobPhase p : kJobPhases) EXPECT_EQ(ParseJobPhase(ToString(p)), p) << ToString(p);
+  EXPECT_EQ(ParseJobPhase("Pending"), std::nullopt);
+  EXPECT_EQ(DecodeStatus(Json{{"phase", "Exploded"}}).phase, JobPhase::kNone) << "status is tolerated, not trusted";
+  EXPECT_TRUE(IsFinished(JobPhase::kSucceeded) && IsFinished(JobPhase::kFailed));
+  EXPECT_FALSE(IsFinished(JobPhase::kRunning) || IsFinished(JobPhase::kSuspended));
+}
+
+TEST(HorovodJobValidateName, AcceptsWhatItsDerivedNamesAllow) {
+  EXPECT_EQ(kMaxJobNameLength, 51u) << "63 - len(\"-worker-9999\")";
+  EXPECT_TRUE(ValidateName("mlp").empty());
+  EXPECT_TRUE(ValidateName("a1-b2").empty());
+  const std::string longest(kMaxJobNameLength, 'a');
+  EXPECT_TRUE(ValidateName(longest).empty());
+  // The longest accepted name still gives valid DNS labels for every derived name.
+  EXPECT_LE((longest + "-worker-9999").size(), 63u);
+  EXPECT_LE((longest + "-rendezvous").size(), 63u);
+  for (const std::string& bad : {std::string(kMaxJobNameLength + 1, 'a'), std::string("1job"), std::string("a.b"),
+                                std::string("job-"), std::string("Job"), std::string("")}) {
+    auto errors = ValidateName(bad);
+    ASSERT_FALSE(errors.empty()) << bad;
+    EXPECT_EQ(errors[0].field, "metadata.name");
+  }
+  EXPECT_NE(JoinErrors(ValidateName(std::string(60, 'a'))).find("at most 51 characters"), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/builders.h"
+#include "controller/token.h"
 
 namespace khorovod::op {
 namespace {
@@ -73,6 +74,19 @@ TEST(Builders, SameInputSameObject) {
   EXPECT_EQ(BuildRendezvousPod(job), BuildRendezvousPod(job));
 }
 
+TEST(Builders, AReplacementWorkerKeepsItsWorkerName) {
+  // The rendezvous knows a worker by KHOROVOD_WORKER_NAME, the pod's own
+  // name; the replacement of a failed worker i is a new pod with the same
+  // name, so it registers under the same worker name (docs/elastic.md).
+  HorovodJob job = Job();
+  Json failed = BuildWorkerPod(job, 2);
+  failed["metadata"]["uid"] = "first-incarnation";
+  Json replacement = BuildWorkerPod(job, 2);
+  EXPECT_EQ(replacement["metadata"]["name"], failed["metadata"]["name"]);
+  const Json name_env = Json::parse(EnvValue(replacement["spec"]["containers"][0], "KHOROVOD_WORKER_NAME"));
+  EXPECT_EQ(name_env["fieldRef"]["fieldPath"], "metadata.name") << "the pod name, not its UID or node";
+}
+
 TEST(Builders, RendezvousPodRunsTheServerNonRoot) {
   HorovodJob job = Job();
   Json pod = BuildRendezvousPod(job);
@@ -106,8 +120,9 @@ TEST(Builders, ServicesAndSecret) {
   Json rdv = BuildRendezvousService(job);
   EXPECT_EQ(rdv["spec"]["ports"][0]["port"], 3000);
   EXPECT_EQ(rdv["spec"]["selector"][kLabelRole], "rendezvous");
-  std::string t1 = NewToken(), t2 = NewToken();
+  std::string t1 = NewToken().value(), t2 = NewToken().value();
   EXPECT_EQ(t1.size(), 64u);
+  EXPECT_EQ(t1.find_first_not_of("0123456789abcdef"), std::string::npos);
   EXPECT_NE(t1, t2);
   Json secret = BuildTokenSecret(job, t1);
   EXPECT_EQ(secret["metadata"]["name"], "mlp-token");

@@ -5,7 +5,6 @@
 
 #include "controller/builders.h"
 #include "controller/job_plan.h"
-#include "controller/rendezvous_probe.h"
 
 namespace khorovod::op {
 namespace {
@@ -35,12 +34,13 @@ class JobPlanTest : public ::testing::Test {
     return pod;
   }
 
-  JobPlan Plan(std::vector<Json> workers, std::vector<std::string> counted = {}) {
+  // As the reconciler plans: validation first, then PlanJob.
+  JobPlan Plan(std::vector<Json> workers) {
     PlanInput in;
     in.job = &job_;
     in.workers = std::move(workers);
     in.now = now_;
-    in.already_counted = std::move(counted);
+    in.spec_errors = Validate(job_);
     return PlanJob(in);
   }
 
@@ -59,7 +59,7 @@ TEST_F(JobPlanTest, NewJobCreatesEveryWorker) {
   EXPECT_EQ(plan.create_workers, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_TRUE(plan.delete_pods.empty());
   EXPECT_TRUE(plan.ensure_rendezvous);
-  EXPECT_EQ(plan.status.phase, "Created");
+  EXPECT_EQ(plan.status.phase, JobPhase::kCreated);
   EXPECT_TRUE(HasCondition(plan.status, "Created", "True"));
   EXPECT_EQ(plan.status.observed_generation, 2);
   EXPECT_FALSE(plan.status.start_time.empty());
@@ -72,7 +72,7 @@ TEST_F(JobPlanTest, RunningAndReadyWorkersMakeTheJobRunning) {
   EXPECT_EQ(plan.status.replicas, 4);
   EXPECT_EQ(plan.status.ready_replicas, 2) << "only Running+Ready pods count";
   EXPECT_EQ(plan.status.active, 4);
-  EXPECT_EQ(plan.status.phase, "Running") << "ready >= minReplicas";
+  EXPECT_EQ(plan.status.phase, JobPhase::kRunning) << "ready >= minReplicas";
   EXPECT_TRUE(HasCondition(plan.status, "Running", "True"));
 }
 
@@ -91,7 +91,7 @@ TEST_F(JobPlanTest, FailedWorkerIsReplacedWithinBackoff) {
   EXPECT_EQ(plan.delete_pods[0].name, "j-worker-1");
   EXPECT_FALSE(plan.delete_pods[0].uid.empty()) << "deletes are preconditioned on the failed incarnation";
   EXPECT_EQ(plan.status.restart_count, 1);
-  EXPECT_EQ(plan.status.phase, "Restarting");
+  EXPECT_EQ(plan.status.phase, JobPhase::kRestarting);
   EXPECT_TRUE(HasCondition(plan.status, "Restarting", "True"));
   EXPECT_EQ(plan.counted_failures.size(), 1u);
   ASSERT_FALSE(plan.events.empty());
@@ -101,15 +101,33 @@ TEST_F(JobPlanTest, FailedWorkerIsReplacedWithinBackoff) {
 TEST_F(JobPlanTest, AFailureIsCountedOnce) {
   Json failed = Pod(1, "Failed", false, 1);
   JobPlan first = Plan({failed});
+  EXPECT_EQ(first.status.counted_failures, first.counted_failures) << "the stored status names the counted pod";
+  // The status is all that is kept: a plan made by a restarted operator that
+  // died before deleting the pod sees the same status and the same pod.
+  job_.status = DecodeStatus(EncodeStatus(first.status));
+  JobPlan second = Plan({failed});
+  EXPECT_EQ(second.status.restart_count, 1) << "counted once across an operator restart";
+  EXPECT_TRUE(second.counted_failures.empty()) << "nothing new to record before deleting";
+  ASSERT_EQ(second.delete_pods.size(), 1u) << "the pod is still deleted";
+  failed["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z";
+  EXPECT_EQ(Plan({failed}).status.restart_count, 1) << "the cache may still show the pod we deleted";
+}
+
+TEST_F(JobPlanTest, ACountedPodIsForgottenOnceGoneAndItsReplacementCountsAgain) {
+  JobPlan first = Plan({Pod(1, "Failed", false, 1)});
   job_.status = first.status;
-  JobPlan second = Plan({failed}, first.counted_failures);
-  EXPECT_EQ(second.status.restart_count, 1) << "the cache may still show the pod we deleted";
+  JobPlan gone = Plan({});
+  EXPECT_TRUE(gone.status.counted_failures.empty()) << "a deleted pod never returns: its UID is dropped";
+  EXPECT_EQ(gone.status.restart_count, 1);
+  job_.status = gone.status;
+  JobPlan again = Plan({Pod(1, "Failed", false, 1)});  // the replacement, a new UID
+  EXPECT_EQ(again.status.restart_count, 2);
 }
 
 TEST_F(JobPlanTest, BackoffExhaustedFailsTheJob) {
   job_.status.restart_count = 2;  // backoffLimit 2 already used
   JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Failed", false, 1)});
-  EXPECT_EQ(plan.status.phase, "Failed");
+  EXPECT_EQ(plan.status.phase, JobPhase::kFailed);
   EXPECT_TRUE(HasCondition(plan.status, "Failed", "True"));
   EXPECT_FALSE(plan.status.completion_time.empty());
   bool reason = false;
@@ -124,11 +142,11 @@ TEST_F(JobPlanTest, BackoffExhaustedFailsTheJob) {
 TEST_F(JobPlanTest, ExitCodePolicyRetriesSignalsOnly) {
   job_.spec.run_policy.restart_policy = RestartPolicy::kExitCode;
   JobPlan retried = Plan({Pod(0, "Failed", false, 137)});
-  EXPECT_EQ(retried.status.phase, "Restarting");
+  EXPECT_EQ(retried.status.phase, JobPhase::kRestarting);
   JobPlan permanent = Plan({Pod(0, "Failed", false, 2)});
-  EXPECT_EQ(permanent.status.phase, "Failed");
+  EXPECT_EQ(permanent.status.phase, JobPhase::kFailed);
   job_.spec.run_policy.restart_policy = RestartPolicy::kNever;
-  EXPECT_EQ(Plan({Pod(0, "Failed", false, 137)}).status.phase, "Failed");
+  EXPECT_EQ(Plan({Pod(0, "Failed", false, 137)}).status.phase, JobPhase::kFailed);
 }
 
 TEST_F(JobPlanTest, ScaleDownDeletesHighestIndicesFirst) {
@@ -139,7 +157,7 @@ TEST_F(JobPlanTest, ScaleDownDeletesHighestIndicesFirst) {
   ASSERT_EQ(plan.delete_pods.size(), 2u);
   EXPECT_EQ(plan.delete_pods[0].name, "j-worker-3");
   EXPECT_EQ(plan.delete_pods[1].name, "j-worker-2");
-  EXPECT_EQ(plan.status.phase, "Scaling");
+  EXPECT_EQ(plan.status.phase, JobPhase::kScaling);
 }
 
 TEST_F(JobPlanTest, ScaleUpCreatesMissingIndices) {
@@ -148,43 +166,43 @@ TEST_F(JobPlanTest, ScaleUpCreatesMissingIndices) {
   JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
                        Pod(3, "Running", true)});
   EXPECT_EQ(plan.create_workers, (std::vector<int>{4, 5}));
-  EXPECT_EQ(plan.status.phase, "Scaling");
+  EXPECT_EQ(plan.status.phase, JobPhase::kScaling);
   EXPECT_TRUE(HasCondition(plan.status, "Scaling", "True"));
   job_.status = plan.status;
   std::vector<Json> six = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
                            Pod(3, "Running", true), Pod(4, "Pending"), Pod(5, "Pending")};
-  EXPECT_EQ(Plan(six).status.phase, "Scaling") << "until the new workers are ready";
+  EXPECT_EQ(Plan(six).status.phase, JobPhase::kScaling) << "until the new workers are ready";
   six[4] = Pod(4, "Running", true);
   six[5] = Pod(5, "Running", true);
   JobPlan ready = Plan(six);
-  EXPECT_EQ(ready.status.phase, "Running");
+  EXPECT_EQ(ready.status.phase, JobPhase::kRunning);
   EXPECT_TRUE(HasCondition(ready.status, "Scaling", "False"));
 }
 
 TEST_F(JobPlanTest, SuccessWaitsForEveryWorkerThenCleansUp) {
   JobPlan completing = Plan({Pod(0, "Succeeded", false, 0), Pod(1, "Running", true)});
-  EXPECT_NE(completing.status.phase, "Succeeded");
+  EXPECT_NE(completing.status.phase, JobPhase::kSucceeded);
   EXPECT_TRUE(completing.create_workers.empty()) << "nothing is created once training ended";
   JobPlan done = Plan({Pod(0, "Succeeded", false, 0), Pod(1, "Succeeded", false, 0), Pod(2, "Succeeded", false, 0),
                        Pod(3, "Succeeded", false, 0)});
-  EXPECT_EQ(done.status.phase, "Succeeded");
+  EXPECT_EQ(done.status.phase, JobPhase::kSucceeded);
   EXPECT_TRUE(HasCondition(done.status, "Succeeded", "True"));
   EXPECT_FALSE(done.status.completion_time.empty());
   EXPECT_TRUE(done.delete_pods.empty()) << "cleanPodPolicy Running keeps finished pods";
 }
 
 TEST_F(JobPlanTest, TerminalPhasesAreNeverLeft) {
-  job_.status.phase = "Succeeded";
+  job_.status.phase = JobPhase::kSucceeded;
   job_.status.completion_time = FormatTime(now_);
   JobPlan plan = Plan({Pod(1, "Failed", false, 1)});
-  EXPECT_EQ(plan.status.phase, "Succeeded");
+  EXPECT_EQ(plan.status.phase, JobPhase::kSucceeded);
   EXPECT_TRUE(plan.create_workers.empty());
   EXPECT_FALSE(plan.ensure_rendezvous);
 }
 
 TEST_F(JobPlanTest, TtlDeletesTheFinishedJobWhenDue) {
   job_.spec.run_policy.ttl_seconds_after_finished = 60;
-  job_.status.phase = "Succeeded";
+  job_.status.phase = JobPhase::kSucceeded;
   job_.status.completion_time = FormatTime(now_ - std::chrono::seconds(10));
   JobPlan early = Plan({});
   EXPECT_FALSE(early.delete_job);
@@ -196,7 +214,7 @@ TEST_F(JobPlanTest, TtlDeletesTheFinishedJobWhenDue) {
 }
 
 TEST_F(JobPlanTest, CleanPodPolicyAllAndNone) {
-  job_.status.phase = "Failed";
+  job_.status.phase = JobPhase::kFailed;
   job_.spec.run_policy.clean_pod_policy = CleanPodPolicy::kAll;
   EXPECT_EQ(Plan({Pod(0, "Succeeded"), Pod(1, "Running")}).delete_pods.size(), 2u);
   job_.spec.run_policy.clean_pod_policy = CleanPodPolicy::kNone;
@@ -210,14 +228,14 @@ TEST_F(JobPlanTest, ActiveDeadlineFailsTheJob) {
   ASSERT_TRUE(running.requeue_after.has_value()) << "the deadline needs a wake-up";
   job_.status.start_time = FormatTime(now_ - std::chrono::seconds(31));
   JobPlan late = Plan({Pod(0, "Running", true)});
-  EXPECT_EQ(late.status.phase, "Failed");
+  EXPECT_EQ(late.status.phase, JobPhase::kFailed);
   EXPECT_EQ(late.delete_pods.size(), 1u);
 }
 
 TEST_F(JobPlanTest, SuspendDeletesPodsAndResumeRecreates) {
   job_.spec.run_policy.suspend = true;
   JobPlan suspended = Plan({Pod(0, "Running", true), Pod(1, "Pending")});
-  EXPECT_EQ(suspended.status.phase, "Suspended");
+  EXPECT_EQ(suspended.status.phase, JobPhase::kSuspended);
   EXPECT_EQ(suspended.delete_pods.size(), 2u);
   EXPECT_TRUE(suspended.create_workers.empty());
   EXPECT_TRUE(HasCondition(suspended.status, "Suspended", "True"));
@@ -228,10 +246,22 @@ TEST_F(JobPlanTest, SuspendDeletesPodsAndResumeRecreates) {
   EXPECT_TRUE(HasCondition(resumed.status, "Suspended", "False"));
 }
 
+TEST_F(JobPlanTest, ANameTooLongForItsPodsFailsWithReason) {
+  job_.name = std::string(kMaxJobNameLength + 1, 'a');
+  JobPlan plan = Plan({});
+  EXPECT_EQ(plan.status.phase, JobPhase::kFailed);
+  bool found = false;
+  for (const auto& c : plan.status.conditions)
+    found |= c.type == "Failed" && c.reason == "InvalidSpec" && c.message.find("metadata.name") != std::string::npos;
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(plan.create_workers.empty());
+  EXPECT_FALSE(plan.ensure_rendezvous) << "no Service or pod is attempted";
+}
+
 TEST_F(JobPlanTest, InvalidSpecFailsWithReason) {
   job_.spec.replicas = 9;  // above maxReplicas
   JobPlan plan = Plan({});
-  EXPECT_EQ(plan.status.phase, "Failed");
+  EXPECT_EQ(plan.status.phase, JobPhase::kFailed);
   bool found = false;
   for (const auto& c : plan.status.conditions)
     found |= c.type == "Failed" && c.reason == "InvalidSpec" && c.message.find("spec.replicas") != std::string::npos;
@@ -256,14 +286,6 @@ TEST_F(JobPlanTest, ConditionTimesMoveOnlyOnTransitions) {
 
 namespace khorovod::op {
 namespace {
-
-TEST(RendezvousProbe, ParsesTheGenerationGauge) {
-  EXPECT_EQ(ParseRendezvousGeneration("# HELP x\nkhorovod_rendezvous_generation_total 9\nkhorovod_rendezvous_generation 4\n"),
-            std::optional<int64_t>(4));
-  EXPECT_EQ(ParseRendezvousGeneration("khorovod_rendezvous_generation NaN\n"), std::nullopt);
-  EXPECT_EQ(ParseRendezvousGeneration("nothing here"), std::nullopt);
-  EXPECT_EQ(ProbeRendezvousGeneration("", 1, std::chrono::milliseconds(10)), std::nullopt);
-}
 
 TEST_F(JobPlanTest, RendezvousGenerationIsReportedAndKept) {
   PlanInput in;

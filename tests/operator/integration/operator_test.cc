@@ -176,6 +176,82 @@ TEST_F(OperatorTest, AFailedWorkerIsReplacedWithRestartingCondition) {
   EXPECT_TRUE(WaitFor([&] { return HasEvent("WorkerFailed"); }, 10s));
 }
 
+TEST_F(OperatorTest, AFailureCountedBeforeTheOperatorDiedIsNotCountedAgain) {
+  StartOperator();
+  CreateJob(JobManifest("once", 2, 1, 2));
+  ASSERT_TRUE(WaitFor([&] { return Workers("once").size() == 2; }, 30s));
+  MarkAllRunning("once");
+  ASSERT_TRUE(WaitFor([&] { return Phase("once") == "Running"; }, 20s));
+  operators_.back()->Kill(SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return !operators_.back()->Running(); }, 10s));
+  // Play an operator that died between its status write and its pod delete:
+  // worker 1 failed, and the stored status already counts it.
+  const std::string failed_uid = Workers("once")["once-worker-1"];
+  ASSERT_TRUE(cluster_->SetPodStatus(ns_, "once-worker-1", "Failed", false, 137));
+  Json job = Job("once");
+  job["status"]["restartCount"] = 1;
+  job["status"]["countedFailures"] = Json::array({failed_uid});
+  auto written = cluster_->admin().Put(kJobs + ns_ + "/horovodjobs/once/status", job);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+
+  StartOperator();  // the restarted operator
+  ASSERT_TRUE(WaitFor([&] {
+    auto w = Workers("once");
+    return w.count("once-worker-1") && w["once-worker-1"] != failed_uid;
+  }, 30s)) << "the failed pod is still replaced";
+  ASSERT_TRUE(WaitFor([&] { return Job("once")["status"].value("countedFailures", Json::array()).empty(); }, 20s))
+      << "the UID is forgotten once the pod is gone: " << Job("once")["status"].dump();
+  EXPECT_EQ(Job("once")["status"]["restartCount"], 1) << "counted once, not again by the restarted operator";
+}
+
+TEST_F(OperatorTest, AManifestWithOnlyReplicasRunsAsANonElasticJob) {
+  StartOperator();
+  Json manifest = JobManifest("plain", 4, 1, 1);
+  manifest["spec"].erase("minReplicas");
+  manifest["spec"].erase("maxReplicas");
+  CreateJob(manifest);
+  EXPECT_FALSE(Job("plain")["spec"].contains("maxReplicas")) << "no schema default of 1 for the bounds";
+  ASSERT_TRUE(WaitFor([&] { return Workers("plain").size() == 4; }, 30s)) << Job("plain").dump();
+  MarkAllRunning("plain");
+  ASSERT_TRUE(WaitFor([&] { return Phase("plain") == "Running"; }, 20s)) << Job("plain").dump();
+  auto rdv = cluster_->admin().Get("/api/v1/namespaces/" + ns_ + "/pods/plain-rendezvous");
+  ASSERT_TRUE(rdv.ok());
+  const std::string args = rdv.value()["spec"]["containers"][0]["args"].dump();
+  EXPECT_NE(args.find(R"("--min-workers","4","--max-workers","4")"), std::string::npos) << args;
+  std::string out;
+  EXPECT_NE(cluster_->Kubectl({"-n", ns_, "scale", "hvdjob", "plain", "--replicas", "6"}, &out), 0) << out;
+  EXPECT_NE(out.find("cannot change: set both to make the job elastic"), std::string::npos) << out;
+  EXPECT_EQ(Job("plain")["spec"]["replicas"], 4);
+}
+
+TEST_F(OperatorTest, NamesTooLongOrInvalidForDerivedNamesAreRefusedAtAdmission) {
+  struct Case {
+    std::string name;
+    const char* message;
+  } refused[] = {
+      {std::string(60, 'a'), "metadata.name must be at most 51 characters"},
+      {std::string(52, 'b'), "metadata.name must be at most 51 characters"},
+      {"1job", "metadata.name must consist of lowercase letters"},
+      {"my.job", "metadata.name must consist of lowercase letters"},
+  };
+  for (const auto& c : refused) {
+    auto r = cluster_->admin().Post(kJobs + ns_ + "/horovodjobs", JobManifest(c.name, 1, 1, 1));
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), kube::ApiCode::kInvalid) << c.name;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().ToString();
+  }
+  // The longest accepted name works: every derived name is valid.
+  StartOperator();
+  const std::string longest(51, 'c');
+  CreateJob(JobManifest(longest, 2, 1, 2));
+  ASSERT_TRUE(WaitFor([&] { return Workers(longest).size() == 2; }, 30s)) << Job(longest).dump();
+  const std::string core = "/api/v1/namespaces/" + ns_;
+  ASSERT_TRUE(WaitFor([&] { return Exists(core + "/pods/" + longest + "-rendezvous"); }, 10s));
+  EXPECT_TRUE(Exists(core + "/services/" + longest + "-rendezvous"));
+  EXPECT_TRUE(Exists(core + "/services/" + longest + "-worker"));
+  EXPECT_FALSE(HasEvent("ReconcileError"));
+}
+
 TEST_F(OperatorTest, BackoffExhaustedFailsTheJob) {
   StartOperator();
   CreateJob(JobManifest("fragile", 2, 1, 2, {{"backoffLimit", 1}}));

@@ -1,0 +1,31 @@
+// PodView: the few facts the planner reads from an observed pod (worker or
+// rendezvous), extracted once so that the planning phases compare fields,
+// not JSON paths.
+//
+// Thread-safety: plain values; View() is a pure function.
+#pragma once
+
+#include <string>
+
+#include "api/horovodjob.h"
+
+namespace khorovod::op {
+
+struct PodView {
+  int index = -1;          // worker index label, -1 if none
+  std::string name, uid;
+  std::string phase;       // the pod's phase: Pending, Running, Succeeded, Failed
+  std::string reason;      // status.reason, e.g. Evicted
+  bool deleting = false;   // has a deletionTimestamp
+  bool ready = false;      // the Ready condition is True
+  int exit_code = -1;      // first non-zero terminated exit code, 0 if none, -1 if unknown
+
+  // Pending or Running: the pod occupies its slot.
+  bool live() const { return phase == "Pending" || phase == "Running"; }
+  bool failed() const { return phase == "Failed"; }
+  bool succeeded() const { return phase == "Succeeded"; }
+};
+
+PodView View(const Json& pod);
+
+}  // namespace khorovod::op
