@@ -43,38 +43,31 @@ bool Fatal(const Response& r, const Status& s, bool backend_ok) {
 }
 
 // Timeline phase names; string literals, as Timeline::Record requires.
-const char* NegotiatePhase(OpType op) {
-  switch (op) {
-    case OpType::kAllreduce: return "NEGOTIATE_ALLREDUCE";
-    case OpType::kAllgather: return "NEGOTIATE_ALLGATHER";
-    case OpType::kBroadcast: return "NEGOTIATE_BROADCAST";
-    case OpType::kAlltoall: return "NEGOTIATE_ALLTOALL";
-    case OpType::kReducescatter: return "NEGOTIATE_REDUCESCATTER";
-    case OpType::kBarrier: return "NEGOTIATE_BARRIER";
-    case OpType::kJoin: return "NEGOTIATE_JOIN";
-  }
-  return "NEGOTIATE";
-}
+struct Phases {
+  const char* negotiate;
+  const char* op;
+};
 
-const char* OpPhase(OpType op) {
+Phases PhasesOf(OpType op) {
   switch (op) {
-    case OpType::kAllreduce: return "ALLREDUCE";
-    case OpType::kAllgather: return "ALLGATHER";
-    case OpType::kBroadcast: return "BROADCAST";
-    case OpType::kAlltoall: return "ALLTOALL";
-    case OpType::kReducescatter: return "REDUCESCATTER";
-    case OpType::kBarrier: return "BARRIER";
-    case OpType::kJoin: return "JOIN";
+    case OpType::kAllreduce: return {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"};
+    case OpType::kAllgather: return {"NEGOTIATE_ALLGATHER", "ALLGATHER"};
+    case OpType::kBroadcast: return {"NEGOTIATE_BROADCAST", "BROADCAST"};
+    case OpType::kAlltoall: return {"NEGOTIATE_ALLTOALL", "ALLTOALL"};
+    case OpType::kReducescatter: return {"NEGOTIATE_REDUCESCATTER", "REDUCESCATTER"};
+    case OpType::kBarrier: return {"NEGOTIATE_BARRIER", "BARRIER"};
+    case OpType::kJoin: return {"NEGOTIATE_JOIN", "JOIN"};
   }
-  return "OP";
+  return {"NEGOTIATE", "OP"};
 }
 
 }  // namespace
 
 void Executor::TraceOp(const PendingOp& op, TimePoint start, TimePoint end) {
   const size_t bytes = op.input.num_bytes();
-  timeline_->Record(op.request.name, NegotiatePhase(op.request.op), op.submitted, start, bytes);
-  timeline_->Record(op.request.name, OpPhase(op.request.op), start, end, bytes);
+  const Phases phases = PhasesOf(op.request.op);
+  timeline_->Record(op.request.name, phases.negotiate, op.submitted, start, bytes);
+  timeline_->Record(op.request.name, phases.op, start, end, bytes);
 }
 
 std::byte* Executor::FusionBuffer(size_t bytes) {
