@@ -3,13 +3,13 @@
 //   khorovod-bench-gpu-fusion [--reps N] [--iters N]
 //
 //   pack/unpack: the 161 ResNet-50 float32 gradients copied one by one
-//     (cudaMemcpyAsync device-to-device, as NcclBackend::AllreduceSpans
-//     packs) into one fusion buffer and back, against one plain
+//     (cudaMemcpyAsync device-to-device) into one fusion buffer and back, against one plain
 //     device-to-device copy of the same total bytes. Both report GB/s of
 //     bytes moved; the target is pack >= 0.8x the plain copy.
-//   allreduce: the fused ResNet-50 step (AllreduceSpans over the 161
-//     gradients, float32, average) through the NCCL backend at world size 1;
-//     milliseconds per step.
+//   allreduce: the fused ResNet-50 step through the NCCL backend at world
+//     size 1, laid out as the executor's device path does (core/fusion.h:
+//     small gradients packed, large ones in place), packed and unpacked with
+//     the backend's DeviceOps; float32, average; milliseconds per step.
 // Copies are timed with CUDA events on one stream; each figure is the median
 // over --reps blocks of --iters repetitions. Exits 1 with the reason when no
 // GPU is usable.
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/nccl/nccl_backend.h"
+#include "core/fusion.h"
 #include "resnet50_shapes.h"
 
 namespace {
@@ -130,12 +131,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nccl backend: %s\n", backend.status().ToString().c_str());
     return 1;
   }
-  std::vector<Backend::Span> spans;
-  for (size_t i = 0; i < bytes.size(); ++i) spans.push_back({grads[i], bytes[i] / sizeof(float)});
+  DeviceOps& ops = *(*backend)->device_ops();
+  const FusionLayout layout = LayoutFusedAllreduce(bytes, std::vector<bool>(bytes.size(), true));
+  auto* buffer = static_cast<std::byte*>(fusion);  // total bytes, more than the packed block needs
+  const std::vector<const void*> inputs(grads.begin(), grads.end());
+  const std::vector<Backend::Span> spans = layout.Spans(buffer, grads, sizeof(float));
+  auto copy = [&](void* dst, const void* src, size_t n) { return ops.Copy(dst, src, n); };
+  auto zero = [&](void* dst, size_t n) { return ops.Zero(dst, n); };
   // The backend runs on its own stream and returns once the step is done, so
   // the step is timed on the host clock, not with events on `stream`.
   auto step = [&] {
-    Status s = (*backend)->AllreduceSpans(spans, DataType::kFloat32, ReduceOp::kAverage);
+    Status s = PackFusion(layout, buffer, inputs, grads, copy, zero);
+    if (s.ok()) s = ops.AllreduceScaled(spans, DataType::kFloat32, ReduceOp::kAverage, 1.0, 1.0);
+    if (s.ok()) s = UnpackFusion(layout, buffer, grads, copy);
+    if (s.ok()) s = ops.Flush();
     if (!s.ok()) { std::fprintf(stderr, "allreduce: %s\n", s.ToString().c_str()); std::exit(1); }
   };
   step();  // warm-up

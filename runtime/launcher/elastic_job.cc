@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
-#include <random>
 #include <set>
 
+#include "khorovod/util/random_hex.h"
 #include "host_discovery.h"
 #include "http_server.h"
 #include "job_supervisor.h"
@@ -19,14 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 // A discovery script gets this long per run before it is killed.
 constexpr std::chrono::milliseconds kScriptTimeout{10000};
-
-std::string RandomToken() {
-  std::random_device rd;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (int i = 0; i < 32; ++i) token.push_back(kHex[rd() % 16]);
-  return token;
-}
 
 std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
 
@@ -213,7 +205,12 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   rendezvous::ServerOptions server_options;
   server_options.host = opts.hostname;
   server_options.port = 0;
-  server_options.token = RandomToken();
+  StatusOr<std::string> token = RandomHex(32);
+  if (!token.ok()) {
+    std::cerr << "khorovodrun: rendezvous token: " << token.status().message() << "\n";
+    return 1;
+  }
+  server_options.token = std::move(*token);
   auto& service = server_options.service;
   service.job = opts.job_id;
   service.log = false;
@@ -225,12 +222,10 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   service.policy.elastic_timeout = opts.elastic_timeout;
   service.policy.reset_limit = opts.reset_limit;
   const auto launcher_env = current_environment();
-  std::string ports_error;
   // With host discovery up to --max-np workers run at once.
-  const std::optional<MetricsPorts> ports =
-      metrics_ports_from_env(launcher_env, std::max(opts.num_proc, opts.max_np), &ports_error);
-  if (!ports) {
-    std::cerr << "khorovodrun: " << ports_error << '\n';
+  const StatusOr<MetricsPorts> ports = metrics_ports_from_env(launcher_env, std::max(opts.num_proc, opts.max_np));
+  if (!ports.ok()) {
+    std::cerr << "khorovodrun: " << ports.status().message() << '\n';
     return 2;
   }
   if (ports->enabled()) server_options.metrics_port = ports->server();

@@ -122,20 +122,98 @@ int JobSupervisor::poll_timeout_ms() const {
   return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
 }
 
+void JobSupervisor::start_worker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux) {
+  WorkerPipes pipes = group.spawn(spec);
+  mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank), config_.stdout_fd);
+  mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank), config_.stderr_fd);
+}
+
+void JobSupervisor::spawn_requested(ProcessGroup& group, OutputMux& mux) {
+  for (const WorkerSpec& spec : to_spawn_) {
+    try {
+      if (!result_) start_worker(spec, group, mux);
+    } catch (const SpawnError& e) {
+      message(e.what());
+      result_ = e.exit_code();
+      group.signal_running(SIGTERM);
+      start_grace_period();
+    }
+  }
+  to_spawn_.clear();
+}
+
+bool JobSupervisor::tick_due(Clock::time_point now, ProcessGroup& group) {
+  if (!config_.on_tick || config_.tick_interval.count() <= 0 || result_) {
+    next_tick_.reset();
+    return false;
+  }
+  if (!next_tick_) next_tick_ = now + config_.tick_interval;
+  if (now < *next_tick_) return false;
+  Control control(*this, group);
+  config_.on_tick(control);
+  next_tick_ = Clock::now() + config_.tick_interval;
+  return true;
+}
+
+void JobSupervisor::enforce_kill_deadlines(Clock::time_point now, ProcessGroup& group) {
+  for (auto it = stop_deadlines_.begin(); it != stop_deadlines_.end();) {
+    if (now < it->second) {
+      ++it;
+      continue;
+    }
+    message("worker " + std::to_string(it->first) + " still running " +
+            std::to_string(config_.grace_period.count()) + " ms after SIGTERM; sending SIGKILL");
+    group.signal_rank(it->first, SIGKILL);
+    it = stop_deadlines_.erase(it);
+  }
+  if (kill_deadline_ && now >= *kill_deadline_) {
+    kill_deadline_.reset();
+    if (!group.all_exited()) {
+      message(workers_text(group.running_count()) + " still running after the " +
+              std::to_string(config_.grace_period.count()) + " ms grace period; sending SIGKILL");
+      group.signal_all_groups(SIGKILL);
+    }
+  }
+}
+
+bool JobSupervisor::job_over(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux) {
+  const bool held = !result_ && config_.hold_open && config_.hold_open();
+  if (!group.all_exited() || held) return false;
+  if (!mux.has_open_streams()) return true;
+  if (!drain_deadline_) {
+    drain_deadline_ = now + std::max(config_.grace_period, kMinDrainWindow);
+    return false;
+  }
+  if (now < *drain_deadline_) return false;
+  message("all workers exited but processes they started still hold their output open; killing them");
+  return true;
+}
+
+bool JobSupervisor::wait_for_events(ProcessGroup& group, OutputMux& mux, std::vector<pollfd>& fds) {
+  fds.clear();
+  fds.push_back(pollfd{signals_.fd(), POLLIN, 0});
+  mux.append_pollfds(fds);
+  const int ready = ::poll(fds.data(), fds.size(), poll_timeout_ms());
+  if (ready < 0) {
+    if (errno == EINTR) return true;
+    message(std::string("poll failed: ") + std::strerror(errno));
+    result_ = result_.value_or(1);
+    return false;  // the ProcessGroup destructor kills and reaps the workers
+  }
+  if (fds[0].revents != 0) {
+    for (int sig : signals_.drain()) handle_signal(sig, group);
+  }
+  mux.service(fds);
+  return true;
+}
+
 int JobSupervisor::run() {
   // Destruction order matters: `mux` (declared last) closes the read ends
   // first, then `group` kills and reaps whatever is left.
   ProcessGroup group;
   OutputMux mux;
-  auto start = [&](const WorkerSpec& spec) {
-    WorkerPipes pipes = group.spawn(spec);
-    mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank),
-                   config_.stdout_fd);
-    mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank),
-                   config_.stderr_fd);
-  };
   try {
-    for (const auto& spec : config_.workers) start(spec);
+    for (const auto& spec : config_.workers) start_worker(spec, group, mux);
   } catch (const SpawnError& e) {
     // Workers already started cannot form a complete job; stop them now.
     message(e.what());
@@ -147,76 +225,12 @@ int JobSupervisor::run() {
   std::vector<pollfd> fds;
   for (;;) {
     for (const auto& exit : group.poll_exits()) handle_exit(exit, group);
-    for (const WorkerSpec& spec : to_spawn_) {
-      try {
-        if (!result_) start(spec);
-      } catch (const SpawnError& e) {
-        message(e.what());
-        result_ = e.exit_code();
-        group.signal_running(SIGTERM);
-        start_grace_period();
-      }
-    }
-    to_spawn_.clear();
-
-    auto now = Clock::now();
-    if (config_.on_tick && config_.tick_interval.count() > 0 && !result_) {
-      if (!next_tick_) next_tick_ = now + config_.tick_interval;
-      if (now >= *next_tick_) {
-        Control control(*this, group);
-        config_.on_tick(control);
-        now = Clock::now();
-        next_tick_ = now + config_.tick_interval;
-        continue;  // start what on_tick asked for before sleeping
-      }
-    } else {
-      next_tick_.reset();
-    }
-    for (auto it = stop_deadlines_.begin(); it != stop_deadlines_.end();) {
-      if (now < it->second) {
-        ++it;
-        continue;
-      }
-      message("worker " + std::to_string(it->first) + " still running " +
-              std::to_string(config_.grace_period.count()) + " ms after SIGTERM; sending SIGKILL");
-      group.signal_rank(it->first, SIGKILL);
-      it = stop_deadlines_.erase(it);
-    }
-    if (kill_deadline_ && now >= *kill_deadline_) {
-      kill_deadline_.reset();
-      if (!group.all_exited()) {
-        message(workers_text(group.running_count()) + " still running after the " +
-                std::to_string(config_.grace_period.count()) + " ms grace period; sending SIGKILL");
-        group.signal_all_groups(SIGKILL);
-      }
-    }
-    const bool held = !result_ && config_.hold_open && config_.hold_open();
-    if (group.all_exited() && !held) {
-      if (!mux.has_open_streams()) break;
-      if (!drain_deadline_) {
-        drain_deadline_ = now + std::max(config_.grace_period, kMinDrainWindow);
-      } else if (now >= *drain_deadline_) {
-        message(
-            "all workers exited but processes they started still hold their output open;"
-            " killing them");
-        break;
-      }
-    }
-
-    fds.clear();
-    fds.push_back(pollfd{signals_.fd(), POLLIN, 0});
-    mux.append_pollfds(fds);
-    const int ready = ::poll(fds.data(), fds.size(), poll_timeout_ms());
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      message(std::string("poll failed: ") + std::strerror(errno));
-      result_ = result_.value_or(1);
-      break;  // the ProcessGroup destructor kills and reaps the workers
-    }
-    if (fds[0].revents != 0) {
-      for (int sig : signals_.drain()) handle_signal(sig, group);
-    }
-    mux.service(fds);
+    spawn_requested(group, mux);
+    if (tick_due(Clock::now(), group)) continue;  // start what on_tick asked for before sleeping
+    const auto now = Clock::now();
+    enforce_kill_deadlines(now, group);
+    if (job_over(now, group, mux)) break;
+    if (!wait_for_events(group, mux, fds)) break;
   }
 
   // The job is over: nothing in the workers' process groups may outlive it

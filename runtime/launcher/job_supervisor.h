@@ -29,6 +29,8 @@
 // SIGCHLD as well as the signals to forward).
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -36,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "output_mux.h"
 #include "process_group.h"
 #include "signal_pipe.h"
 
@@ -86,6 +89,14 @@ class JobSupervisor {
   using Clock = std::chrono::steady_clock;
 
   class Control;
+  // One turn of run()'s loop, in order.
+  void start_worker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux);
+  void spawn_requested(ProcessGroup& group, OutputMux& mux);
+  bool tick_due(Clock::time_point now, ProcessGroup& group);  // true: on_tick ran
+  void enforce_kill_deadlines(Clock::time_point now, ProcessGroup& group);
+  bool job_over(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux);
+  // Polls signals and output; false when the loop must end (poll failed).
+  bool wait_for_events(ProcessGroup& group, OutputMux& mux, std::vector<pollfd>& fds);
   void handle_exit(const WorkerExit& exit, ProcessGroup& group);
   void fail_job(const std::string& why, int exit_code, ProcessGroup& group);
   void handle_signal(int sig, ProcessGroup& group);

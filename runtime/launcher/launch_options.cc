@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
-#include <random>
 
+#include "khorovod/util/random_hex.h"
 #include "worker_env.h"
 
 namespace khorovod::launcher {
@@ -84,18 +84,18 @@ std::size_t find_program_index(const CLI::App& app, const std::vector<std::strin
 
 }  // namespace
 
-std::optional<std::string> validate_env_spec(const std::string& spec) {
+Status validate_env_spec(const std::string& spec) {
   const std::string name = spec.substr(0, spec.find('='));
-  if (name.empty()) return "-x needs NAME or NAME=VALUE, got '" + spec + "'";
+  if (name.empty()) return Status::InvalidArgument("-x needs NAME or NAME=VALUE, got '" + spec + "'");
   for (std::size_t i = 0; i < name.size(); ++i) {
     if (!is_env_name_char(name[i], i == 0)) {
-      return "'" + name + "' is not a valid environment variable name";
+      return Status::InvalidArgument("'" + name + "' is not a valid environment variable name");
     }
   }
   if (is_contract_variable(name)) {
-    return name + " is set by khorovodrun itself and cannot be overridden with -x";
+    return Status::InvalidArgument(name + " is set by khorovodrun itself and cannot be overridden with -x");
   }
-  return std::nullopt;
+  return Status::Ok();
 }
 
 EnvSpec parse_env_spec(const std::string& spec) {
@@ -104,18 +104,11 @@ EnvSpec parse_env_spec(const std::string& spec) {
   return EnvSpec{spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
-std::string generate_job_id() {
-  std::random_device rd;
-  const std::uint64_t value = (std::uint64_t{rd()} << 32) ^ std::uint64_t{rd()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(16, '0');
-  for (int i = 0; i < 16; ++i) id[i] = kHex[(value >> (60 - 4 * i)) & 0xF];
-  return id;
-}
+StatusOr<std::string> generate_job_id() { return RandomHex(16); }
 
 // khorovodrun runs workers on this host only; -H is accepted so horovodrun
 // command lines work, and checked so that a multi-host list fails loudly.
-std::optional<std::string> check_local_hosts(const std::string& hosts, int needed) {
+Status check_local_hosts(const std::string& hosts, int needed) {
   long long slots = 0;
   std::size_t start = 0;
   while (start <= hosts.size()) {
@@ -124,38 +117,41 @@ std::optional<std::string> check_local_hosts(const std::string& hosts, int neede
     const std::size_t colon = entry.rfind(':');
     const std::string host = entry.substr(0, colon);
     if (host != "localhost" && host != "127.0.0.1") {
-      return "-H " + hosts + ": khorovodrun runs workers on this host only (localhost); run "
-             "multi-host jobs as a HorovodJob on Kubernetes";
+      return Status::InvalidArgument("-H " + hosts +
+                                     ": khorovodrun runs workers on this host only (localhost); run "
+                                     "multi-host jobs as a HorovodJob on Kubernetes");
     }
     long long n = 1;
     if (colon != std::string::npos) {
       try {
         n = std::stoll(entry.substr(colon + 1));
       } catch (const std::exception&) {
-        return "-H " + hosts + ": bad slot count in '" + entry + "'";
+        return Status::InvalidArgument("-H " + hosts + ": bad slot count in '" + entry + "'");
       }
     }
-    if (n < 1) return "-H " + hosts + ": slot counts must be at least 1";
+    if (n < 1) return Status::InvalidArgument("-H " + hosts + ": slot counts must be at least 1");
     slots += n;
     start = end + 1;
   }
   if (slots < needed) {
-    return "-H " + hosts + " offers " + std::to_string(slots) + " slots but " +
-           std::to_string(needed) + " workers are needed";
+    return Status::InvalidArgument("-H " + hosts + " offers " + std::to_string(slots) + " slots but " +
+                                   std::to_string(needed) + " workers are needed");
   }
-  return std::nullopt;
+  return Status::Ok();
 }
 
-ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
-                                  std::ostream& err) {
-  LaunchOptions opts;
-  std::vector<std::string> env_specs;
-  long long grace_ms = opts.grace_period.count();
+namespace {
 
-  CLI::App app{"Run N copies of a khorovod training program on this host.", "khorovodrun"};
-  app.footer(
-      "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
-      "is passed to the program unchanged; '--' may separate it explicitly.");
+// Values CLI11 binds to that LaunchOptions holds in another form.
+struct RawFlags {
+  std::vector<std::string> env_specs;
+  long long grace_ms = 0;
+  long long elastic_timeout_s = 0;
+  long long discovery_ms = 0;
+  std::string program;
+};
+
+void add_job_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
   app.add_option("--np,--num-proc", opts.num_proc, "Number of worker processes (-np N)")
       ->required()
       ->check(in_range(1, std::numeric_limits<int>::max(), "number of workers"));
@@ -166,17 +162,21 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
       ->check([](const std::string& h) {
         return h.empty() ? std::string("hostname must not be empty") : std::string();
       });
-  app.add_option("--grace-period-ms", grace_ms,
+  app.add_option("--grace-period-ms", raw.grace_ms,
                  "Time between SIGTERM and SIGKILL when tearing the job down")
       ->capture_default_str()
       ->check(in_range(0, kMaxGracePeriodMs, "grace period"));
   // Repeatable, but each -x takes exactly one value (allow_extra_args off),
   // so `-x FOO ./prog` never swallows the program name.
-  app.add_option("-x,--env", env_specs, "Set NAME=VALUE, or pass NAME through, in workers")
+  app.add_option("-x,--env", raw.env_specs, "Set NAME=VALUE, or pass NAME through, in workers")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
       ->type_name("NAME[=VALUE]")
-      ->check([](const std::string& s) { return validate_env_spec(s).value_or(std::string()); });
+      ->check([](const std::string& s) { return validate_env_spec(s).message(); });
+  app.add_option("program", raw.program, "Program to run, followed by its arguments")->required();
+}
+
+void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
   app.add_option("--min-np", opts.min_np, "Elastic: fewest workers the job runs with")
       ->check(in_range(1, std::numeric_limits<int>::max(), "--min-np"));
   app.add_option("--max-np", opts.max_np, "Elastic: most workers the job runs with")
@@ -185,8 +185,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
                  "Elastic: worker replacements and re-formations before the job fails")
       ->capture_default_str()
       ->check(in_range(0, 1000000, "--reset-limit"));
-  long long elastic_timeout_s = opts.elastic_timeout.count();
-  app.add_option("--elastic-timeout", elastic_timeout_s,
+  app.add_option("--elastic-timeout", raw.elastic_timeout_s,
                  "Elastic: seconds to wait for min-np workers before failing")
       ->capture_default_str()
       ->check(in_range(1, 86400 * 7, "--elastic-timeout"));
@@ -196,53 +195,76 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
                  "Elastic: executable printing the available host:slots lines (local hosts only)")
       ->excludes(hosts_option)
       ->check([](const std::string& p) { return p.empty() ? std::string("empty path") : std::string(); });
-  long long discovery_ms = opts.discovery_interval.count();
-  app.add_option("--discovery-interval-ms", discovery_ms, "Elastic: how often the discovery script runs")
+  app.add_option("--discovery-interval-ms", raw.discovery_ms, "Elastic: how often the discovery script runs")
       ->capture_default_str()
       ->check(in_range(10, 3600000, "--discovery-interval-ms"));
-  std::string program;
-  app.add_option("program", program, "Program to run, followed by its arguments")->required();
+}
 
-  bool explicit_separator = false;
-  const std::size_t program_index = find_program_index(app, args, explicit_separator);
-  // CLI11 sees the launcher's own tokens plus the program name (behind "--"
-  // if it starts with '-', so it is still taken literally); the program's
-  // arguments never go through CLI11.
+// What CLI11 sees: the launcher's own tokens plus the program name (behind
+// "--" if it starts with '-', so it is still taken literally), reversed as
+// CLI11 expects; the program's arguments never go through CLI11.
+std::vector<std::string> tokens_for_cli(const std::vector<std::string>& args, std::size_t program_index,
+                                        bool explicit_separator) {
   std::vector<std::string> for_cli;
   const std::size_t launcher_end = explicit_separator ? program_index - 1 : program_index;
-  for (std::size_t i = 0; i < launcher_end; ++i)
-    for_cli.push_back(normalize_launcher_token(args[i]));
+  for (std::size_t i = 0; i < launcher_end; ++i) for_cli.push_back(normalize_launcher_token(args[i]));
   if (program_index < args.size()) {
     if (args[program_index].rfind('-', 0) == 0) for_cli.push_back("--");
     for_cli.push_back(args[program_index]);
   }
-  std::reverse(for_cli.begin(), for_cli.end());  // CLI11 parses a reversed vector
-  try {
-    app.parse(for_cli);
-  } catch (const CLI::ParseError& e) {
-    return ParseOutcome{std::nullopt, app.exit(e, out, err)};
-  }
+  std::reverse(for_cli.begin(), for_cli.end());
+  return for_cli;
+}
 
-  opts.elastic_timeout = std::chrono::seconds(elastic_timeout_s);
-  opts.discovery_interval = std::chrono::milliseconds(discovery_ms);
+// The checks that span several options, then the conversions.
+Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
+  opts.elastic_timeout = std::chrono::seconds(raw.elastic_timeout_s);
+  opts.discovery_interval = std::chrono::milliseconds(raw.discovery_ms);
   if (opts.elastic()) {
     if (opts.min_np == 0) opts.min_np = 1;
     if (opts.max_np == 0) opts.max_np = opts.num_proc;
     if (!(opts.min_np <= opts.num_proc && opts.num_proc <= opts.max_np)) {
-      err << "khorovodrun: need --min-np <= -np <= --max-np, got " << opts.min_np << " <= "
-          << opts.num_proc << " <= " << opts.max_np << "\n";
-      return ParseOutcome{std::nullopt, 2};
+      return Status::InvalidArgument("need --min-np <= -np <= --max-np, got " + std::to_string(opts.min_np) +
+                                     " <= " + std::to_string(opts.num_proc) + " <= " + std::to_string(opts.max_np));
     }
   }
   if (!opts.hosts.empty()) {
-    if (auto problem = check_local_hosts(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc)) {
-      err << "khorovodrun: " << *problem << "\n";
-      return ParseOutcome{std::nullopt, 2};
-    }
+    KH_RETURN_IF_ERROR(check_local_hosts(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc));
+  }
+  opts.grace_period = std::chrono::milliseconds(raw.grace_ms);
+  for (const auto& spec : raw.env_specs) opts.extra_env.push_back(parse_env_spec(spec));
+  return Status::Ok();
+}
+
+}  // namespace
+
+ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
+                                  std::ostream& err) {
+  LaunchOptions opts;
+  RawFlags raw;
+  raw.grace_ms = opts.grace_period.count();
+  raw.elastic_timeout_s = opts.elastic_timeout.count();
+  raw.discovery_ms = opts.discovery_interval.count();
+
+  CLI::App app{"Run N copies of a khorovod training program on this host.", "khorovodrun"};
+  app.footer(
+      "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
+      "is passed to the program unchanged; '--' may separate it explicitly.");
+  add_job_options(app, opts, raw);
+  add_elastic_options(app, opts, raw);
+
+  bool explicit_separator = false;
+  const std::size_t program_index = find_program_index(app, args, explicit_separator);
+  try {
+    app.parse(tokens_for_cli(args, program_index, explicit_separator));
+  } catch (const CLI::ParseError& e) {
+    return ParseOutcome{std::nullopt, app.exit(e, out, err)};
+  }
+  if (Status s = finish_options(opts, raw); !s.ok()) {
+    err << "khorovodrun: " << s.message() << "\n";
+    return ParseOutcome{std::nullopt, 2};
   }
   opts.command.assign(args.begin() + static_cast<std::ptrdiff_t>(program_index), args.end());
-  opts.grace_period = std::chrono::milliseconds(grace_ms);
-  for (const auto& spec : env_specs) opts.extra_env.push_back(parse_env_spec(spec));
   return ParseOutcome{std::move(opts), 0};
 }
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "khorovod/status.h"
+
 namespace khorovod::launcher {
 
 // One `-x` argument. `-x NAME=VALUE` sets NAME to VALUE in every worker;
@@ -72,14 +74,14 @@ struct ParseOutcome {
 ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err);
 
-// Checks a -H list: local hosts only, enough slots. Returns the problem.
-std::optional<std::string> check_local_hosts(const std::string& hosts, int needed);
+// Checks a -H list: local hosts only, enough slots (kInvalidArgument).
+Status check_local_hosts(const std::string& hosts, int needed);
 
-// Parses one `-x` value. Returns an error message for an invalid spec.
-std::optional<std::string> validate_env_spec(const std::string& spec);
+// Checks one `-x` value (kInvalidArgument for an invalid spec).
+Status validate_env_spec(const std::string& spec);
 EnvSpec parse_env_spec(const std::string& spec);  // precondition: validate_env_spec passed
 
 // 16 lowercase hex digits from std::random_device.
-std::string generate_job_id();
+StatusOr<std::string> generate_job_id();
 
 }  // namespace khorovod::launcher

@@ -68,7 +68,14 @@ int main(int argc, char** argv) {
   ParseOutcome parsed = parse_launch_options(args, std::cout, std::cerr);
   if (!parsed.options) return parsed.exit_code;
   LaunchOptions opts = std::move(*parsed.options);
-  if (opts.job_id.empty()) opts.job_id = generate_job_id();
+  if (opts.job_id.empty()) {
+    khorovod::StatusOr<std::string> id = generate_job_id();
+    if (!id.ok()) {
+      std::cerr << "khorovodrun: job id: " << id.status().message() << '\n';
+      return 1;
+    }
+    opts.job_id = std::move(*id);
+  }
 
   // With stdout closed by a reader (`khorovodrun ... | head`) writes must
   // fail with EPIPE instead of killing the launcher and orphaning the job.
@@ -78,10 +85,9 @@ int main(int argc, char** argv) {
   try {
     SignalPipe signals({SIGINT, SIGTERM, SIGCHLD});
     if (opts.elastic()) return run_elastic_job(opts, signals);
-    std::string ports_error;
-    const auto ports = metrics_ports_from_env(current_environment(), opts.num_proc, &ports_error);
-    if (!ports) {
-      std::cerr << "khorovodrun: " << ports_error << '\n';
+    const auto ports = metrics_ports_from_env(current_environment(), opts.num_proc);
+    if (!ports.ok()) {
+      std::cerr << "khorovodrun: " << ports.status().message() << '\n';
       return 2;
     }
     ScopedTempDir store("khorovod-store-");

@@ -4,8 +4,7 @@
 
 namespace khorovod::launcher {
 
-std::optional<MetricsPorts> metrics_ports_from_env(const std::vector<std::string>& env, int slots,
-                                                   std::string* error) {
+StatusOr<MetricsPorts> metrics_ports_from_env(const std::vector<std::string>& env, int slots) {
   const std::string prefix = "KHOROVOD_METRICS_PORT=";
   std::string value;
   for (const std::string& entry : env) {
@@ -17,9 +16,9 @@ std::optional<MetricsPorts> metrics_ports_from_env(const std::vector<std::string
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), base);
   if (ec != std::errc() || end != value.data() + value.size() || base < 0 ||
       static_cast<long>(base) + slots > 65535) {
-    *error = "KHOROVOD_METRICS_PORT='" + value + "': expected a base port B with B + " + std::to_string(slots) +
-             " <= 65535 (the rendezvous server uses B, worker slot i uses B + 1 + i)";
-    return std::nullopt;
+    return Status::InvalidArgument("KHOROVOD_METRICS_PORT='" + value + "': expected a base port B with B + " +
+                                   std::to_string(slots) +
+                                   " <= 65535 (the rendezvous server uses B, worker slot i uses B + 1 + i)");
   }
   ports.base = base;
   return ports;

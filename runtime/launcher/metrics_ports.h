@@ -10,9 +10,10 @@
 // Pure functions; thread-safety: value types.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "khorovod/status.h"
 
 namespace khorovod::launcher {
 
@@ -23,9 +24,9 @@ struct MetricsPorts {
   int worker(int slot) const { return enabled() ? base + 1 + slot : 0; }
 };
 
-// Reads KHOROVOD_METRICS_PORT from `env` ("NAME=VALUE" entries). nullopt
-// with *error set when the value is not an integer or B + slots > 65535.
-std::optional<MetricsPorts> metrics_ports_from_env(const std::vector<std::string>& env, int slots,
-                                                   std::string* error);
+// Reads KHOROVOD_METRICS_PORT from `env` ("NAME=VALUE" entries).
+// kInvalidArgument, naming the variable, when the value is not an integer
+// or B + slots > 65535.
+StatusOr<MetricsPorts> metrics_ports_from_env(const std::vector<std::string>& env, int slots);
 
 }  // namespace khorovod::launcher

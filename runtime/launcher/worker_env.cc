@@ -49,12 +49,7 @@ std::vector<EnvVar> contract_variables(const ContractParams& p) {
 ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,
                                   std::string hostname) {
   ContractParams p;
-  p.rank = rank;
-  p.size = size;
-  p.local_rank = rank;
-  p.local_size = size;
-  p.cross_rank = 0;
-  p.cross_size = 1;
+  static_cast<Placement&>(p) = Placement{rank, size, rank, size, 0, 1};
   p.store_path = std::move(store_path);
   p.job_id = std::move(job_id);
   p.hostname = std::move(hostname);

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "khorovod/placement.h"
 #include "launch_options.h"
 
 namespace khorovod::launcher {
@@ -30,13 +31,8 @@ using EnvVar = std::pair<std::string, std::string>;
 // True for the names in the contract above.
 bool is_contract_variable(std::string_view name);
 
-struct ContractParams {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+// A worker's placement and where it finds its peers.
+struct ContractParams : Placement {
   std::string store_path;
   std::string job_id;
   std::string hostname;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "protocol.h"
+
 namespace khorovod::rendezvous {
 
 using nlohmann::json;
@@ -50,7 +52,7 @@ StatusOr<JsonReply> JsonHttpClient::Send(const std::string& method, const std::s
     cli.set_keep_alive(false);
     cli.set_decompress(false);
     if (!endpoint_.token.empty()) cli.set_bearer_token_auth(endpoint_.token);
-    httplib::Result res = method == "GET" ? cli.Get(path) : cli.Post(path, body, "application/json");
+    httplib::Result res = method == "GET" ? cli.Get(path) : cli.Post(path, body, kJsonContentType);
     if (!res) {
       httplib::Error e = res.error();
       last_error = httplib::to_string(e);

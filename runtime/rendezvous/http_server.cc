@@ -40,7 +40,7 @@ void Send(httplib::Response& res, const Reply& reply) {
   }
   if (reply.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   // Path components may hold arbitrary bytes; never let dump() throw on them.
-  res.set_content(reply.body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  res.set_content(reply.body.dump(-1, ' ', false, json::error_handler_t::replace), kJsonContentType);
 }
 
 Reply BadRequest(std::string message) { return ErrorReply(400, error_code::kInvalidArgument, std::move(message)); }
@@ -50,6 +50,99 @@ bool ParseGeneration(const std::string& text, int64_t* out) {
   if (text.empty() || text.size() > 18) return false;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && ptr == text.data() + text.size() && text[0] != '-' && text[0] != '+';
+}
+
+bool Authorized(const httplib::Request& req, const std::string& token) {
+  const std::string prefix = "Bearer ";
+  std::string header = req.get_header_value("Authorization");
+  if (header.compare(0, prefix.size(), prefix) != 0) return false;
+  return ConstantTimeEquals(std::string_view(header).substr(prefix.size()), token);
+}
+
+Reply Unauthenticated() { return ErrorReply(401, error_code::kUnauthenticated, "missing or invalid bearer token"); }
+
+// The JSON error for a request no handler answered (httplib's own status).
+Reply ErrorFor(const httplib::Request& req, int status, bool authorized) {
+  if (status == 404 && !authorized) return Unauthenticated();
+  if (status == 404) return ErrorReply(404, error_code::kNotFound, "no such endpoint: " + req.method + " " + req.path);
+  if (status == 413) return ErrorReply(413, error_code::kPayloadTooLarge, "the request body is too large");
+  if (status == 414) return ErrorReply(414, error_code::kUriTooLong, "the request URI is too long");
+  if (status >= 500) return ErrorReply(status, error_code::kInternal, "internal server error");
+  return ErrorReply(status, error_code::kInvalidArgument, "malformed HTTP request");
+}
+
+// --- request handlers: path matches and body in, service reply out --------
+
+Reply HandleJobStatus(RendezvousService& svc, const httplib::Request&) { return svc.JobStatus(); }
+
+Reply HandleRegister(RendezvousService& svc, const httplib::Request& req) {
+  std::string err;
+  auto body = JsonRequest::Parse(req.body, &err);
+  if (!body) return BadRequest(err);
+  WorkerSpec spec;
+  spec.name = body->String("name", JsonRequest::kRequired, kMaxNameLength);
+  spec.address = body->String("address", JsonRequest::kRequired, kMaxAddressLength);
+  spec.slots = static_cast<int>(body->Int("slots", JsonRequest::kRequired, 1, kMaxSlots));
+  if (!body->Finish(&err)) return BadRequest(err);
+  return svc.Register(spec);
+}
+
+// heartbeat | leave | failure | generation, for the worker in matches[2].
+Reply HandleWorkerVerb(RendezvousService& svc, const httplib::Request& req) {
+  std::string name = req.matches[2].str();
+  std::string verb = req.matches[3].str();
+  if (!IsValidName(name)) return BadRequest("invalid worker name in the path");
+  std::string err;
+  auto body = JsonRequest::Parse(req.body, &err);
+  if (!body) return BadRequest(err);
+  if (verb == "heartbeat") {
+    if (!body->Finish(&err)) return BadRequest(err);
+    return svc.Heartbeat(name);
+  }
+  if (verb == "generation") {
+    int64_t after = body->Int("after", JsonRequest::kRequired, 0, kMaxInt);
+    int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
+    if (!body->Finish(&err)) return BadRequest(err);
+    return svc.AwaitNext(name, after, Millis(timeout));
+  }
+  std::string reason = body->String("reason", JsonRequest::kOptional, kMaxReasonLength);
+  if (!body->Finish(&err)) return BadRequest(err);
+  return verb == "leave" ? svc.Leave(name, reason) : svc.ReportFailure(name, reason);
+}
+
+// set | get | add | wait on the store of the generation in matches[2].
+Reply HandleKv(RendezvousService& svc, const httplib::Request& req) {
+  int64_t generation = 0;
+  if (!ParseGeneration(req.matches[2].str(), &generation)) {
+    return BadRequest("the generation in the path must be a non-negative integer");
+  }
+  std::string op = req.matches[3].str();
+  std::string err;
+  auto body = JsonRequest::Parse(req.body, &err);
+  if (!body) return BadRequest(err);
+  if (op == "wait") {
+    auto keys = body->StringArray("keys", JsonRequest::kRequired, kMaxWaitKeys, kMaxKeyLength);
+    int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
+    if (!body->Finish(&err)) return BadRequest(err);
+    return svc.KvWait(generation, keys, Millis(timeout));
+  }
+  std::string key = body->String("key", JsonRequest::kRequired, kMaxKeyLength);
+  if (op == "set") {
+    std::string value = body->String("value", JsonRequest::kRequired, std::string::npos);
+    if (!body->Finish(&err)) return BadRequest(err);
+    if (key.empty()) return BadRequest("field 'key' must not be empty");
+    auto bytes = Base64Decode(value);
+    if (!bytes) return BadRequest("field 'value' must be base64 (RFC 4648, padded)");
+    return svc.KvSet(generation, key, std::move(*bytes));
+  }
+  if (op == "get") {
+    int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
+    if (!body->Finish(&err)) return BadRequest(err);
+    return svc.KvGet(generation, key, Millis(timeout));
+  }
+  int64_t delta = body->Int("delta", JsonRequest::kRequired, std::numeric_limits<int64_t>::min(), kMaxInt);
+  if (!body->Finish(&err)) return BadRequest(err);
+  return svc.KvAdd(generation, key, delta);
 }
 
 }  // namespace
@@ -82,6 +175,7 @@ Status RendezvousServer::Start() {
   http_->set_read_timeout(10, 0);
   // Long-polls answer within max_wait; leave room before a write times out.
   http_->set_write_timeout(10, 0);
+  InstallErrorHandlers();
   InstallRoutes();
 
   if (options_.port == 0) {
@@ -99,14 +193,13 @@ Status RendezvousServer::Start() {
   if (options_.metrics_port >= 0) {
     metrics_ = std::make_unique<metrics::MetricsEndpoint>(
         metrics::EndpointOptions{options_.host, options_.metrics_port, 2}, service_->registry());
-    std::string error;
-    if (!metrics_->Start(&error)) {
+    if (Status s = metrics_->Start(); !s.ok()) {
       metrics_.reset();
       service_->Shutdown();
       std::lock_guard<std::mutex> lock(stop_mu_);
       stopped_ = true;
       stopped_cv_.notify_all();
-      return Status::Unavailable(error);
+      return Status::Unavailable(s.message());
     }
   }
   listener_ = std::thread([this] { http_->listen_after_bind(); });
@@ -138,54 +231,20 @@ void RendezvousServer::Wait() {
   stopped_cv_.wait(lock, [this] { return stopped_; });
 }
 
-void RendezvousServer::InstallRoutes() {
+void RendezvousServer::InstallErrorHandlers() {
   RendezvousService* svc = service_.get();
   const std::string token = options_.token;
-  const std::string job = options_.service.job;
-
-  auto authorized = [token](const httplib::Request& req) {
-    const std::string prefix = "Bearer ";
-    std::string header = req.get_header_value("Authorization");
-    if (header.compare(0, prefix.size(), prefix) != 0) return false;
-    return ConstantTimeEquals(std::string_view(header).substr(prefix.size()), token);
-  };
-  auto unauthenticated = [] {
-    return ErrorReply(401, error_code::kUnauthenticated, "missing or invalid bearer token");
-  };
-  // Every authenticated route: token, then job name, then the handler.
-  auto route = [authorized, unauthenticated, job](Handler handler) {
-    return [=](const httplib::Request& req, httplib::Response& res) {
-      if (!authorized(req)) return Send(res, unauthenticated());
-      if (req.matches.size() > 1 && req.matches[1].str() != job) {
-        return Send(res, ErrorReply(404, error_code::kUnknownJob, "unknown job '" + req.matches[1].str() + "'"));
-      }
-      Send(res, handler(req));
-    };
-  };
-
   http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     if (req.path.size() <= kMaxPathLength) return httplib::Server::HandlerResponse::Unhandled;
     Send(res, ErrorReply(414, error_code::kUriTooLong, "the request path is too long"));
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [authorized, unauthenticated](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404 && !authorized(req)) {
-      Send(res, unauthenticated());
-    } else if (res.status == 404) {
-      Send(res, ErrorReply(404, error_code::kNotFound, "no such endpoint: " + req.method + " " + req.path));
-    } else if (res.status == 413) {
-      Send(res, ErrorReply(413, error_code::kPayloadTooLarge, "the request body is too large"));
-    } else if (res.status == 414) {
-      Send(res, ErrorReply(414, error_code::kUriTooLong, "the request URI is too long"));
-    } else if (res.status >= 500) {
-      Send(res, ErrorReply(res.status, error_code::kInternal, "internal server error"));
-    } else {
-      Send(res, ErrorReply(res.status, error_code::kInvalidArgument, "malformed HTTP request"));
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+      [token](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        Send(res, ErrorFor(req, res.status, Authorized(req, token)));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal server error";
     try {
@@ -197,15 +256,33 @@ void RendezvousServer::InstallRoutes() {
     Send(res, ErrorReply(500, error_code::kInternal, what));
   });
   http_->set_logger([svc](const httplib::Request&, const httplib::Response& res) { svc->CountResponse(res.status); });
+}
+
+// To add an endpoint: write a Reply Handle...(RendezvousService&, const
+// httplib::Request&) above and add one line here; route() checks the token
+// and the job name (the first path match) before calling it.
+void RendezvousServer::InstallRoutes() {
+  RendezvousService* svc = service_.get();
+  const std::string token = options_.token;
+  const std::string job = options_.service.job;
+  auto route = [svc, token, job](Reply (*handler)(RendezvousService&, const httplib::Request&)) {
+    return [=](const httplib::Request& req, httplib::Response& res) {
+      if (!Authorized(req, token)) return Send(res, Unauthenticated());
+      if (req.matches.size() > 1 && req.matches[1].str() != job) {
+        return Send(res, ErrorReply(404, error_code::kUnknownJob, "unknown job '" + req.matches[1].str() + "'"));
+      }
+      Send(res, handler(*svc, req));
+    };
+  };
 
   http_->Get("/healthz", [svc](const httplib::Request&, httplib::Response& res) {
     Send(res, Reply{200, {{"status", "ok"}, {"job", svc->job()}}});
   });
-  http_->Get("/metrics", [authorized, unauthenticated, svc](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req)) return Send(res, unauthenticated());
+  http_->Get("/metrics", [token, svc](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, token)) return Send(res, Unauthenticated());
     res.set_content(svc->Metrics(), metrics::TextWriter::kContentType);
   });
-  http_->Get(R"(/v1/jobs/([^/]+))", route([svc](const httplib::Request&) { return svc->JobStatus(); }));
+  http_->Get(R"(/v1/jobs/([^/]+))", route(HandleJobStatus));
   // The operator's read-only view of the job (no token: it carries no worker
   // names, addresses or keys, only what `kubectl get hvdjob` shows).
   http_->Get("/v1/status", [svc](const httplib::Request&, httplib::Response& res) {
@@ -214,76 +291,9 @@ void RendezvousServer::InstallRoutes() {
                           {"generation", full["generation"]}, {"resets", full["resets"]},
                           {"world_size", full["world"].size()}, {"pending", full["pending"].size()}}});
   });
-
-  http_->Post(R"(/v1/jobs/([^/]+)/workers)", route([svc](const httplib::Request& req) {
-    std::string err;
-    auto body = JsonRequest::Parse(req.body, &err);
-    if (!body) return BadRequest(err);
-    WorkerSpec spec;
-    spec.name = body->String("name", JsonRequest::kRequired, kMaxNameLength);
-    spec.address = body->String("address", JsonRequest::kRequired, kMaxAddressLength);
-    spec.slots = static_cast<int>(body->Int("slots", JsonRequest::kRequired, 1, kMaxSlots));
-    if (!body->Finish(&err)) return BadRequest(err);
-    return svc->Register(spec);
-  }));
-
-  http_->Post(R"(/v1/jobs/([^/]+)/workers/([^/]+)/(heartbeat|leave|failure|generation))",
-              route([svc](const httplib::Request& req) {
-                std::string name = req.matches[2].str();
-                std::string verb = req.matches[3].str();
-                if (!IsValidName(name)) return BadRequest("invalid worker name in the path");
-                std::string err;
-                auto body = JsonRequest::Parse(req.body, &err);
-                if (!body) return BadRequest(err);
-                if (verb == "heartbeat") {
-                  if (!body->Finish(&err)) return BadRequest(err);
-                  return svc->Heartbeat(name);
-                }
-                if (verb == "generation") {
-                  int64_t after = body->Int("after", JsonRequest::kRequired, 0, kMaxInt);
-                  int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
-                  if (!body->Finish(&err)) return BadRequest(err);
-                  return svc->AwaitNext(name, after, Millis(timeout));
-                }
-                std::string reason = body->String("reason", JsonRequest::kOptional, kMaxReasonLength);
-                if (!body->Finish(&err)) return BadRequest(err);
-                return verb == "leave" ? svc->Leave(name, reason) : svc->ReportFailure(name, reason);
-              }));
-
-  http_->Post(R"(/v1/jobs/([^/]+)/generations/([^/]+)/kv/(set|get|add|wait))",
-              route([svc](const httplib::Request& req) {
-                int64_t generation = 0;
-                if (!ParseGeneration(req.matches[2].str(), &generation)) {
-                  return BadRequest("the generation in the path must be a non-negative integer");
-                }
-                std::string op = req.matches[3].str();
-                std::string err;
-                auto body = JsonRequest::Parse(req.body, &err);
-                if (!body) return BadRequest(err);
-                if (op == "wait") {
-                  auto keys = body->StringArray("keys", JsonRequest::kRequired, kMaxWaitKeys, kMaxKeyLength);
-                  int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
-                  if (!body->Finish(&err)) return BadRequest(err);
-                  return svc->KvWait(generation, keys, Millis(timeout));
-                }
-                std::string key = body->String("key", JsonRequest::kRequired, kMaxKeyLength);
-                if (op == "set") {
-                  std::string value = body->String("value", JsonRequest::kRequired, std::string::npos);
-                  if (!body->Finish(&err)) return BadRequest(err);
-                  if (key.empty()) return BadRequest("field 'key' must not be empty");
-                  auto bytes = Base64Decode(value);
-                  if (!bytes) return BadRequest("field 'value' must be base64 (RFC 4648, padded)");
-                  return svc->KvSet(generation, key, std::move(*bytes));
-                }
-                if (op == "get") {
-                  int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
-                  if (!body->Finish(&err)) return BadRequest(err);
-                  return svc->KvGet(generation, key, Millis(timeout));
-                }
-                int64_t delta = body->Int("delta", JsonRequest::kRequired, std::numeric_limits<int64_t>::min(), kMaxInt);
-                if (!body->Finish(&err)) return BadRequest(err);
-                return svc->KvAdd(generation, key, delta);
-              }));
+  http_->Post(R"(/v1/jobs/([^/]+)/workers)", route(HandleRegister));
+  http_->Post(R"(/v1/jobs/([^/]+)/workers/([^/]+)/(heartbeat|leave|failure|generation))", route(HandleWorkerVerb));
+  http_->Post(R"(/v1/jobs/([^/]+)/generations/([^/]+)/kv/(set|get|add|wait))", route(HandleKv));
 }
 
 }  // namespace khorovod::rendezvous

@@ -70,6 +70,7 @@ class RendezvousServer {
   RendezvousService& service() { return *service_; }
 
  private:
+  void InstallErrorHandlers();
   void InstallRoutes();
 
   const ServerOptions options_;

@@ -14,10 +14,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-// One long-poll asks the server for at most this long; the server may cap it
-// lower and answer early, and the loop asks again until the deadline.
-constexpr milliseconds kPollSlice{20000};
-
 [[noreturn]] void Throw(const std::string& message) { throw ::gloo::IoException("HttpStore: " + message); }
 
 std::string JoinKeys(const std::vector<std::string>& keys) {

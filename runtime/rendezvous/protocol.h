@@ -42,6 +42,13 @@ inline constexpr size_t kMaxKeyLength = 1024;
 inline constexpr size_t kMaxReasonLength = 1024;
 inline constexpr int kMaxSlots = 4096;
 
+// One long-poll asks the server for at most this long; the server may cap it
+// lower and answer early, and the client asks again until its deadline.
+inline constexpr std::chrono::milliseconds kPollSlice{20000};
+
+// Every request and reply body is JSON.
+inline constexpr const char* kJsonContentType = "application/json";
+
 // Paths (prefix every job-scoped path with JobPath(job)).
 inline std::string JobPath(std::string_view job) { return "/v1/jobs/" + std::string(job); }
 inline std::string WorkersPath(std::string_view job) { return JobPath(job) + "/workers"; }

@@ -11,32 +11,29 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-constexpr milliseconds kPollSlice{20000};
-
 bool IsUnknownWorker(const JsonReply& r) { return r.status == 404 && r.code() == error_code::kUnknownWorker; }
 bool IsJobFailed(const JsonReply& r) { return r.status == 409 && r.code() == error_code::kJobFailed; }
+
+// The generation's sizes are sent once, not per member.
+Placement ParsePlacement(const json& b, int size, int cross_size) {
+  return Placement{b.at("rank").get<int>(),       size, b.at("local_rank").get<int>(),
+                   b.at("local_size").get<int>(), b.at("cross_rank").get<int>(), cross_size};
+}
 
 // Parses a ready answer of the generation endpoint.
 StatusOr<GenerationInfo> ParseGeneration(const std::string& what, const json& b) {
   try {
     GenerationInfo g;
     g.generation = b.at("generation").get<int64_t>();
-    g.rank = b.at("rank").get<int>();
-    g.size = b.at("size").get<int>();
-    g.local_rank = b.at("local_rank").get<int>();
-    g.local_size = b.at("local_size").get<int>();
-    g.cross_rank = b.at("cross_rank").get<int>();
-    g.cross_size = b.at("cross_size").get<int>();
+    const int size = b.at("size").get<int>(), cross_size = b.at("cross_size").get<int>();
+    static_cast<Placement&>(g) = ParsePlacement(b, size, cross_size);
     g.server_id = b.value("server_id", "");
     for (const json& m : b.at("world")) {
       WorldMember w;
+      static_cast<Placement&>(w) = ParsePlacement(m, size, cross_size);
       w.name = m.at("name").get<std::string>();
       w.address = m.at("address").get<std::string>();
       w.slots = m.at("slots").get<int>();
-      w.rank = m.at("rank").get<int>();
-      w.local_rank = m.at("local_rank").get<int>();
-      w.local_size = m.at("local_size").get<int>();
-      w.cross_rank = m.at("cross_rank").get<int>();
       g.world.push_back(std::move(w));
     }
     if (g.rank < 0 || g.rank >= g.size || static_cast<int>(g.world.size()) != g.size) {

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "http_json_client.h"
+#include "khorovod/placement.h"
 #include "khorovod/status.h"
 
 namespace khorovod::rendezvous {
@@ -51,24 +52,15 @@ struct WorkerIdentity {
   int slots = 1;        // worker processes on this host
 };
 
-struct WorldMember {
+struct WorldMember : Placement {
   std::string name;
   std::string address;
   int slots = 1;
-  int rank = 0;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
 };
 
-struct GenerationInfo {
+// This worker's placement in a generation, and everyone's.
+struct GenerationInfo : Placement {
   int64_t generation = 0;
-  int rank = 0;
-  int size = 0;
-  int local_rank = 0;
-  int local_size = 0;
-  int cross_rank = 0;
-  int cross_size = 0;
   std::vector<WorldMember> world;  // indexed by rank
   std::string server_id;
 };

@@ -6,9 +6,6 @@
 // listens (preceded by "khorovod-rendezvous metrics on HOST:PORT" with
 // --metrics-port), serves until SIGINT or SIGTERM, then exits 0. Exits 2 on bad
 // flags or a missing token, 1 when it cannot listen. See README.md.
-#include <pthread.h>
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -19,42 +16,77 @@
 #include <thread>
 
 #include "http_server.h"
+#include "khorovod/util/stop_signals.h"
 
 namespace {
 
+using khorovod::Status;
+using khorovod::StatusOr;
 using khorovod::rendezvous::Millis;
 using khorovod::rendezvous::RendezvousServer;
 using khorovod::rendezvous::ServerOptions;
 
-// The token file's content without surrounding whitespace; empty on error.
-std::string ReadToken(const std::string& path, std::string* error) {
+// The token file's content without surrounding whitespace.
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = "cannot read the token file '" + path + "'";
-    return "";
-  }
+  if (!in) return Status::InvalidArgument("cannot read the token file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string token = ss.str();
   const char* ws = " \t\r\n";
   auto begin = token.find_first_not_of(ws);
-  if (begin == std::string::npos) return "";
+  if (begin == std::string::npos) return std::string();
   return token.substr(begin, token.find_last_not_of(ws) - begin + 1);
 }
 
-}  // namespace
+// The bearer token: from --token-file, else KHOROVOD_RENDEZVOUS_TOKEN.
+StatusOr<std::string> ResolveToken(const std::string& token_file) {
+  std::string token;
+  if (!token_file.empty()) {
+    StatusOr<std::string> from_file = ReadTokenFile(token_file);
+    if (!from_file.ok()) return from_file.status();
+    token = std::move(*from_file);
+  } else if (const char* env = std::getenv("KHOROVOD_RENDEZVOUS_TOKEN")) {
+    token = env;
+  }
+  if (token.empty()) return Status::InvalidArgument("no token: pass --token-file or set KHOROVOD_RENDEZVOUS_TOKEN");
+  return token;
+}
 
-int main(int argc, char** argv) {
+// The command line: the flags bind to these, then Apply() converts the
+// millisecond counts into the policy's durations.
+struct Flags {
   ServerOptions options;
-  auto& policy = options.service.policy;
   std::string token_file;
-  int64_t settle = policy.settle.count(), heartbeat = policy.heartbeat_timeout.count(),
-          elastic = policy.elastic_timeout.count(), reform = policy.reform_timeout.count(),
-          bl_base = policy.blacklist_base.count(), bl_max = policy.blacklist_max.count(),
-          max_wait = options.service.max_wait.count();
+  int64_t settle, heartbeat, elastic, reform, bl_base, bl_max, max_wait;
   bool quiet = false;
 
-  CLI::App app{"khorovod-rendezvous: elastic rendezvous server for one khorovod job"};
+  Flags() {
+    const auto& policy = options.service.policy;
+    settle = policy.settle.count();
+    heartbeat = policy.heartbeat_timeout.count();
+    elastic = policy.elastic_timeout.count();
+    reform = policy.reform_timeout.count();
+    bl_base = policy.blacklist_base.count();
+    bl_max = policy.blacklist_max.count();
+    max_wait = options.service.max_wait.count();
+  }
+
+  void Apply() {
+    auto& policy = options.service.policy;
+    policy.settle = Millis(settle);
+    policy.heartbeat_timeout = Millis(heartbeat);
+    policy.elastic_timeout = Millis(elastic);
+    policy.reform_timeout = Millis(reform);
+    policy.blacklist_base = Millis(bl_base);
+    policy.blacklist_max = Millis(bl_max);
+    options.service.max_wait = Millis(max_wait);
+    options.service.log = !quiet;
+  }
+};
+
+void AddServerFlags(CLI::App& app, Flags& f) {
+  ServerOptions& options = f.options;
   app.add_option("--job", options.service.job, "Job name served (other names get 404)")->required();
   app.add_option("--host", options.host, "Bind address")->capture_default_str();
   app.add_option("--port", options.port, "Bind port, 0 for an ephemeral one")->capture_default_str();
@@ -62,64 +94,43 @@ int main(int argc, char** argv) {
                  "Also serve GET /metrics without a token on this port (0: ephemeral, -1: off)")
       ->check(CLI::Range(-1, 65535))
       ->capture_default_str();
-  app.add_option("--token-file", token_file,
+  app.add_option("--token-file", f.token_file,
                  "File holding the bearer token (else env KHOROVOD_RENDEZVOUS_TOKEN)");
+  app.add_option("--max-wait-ms", f.max_wait, "Cap on any long-poll")->capture_default_str();
+  app.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body")->capture_default_str();
+  app.add_option("--http-threads", options.http_threads, "HTTP worker threads (0: from max-workers)")
+      ->capture_default_str();
+  app.add_flag("--quiet", f.quiet, "Do not log events to stderr");
+}
+
+void AddPolicyFlags(CLI::App& app, Flags& f) {
+  auto& policy = f.options.service.policy;
   app.add_option("--min-workers", policy.min_workers, "Workers needed to form a generation")->capture_default_str();
   app.add_option("--max-workers", policy.max_workers, "Most workers admitted to a generation")
       ->capture_default_str();
-  app.add_option("--settle-ms", settle, "Wait after min-workers is reached before freezing")->capture_default_str();
-  app.add_option("--heartbeat-timeout-ms", heartbeat, "Silence after which a worker is removed")
+  app.add_option("--settle-ms", f.settle, "Wait after min-workers is reached before freezing")->capture_default_str();
+  app.add_option("--heartbeat-timeout-ms", f.heartbeat, "Silence after which a worker is removed")
       ->capture_default_str();
-  app.add_option("--elastic-timeout-ms", elastic, "How long to wait for min-workers before failing the job")
+  app.add_option("--elastic-timeout-ms", f.elastic, "How long to wait for min-workers before failing the job")
       ->capture_default_str();
-  app.add_option("--reform-timeout-ms", reform,
+  app.add_option("--reform-timeout-ms", f.reform,
                  "After a loss, how long members have to ask for the next generation")
       ->capture_default_str();
   app.add_option("--blacklist-threshold", policy.blacklist_threshold, "Failures before a name is put in cooldown")
       ->capture_default_str();
-  app.add_option("--blacklist-base-ms", bl_base, "First cooldown; doubles with each further failure")
+  app.add_option("--blacklist-base-ms", f.bl_base, "First cooldown; doubles with each further failure")
       ->capture_default_str();
-  app.add_option("--blacklist-max-ms", bl_max, "Longest cooldown")->capture_default_str();
+  app.add_option("--blacklist-max-ms", f.bl_max, "Longest cooldown")->capture_default_str();
   app.add_option("--reset-limit", policy.reset_limit, "Re-formations allowed before the job fails (-1: unlimited)")
       ->capture_default_str();
-  app.add_option("--max-wait-ms", max_wait, "Cap on any long-poll")->capture_default_str();
-  app.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body")->capture_default_str();
-  app.add_option("--http-threads", options.http_threads, "HTTP worker threads (0: from max-workers)")
-      ->capture_default_str();
-  app.add_flag("--quiet", quiet, "Do not log events to stderr");
-  CLI11_PARSE(app, argc, argv);
+}
 
-  policy.settle = Millis(settle);
-  policy.heartbeat_timeout = Millis(heartbeat);
-  policy.elastic_timeout = Millis(elastic);
-  policy.reform_timeout = Millis(reform);
-  policy.blacklist_base = Millis(bl_base);
-  policy.blacklist_max = Millis(bl_max);
-  options.service.max_wait = Millis(max_wait);
-  options.service.log = !quiet;
-
-  std::string error;
-  if (!token_file.empty()) {
-    options.token = ReadToken(token_file, &error);
-  } else if (const char* env = std::getenv("KHOROVOD_RENDEZVOUS_TOKEN")) {
-    options.token = env;
-  }
-  if (options.token.empty()) {
-    std::cerr << "khorovod-rendezvous: "
-              << (error.empty() ? "no token: pass --token-file or set KHOROVOD_RENDEZVOUS_TOKEN" : error) << "\n";
-    return 2;
-  }
-
-  // Block the stop signals in every thread; one thread waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+// Serves until SIGINT or SIGTERM; the process's exit status.
+int Serve(const ServerOptions& options) {
+  // Before any thread starts: one thread waits for the stop signals.
+  const khorovod::StopSignals stop_signals;
   RendezvousServer server(options);
-  khorovod::Status s = server.Start();
+  Status s = server.Start();
   if (!s.ok()) {
     std::cerr << "khorovod-rendezvous: " << s.message() << "\n";
     return s.code() == khorovod::StatusCode::kInvalidArgument ? 2 : 1;
@@ -130,8 +141,7 @@ int main(int argc, char** argv) {
   std::cout << "khorovod-rendezvous listening on " << server.host() << ":" << server.port() << std::endl;
 
   std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    const int sig = stop_signals.Wait();
     std::cerr << "khorovod-rendezvous: signal " << sig << ", stopping\n";
     server.Stop();
   });
@@ -139,4 +149,22 @@ int main(int argc, char** argv) {
   // Wait() returns only after a signal made the thread call Stop().
   signal_thread.join();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"khorovod-rendezvous: elastic rendezvous server for one khorovod job"};
+  AddServerFlags(app, flags);
+  AddPolicyFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  flags.Apply();
+  StatusOr<std::string> token = ResolveToken(flags.token_file);
+  if (!token.ok()) {
+    std::cerr << "khorovod-rendezvous: " << token.status().message() << "\n";
+    return 2;
+  }
+  flags.options.token = std::move(*token);
+  return Serve(flags.options);
 }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 
+#include "khorovod/util/random_hex.h"
 #include "base64.h"
 #include "protocol.h"
 
@@ -12,12 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-std::string RandomId() {
-  std::random_device rd;
-  std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd());
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(gen()));
-  return buf;
+std::string NewServerId() {
+  StatusOr<std::string> id = RandomHex(16);
+  if (id.ok()) return *id;
+  // Without a random source the start time still tells restarts apart.
+  return std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
 }
 
 json WorldJson(const World& w) {
@@ -45,7 +44,7 @@ Reply ErrorReply(int status, const char* code, std::string message) {
 
 RendezvousService::RendezvousService(ServiceOptions options)
     : options_(std::move(options)),
-      server_id_(RandomId()),
+      server_id_(NewServerId()),
       membership_(options_.policy, Clock::now()),
       kv_(KvStore::Limits{options_.kv_max_bytes}) {
   InstallMetrics();

@@ -31,8 +31,12 @@ World BuildWorld(int64_t generation, const std::vector<WorkerSpec>& ordered) {
     a.local_rank = host_count[w.address]++;
     world.members.push_back(std::move(a));
   }
-  for (Assignment& a : world.members) a.local_size = host_count[a.address];
   world.cross_size = static_cast<int>(host_index.size());
+  for (Assignment& a : world.members) {
+    a.size = world.size;
+    a.local_size = host_count[a.address];
+    a.cross_size = world.cross_size;
+  }
   return world;
 }
 

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "khorovod/placement.h"
+
 namespace khorovod::rendezvous {
 
 // What a worker declares when it registers.
@@ -27,14 +29,11 @@ struct WorkerSpec {
   int slots = 1;        // worker processes its host runs (caps admissions per address)
 };
 
-struct Assignment {
+// One member's place in the world, with who it is.
+struct Assignment : Placement {
   std::string name;
   std::string address;
   int slots = 1;
-  int rank = 0;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
 };
 
 struct World {

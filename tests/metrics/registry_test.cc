@@ -166,8 +166,8 @@ TEST(MetricsEndpoint, ServesTheRegistryOnLoopback) {
   Registry reg;
   reg.GetGauge("khorovod_test_up", "Up.").Set(1);
   MetricsEndpoint endpoint({"127.0.0.1", 0, 1}, reg);
-  std::string error;
-  ASSERT_TRUE(endpoint.Start(&error)) << error;
+  Status started = endpoint.Start();
+  ASSERT_TRUE(started.ok()) << started.message();
   ASSERT_GT(endpoint.port(), 0);
   httplib::Client client("127.0.0.1", endpoint.port());
   client.set_connection_timeout(5, 0);
@@ -187,19 +187,21 @@ TEST(MetricsEndpoint, ServesTheRegistryOnLoopback) {
 
   // A second endpoint on the same port fails with a message naming it.
   MetricsEndpoint clash({"127.0.0.1", endpoint.port(), 1}, reg);
-  EXPECT_FALSE(clash.Start(&error));
-  EXPECT_NE(error.find(std::to_string(endpoint.port())), std::string::npos) << error;
+  const Status clashed = clash.Start();
+  EXPECT_EQ(clashed.code(), StatusCode::kUnavailable);
+  EXPECT_NE(clashed.message().find(std::to_string(endpoint.port())), std::string::npos) << clashed.message();
   endpoint.Stop();
   endpoint.Stop();  // idempotent
 }
 
 TEST(MetricsEndpoint, RejectsBadOptionsAndFailingRenders) {
-  std::string error;
   MetricsEndpoint bad_port({"127.0.0.1", 70000, 1}, [] { return std::string(); });
-  EXPECT_FALSE(bad_port.Start(&error));
-  EXPECT_NE(error.find("70000"), std::string::npos) << error;
+  const Status bad = bad_port.Start();
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("70000"), std::string::npos) << bad.message();
   MetricsEndpoint throwing({"127.0.0.1", 0, 1}, []() -> std::string { throw std::runtime_error("boom"); });
-  ASSERT_TRUE(throwing.Start(&error)) << error;
+  const Status started = throwing.Start();
+  ASSERT_TRUE(started.ok()) << started.message();
   httplib::Client client("127.0.0.1", throwing.port());
   client.set_read_timeout(5, 0);
   auto res = client.Get("/metrics");

@@ -45,18 +45,14 @@
 #include <map>
 #include <string>
 
+#include "khorovod/placement.h"
 #include "khorovod/status.h"
 
 namespace khorovod {
 
-struct Config {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
-
+// The Placement part is this process's place in the world (from
+// KHOROVOD_RANK ... or, in an elastic job, from each generation's assignment).
+struct Config : Placement {
   std::string store_path;
   std::string job_id = "khorovod";
   std::string hostname = "127.0.0.1";

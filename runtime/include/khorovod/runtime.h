@@ -51,11 +51,9 @@ namespace detail {
 WorkerMetrics* MetricsOf(Runtime& runtime);
 }  // namespace detail
 
-struct Topology {
-  int rank = -1, size = -1;
-  int local_rank = -1, local_size = -1;
-  int cross_rank = -1, cross_size = -1;
-};
+// This process's place in the running generation; every field is -1
+// before init().
+using Topology = Placement;
 
 class Runtime {
  public:

@@ -17,21 +17,14 @@ MetricsEndpoint::MetricsEndpoint(EndpointOptions options, const Registry& regist
 
 MetricsEndpoint::~MetricsEndpoint() { Stop(); }
 
-bool MetricsEndpoint::Start(std::string* error) {
+Status MetricsEndpoint::Start() {
   const std::string where = options_.host + ":" + std::to_string(options_.port);
   std::lock_guard<std::mutex> lock(mu_);
-  if (http_) {
-    *error = "the metrics endpoint was already started";
-    return false;
-  }
+  if (http_) return Status::FailedPrecondition("the metrics endpoint was already started");
   if (options_.port < 0 || options_.port > 65535) {
-    *error = "metrics port " + std::to_string(options_.port) + " is outside 0..65535";
-    return false;
+    return Status::InvalidArgument("metrics port " + std::to_string(options_.port) + " is outside 0..65535");
   }
-  if (options_.threads < 1) {
-    *error = "the metrics endpoint needs at least one thread";
-    return false;
-  }
+  if (options_.threads < 1) return Status::InvalidArgument("the metrics endpoint needs at least one thread");
   http_ = std::make_unique<httplib::Server>();
   const size_t threads = static_cast<size_t>(options_.threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -57,8 +50,7 @@ bool MetricsEndpoint::Start(std::string* error) {
   if (port_ <= 0) {
     port_ = -1;
     http_.reset();
-    *error = "cannot serve metrics on " + where + " (address in use or not local?)";
-    return false;
+    return Status::Unavailable("cannot serve metrics on " + where + " (address in use or not local?)");
   }
   httplib::Server* server = http_.get();
   listener_ = std::thread([server] { server->listen_after_bind(); });
@@ -67,7 +59,7 @@ bool MetricsEndpoint::Start(std::string* error) {
   while (!server->is_running() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return true;
+  return Status::Ok();
 }
 
 void MetricsEndpoint::Stop() {

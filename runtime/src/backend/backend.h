@@ -1,7 +1,7 @@
 // Backend: the data plane, i.e. the collectives a fused Response runs on.
 //
-// The negotiation protocol (core/controller.h) is written once; a backend
-// only moves and reduces bytes. Calls arrive one at a time from the runtime's
+// The negotiation protocol (core/negotiator.h) is written once, over its own
+// transport (core/control_channel.h); a backend only moves and reduces bytes. Calls arrive one at a time from the runtime's
 // background thread, in the same order on every rank. Buffers live on the
 // device the backend was created for (host memory for Gloo; device memory
 // and the runtime's stream for NCCL). `in` and `out` may alias.
@@ -40,16 +40,19 @@ class Backend {
   // out = reduce(in over all ranks). kAverage reduces as a sum and the
   // caller applies the 1/size scaling, unless AveragesNatively().
   virtual Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) = 0;
-  // out = concatenation over ranks r of counts[r] elements; in holds
-  // counts[rank] elements.
-  // Reduces the concatenation of `buffers` in place, as if it were one
-  // buffer, without packing it. This is how fused tensors are reduced with
-  // one collective and no copies. The default packs into a scratch buffer.
+  // Reduces every span in place. The spans of a fused allreduce arrive
+  // already packed (core/fusion.h, LayoutFusedAllreduce: small tensors in
+  // one fusion-buffer span, large ones as their own): a backend reduces
+  // them as they are and never packs again. It may treat them as one
+  // buffer (Gloo's ring does, without copies); the default copies them into
+  // one scratch buffer and calls Allreduce.
   struct Span {
     void* data;
     size_t count;  // elements
   };
   virtual Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op);
+  // out = concatenation over ranks r of counts[r] elements; in holds
+  // counts[rank] elements.
   virtual Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
                             DataType dtype) = 0;
   virtual Status Broadcast(void* buffer, size_t count, DataType dtype, int root) = 0;
@@ -78,7 +81,7 @@ class DeviceOps {
   virtual StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) = 0;
   virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;
   virtual Status Zero(void* dst, size_t bytes) = 0;
-  // The spans (as one buffer, in place) become
+  // The spans (packed as for AllreduceSpans; in place) become
   //   postscale * reduce(prescale * span over ranks),
   // kAverage dividing the reduction by the world size: scaling and
   // averaging happen here, because only the backend can touch the memory.
@@ -87,20 +90,6 @@ class DeviceOps {
   virtual Status AllreduceScaled(const std::vector<Backend::Span>& spans, DataType dtype, ReduceOp op,
                                  double prescale, double postscale) = 0;
   virtual Status Flush() = 0;
-};
-
-// ControlChannel: the primitives the negotiation protocol needs. Always
-// host-side; the coordinator is rank 0.
-class ControlChannel {
- public:
-  virtual ~ControlChannel() = default;
-  // Every rank contributes the same number of words; *all receives every
-  // rank's words, in rank order (size * mine.size() words).
-  virtual Status AllgatherWords(const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) = 0;
-  // Root receives every rank's bytes in rank order; others get nothing.
-  virtual Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) = 0;
-  // Root's *data replaces *data everywhere.
-  virtual Status BroadcastFromRoot(std::string* data) = 0;
 };
 
 }  // namespace khorovod

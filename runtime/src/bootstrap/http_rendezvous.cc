@@ -43,12 +43,7 @@ class HttpRendezvous final : public Rendezvous {
     StartHeartbeats();
     Assignment a;
     a.generation = g->generation;
-    a.rank = g->rank;
-    a.size = g->size;
-    a.local_rank = g->local_rank;
-    a.local_size = g->local_size;
-    a.cross_rank = g->cross_rank;
-    a.cross_size = g->cross_size;
+    static_cast<Placement&>(a) = *g;
     return a;
   }
 

@@ -25,11 +25,9 @@ class Context;
 
 namespace khorovod {
 
-struct Assignment {
+// This worker's place in one generation.
+struct Assignment : Placement {
   int64_t generation = 0;
-  int rank = 0, size = 1;
-  int local_rank = 0, local_size = 1;
-  int cross_rank = 0, cross_size = 1;
 };
 
 class Rendezvous {

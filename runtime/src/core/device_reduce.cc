@@ -9,10 +9,6 @@ Status CopyIfAny(DeviceOps& device, void* dst, const void* src, size_t bytes) {
   return bytes && dst != src ? device.Copy(dst, src, bytes) : Status::Ok();
 }
 
-Status ZeroIfAny(DeviceOps& device, void* dst, size_t bytes) {
-  return bytes ? device.Zero(dst, bytes) : Status::Ok();
-}
-
 }  // namespace
 
 StatusOr<std::byte*> DeviceReducer::Fusion(DeviceOps& device, size_t bytes) {
@@ -39,50 +35,18 @@ Status DeviceReducer::Allreduce(DeviceOps& device, const std::vector<const Respo
                                 TimePoint* reduced_at) {
   const Response& head = *group.front();
   const size_t esize = DataTypeSize(head.dtype);
-  auto bytes_of = [&](size_t i) { return static_cast<size_t>(group[i]->total_elements()) * esize; };
-  // A lone tensor is reduced in its output whatever its size.
-  auto is_large = [&](size_t i) { return group.size() == 1 || bytes_of(i) >= kPackBelowBytes; };
-  // The fusion buffer holds the packed small tensors, then the zeros a
-  // joined rank reduces in place of its missing large tensors.
-  size_t packed = 0, zeros = 0;
-  for (size_t i = 0; i < group.size(); ++i) {
-    if (!is_large(i)) packed += bytes_of(i);
-    else if (!ops[i]) zeros += bytes_of(i);
-  }
-  auto buffer = Fusion(device, packed + zeros);
+  const FusedMembers members = MembersOf(group, ops);
+  const FusionLayout layout = LayoutFusedAllreduce(members.bytes, members.present);
+  auto buffer = Fusion(device, layout.buffer_bytes);
   if (!buffer.ok()) return buffer.status();
-  std::vector<Backend::Span> spans;
-  size_t offset = 0, zero_offset = packed;
-  for (size_t i = 0; i < group.size(); ++i) {
-    const size_t n = static_cast<size_t>(group[i]->total_elements());
-    const size_t bytes = bytes_of(i);
-    if (is_large(i)) {
-      if (ops[i]) {
-        KH_RETURN_IF_ERROR(CopyIfAny(device, ops[i]->output.data, ops[i]->input.data, bytes));
-        spans.push_back({ops[i]->output.data, n});
-      } else {
-        KH_RETURN_IF_ERROR(ZeroIfAny(device, *buffer + zero_offset, bytes));
-        spans.push_back({*buffer + zero_offset, n});
-        zero_offset += bytes;
-      }
-      continue;
-    }
-    if (ops[i]) KH_RETURN_IF_ERROR(CopyIfAny(device, *buffer + offset, ops[i]->input.data, bytes));
-    else KH_RETURN_IF_ERROR(ZeroIfAny(device, *buffer + offset, bytes));
-    offset += bytes;
-  }
-  if (packed) spans.push_back({*buffer, packed / esize});
+  auto copy = [&](void* dst, const void* src, size_t bytes) { return device.Copy(dst, src, bytes); };
+  auto zero = [&](void* dst, size_t bytes) { return device.Zero(dst, bytes); };
+  KH_RETURN_IF_ERROR(PackFusion(layout, *buffer, members.inputs, members.outputs, copy, zero));
   *packed_at = std::chrono::steady_clock::now();
-  Status s = device.AllreduceScaled(spans, head.dtype, head.reduce_op, head.prescale, head.postscale);
+  Status s = device.AllreduceScaled(layout.Spans(*buffer, members.outputs, esize), head.dtype, head.reduce_op,
+                                    head.prescale, head.postscale);
   *reduced_at = std::chrono::steady_clock::now();
-  if (s.ok()) {
-    offset = 0;
-    for (size_t i = 0; i < group.size() && s.ok(); ++i) {
-      if (is_large(i)) continue;
-      if (ops[i]) s = CopyIfAny(device, ops[i]->output.data, *buffer + offset, bytes_of(i));
-      offset += bytes_of(i);
-    }
-  }
+  if (s.ok()) s = UnpackFusion(layout, *buffer, members.outputs, copy);
   // Whatever happened, nothing may still be running on the user's buffers
   // when their handles complete.
   Status flushed = device.Flush();

@@ -2,7 +2,7 @@
 // exchange instead of after it.
 //
 // In a steady-state round every rank already sends its ready bits to every
-// other rank (core/controller.h, step 2). Each rank also appends to that
+// other rank (core/negotiator.h, step 2). Each rank also appends to that
 // message the prescaled data of its ready, cached, small host allreduces, up
 // to kEagerPayloadWords in all. A tensor that turns out to be ready on every
 // rank, and whose data every rank appended, is then reduced locally on every

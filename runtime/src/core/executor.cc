@@ -43,38 +43,31 @@ bool Fatal(const Response& r, const Status& s, bool backend_ok) {
 }
 
 // Timeline phase names; string literals, as Timeline::Record requires.
-const char* NegotiatePhase(OpType op) {
-  switch (op) {
-    case OpType::kAllreduce: return "NEGOTIATE_ALLREDUCE";
-    case OpType::kAllgather: return "NEGOTIATE_ALLGATHER";
-    case OpType::kBroadcast: return "NEGOTIATE_BROADCAST";
-    case OpType::kAlltoall: return "NEGOTIATE_ALLTOALL";
-    case OpType::kReducescatter: return "NEGOTIATE_REDUCESCATTER";
-    case OpType::kBarrier: return "NEGOTIATE_BARRIER";
-    case OpType::kJoin: return "NEGOTIATE_JOIN";
-  }
-  return "NEGOTIATE";
-}
+struct Phases {
+  const char* negotiate;
+  const char* op;
+};
 
-const char* OpPhase(OpType op) {
+Phases PhasesOf(OpType op) {
   switch (op) {
-    case OpType::kAllreduce: return "ALLREDUCE";
-    case OpType::kAllgather: return "ALLGATHER";
-    case OpType::kBroadcast: return "BROADCAST";
-    case OpType::kAlltoall: return "ALLTOALL";
-    case OpType::kReducescatter: return "REDUCESCATTER";
-    case OpType::kBarrier: return "BARRIER";
-    case OpType::kJoin: return "JOIN";
+    case OpType::kAllreduce: return {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"};
+    case OpType::kAllgather: return {"NEGOTIATE_ALLGATHER", "ALLGATHER"};
+    case OpType::kBroadcast: return {"NEGOTIATE_BROADCAST", "BROADCAST"};
+    case OpType::kAlltoall: return {"NEGOTIATE_ALLTOALL", "ALLTOALL"};
+    case OpType::kReducescatter: return {"NEGOTIATE_REDUCESCATTER", "REDUCESCATTER"};
+    case OpType::kBarrier: return {"NEGOTIATE_BARRIER", "BARRIER"};
+    case OpType::kJoin: return {"NEGOTIATE_JOIN", "JOIN"};
   }
-  return "OP";
+  return {"NEGOTIATE", "OP"};
 }
 
 }  // namespace
 
 void Executor::TraceOp(const PendingOp& op, TimePoint start, TimePoint end) {
   const size_t bytes = op.input.num_bytes();
-  timeline_->Record(op.request.name, NegotiatePhase(op.request.op), op.submitted, start, bytes);
-  timeline_->Record(op.request.name, OpPhase(op.request.op), start, end, bytes);
+  const Phases phases = PhasesOf(op.request.op);
+  timeline_->Record(op.request.name, phases.negotiate, op.submitted, start, bytes);
+  timeline_->Record(op.request.name, phases.op, start, end, bytes);
 }
 
 std::byte* Executor::FusionBuffer(size_t bytes) {
@@ -87,16 +80,16 @@ void Executor::ApplyPostScale(const Response& r, void* data, size_t count) {
   Scale(data, count, r.dtype, r.postscale);
 }
 
-Status Executor::Execute(const std::vector<Response>& responses, Controller& controller) {
+Status Executor::Execute(const std::vector<Response>& responses, Negotiator& negotiator) {
   for (const std::vector<size_t>& group : PlanFusion(responses, fusion_threshold_)) {
     const Response& head = responses[group.front()];
     if (head.op == OpType::kAllreduce) {
       std::vector<const Response*> members;
       for (size_t i : group) members.push_back(&responses[i]);
-      KH_RETURN_IF_ERROR(RunAllreduce(members, controller));
+      KH_RETURN_IF_ERROR(RunAllreduce(members, negotiator));
       continue;
     }
-    std::optional<PendingOp> op = controller.Take(head.names.front());
+    std::optional<PendingOp> op = negotiator.Take(head.names.front());
     KH_ENFORCE(op.has_value(), "no local op for " << OpTypeName(head.op) << " '" << head.names.front()
                                                   << "' (only allreduce runs without one)");
     const TimePoint start = std::chrono::steady_clock::now();
@@ -132,10 +125,10 @@ Status Executor::Execute(const std::vector<Response>& responses, Controller& con
   return Status::Ok();
 }
 
-void Executor::CompleteEager(const std::vector<Controller::EagerAllreduce>& eager,
-                             Controller& controller) {
-  for (const Controller::EagerAllreduce& e : eager) {
-    std::optional<PendingOp> op = controller.Take(e.response.names.front());
+void Executor::CompleteEager(const std::vector<Negotiator::EagerAllreduce>& eager,
+                             Negotiator& negotiator) {
+  for (const Negotiator::EagerAllreduce& e : eager) {
+    std::optional<PendingOp> op = negotiator.Take(e.response.names.front());
     KH_ENFORCE(op.has_value(), "eager allreduce '" << e.response.names.front() << "' has no local op");
     const TimePoint start = std::chrono::steady_clock::now();
     ReduceEager(e.response, e.contributions, op->output.data);
@@ -162,13 +155,13 @@ StatusOr<Tensor> Executor::NewResult(Backend& backend, const PendingOp& op, Data
   return Tensor::OnDevice(dtype, std::move(shape), op.input.device, std::move(*memory));
 }
 
-Status Executor::RunAllreduce(const std::vector<const Response*>& group, Controller& controller) {
+Status Executor::RunAllreduce(const std::vector<const Response*>& group, Negotiator& negotiator) {
   const Response& head = *group.front();
   const size_t esize = DataTypeSize(head.dtype);
   std::vector<std::optional<PendingOp>> ops;
   size_t total = 0;
   for (const Response* r : group) {
-    ops.push_back(controller.Take(r->names.front()));
+    ops.push_back(negotiator.Take(r->names.front()));
     total += static_cast<size_t>(r->total_elements());
   }
   const TimePoint start = std::chrono::steady_clock::now();
@@ -244,53 +237,26 @@ Status Executor::ReduceOnHost(const std::vector<const Response*>& group,
     return s;
   }
 
-  // Tensors below kPackBelowBytes are packed into the fusion buffer (one
-  // span); larger ones are reduced where they live (a joined rank reduces
-  // zeros in their place). The layout depends only on the sizes, so every
-  // rank builds the same spans.
-  auto is_large = [&](size_t i) {
-    return static_cast<size_t>(group[i]->total_elements()) * esize >= kPackBelowBytes;
+  const FusedMembers members = MembersOf(group, ops);
+  const FusionLayout layout = LayoutFusedAllreduce(members.bytes, members.present);
+  std::byte* buffer = FusionBuffer(layout.buffer_bytes);
+  auto copy = [](void* dst, const void* src, size_t bytes) {
+    CopyBytes(dst, src, bytes);
+    return Status::Ok();
   };
-  size_t packed = 0;
-  std::vector<std::vector<std::byte>> joined_zeros;
-  for (size_t i = 0; i < group.size(); ++i) {
-    if (!is_large(i)) packed += static_cast<size_t>(group[i]->total_elements()) * esize;
-  }
-  std::byte* buffer = FusionBuffer(packed);
-  std::vector<Backend::Span> spans;
-  size_t offset = 0;
-  for (size_t i = 0; i < group.size(); ++i) {
-    const size_t n = static_cast<size_t>(group[i]->total_elements());
-    if (is_large(i)) {
-      if (!ops[i]) {
-        joined_zeros.emplace_back(n * esize);  // value-initialized: zeros
-        spans.push_back({joined_zeros.back().data(), n});
-        continue;
-      }
-      if (ops[i]->input.data != ops[i]->output.data) {
-        CopyBytes(ops[i]->output.data, ops[i]->input.data, n * esize);
-      }
-      spans.push_back({ops[i]->output.data, n});
-      continue;
-    }
-    if (ops[i]) CopyBytes(buffer + offset, ops[i]->input.data, n * esize);
-    else FillZeros(buffer + offset, n, head.dtype);
-    offset += n * esize;
-  }
-  if (packed) spans.push_back({buffer, packed / esize});
+  auto zero = [](void* dst, size_t bytes) {
+    std::memset(dst, 0, bytes);
+    return Status::Ok();
+  };
+  KH_RETURN_IF_ERROR(PackFusion(layout, buffer, members.inputs, members.outputs, copy, zero));
+  const std::vector<Backend::Span> spans = layout.Spans(buffer, members.outputs, esize);
   for (const auto& span : spans) Scale(span.data, span.count, head.dtype, head.prescale);
   *packed_at = std::chrono::steady_clock::now();
   Status s = backend_->AllreduceSpans(spans, head.dtype, head.reduce_op);
   *reduced_at = std::chrono::steady_clock::now();
   if (s.ok()) {
     for (const auto& span : spans) ApplyPostScale(head, span.data, span.count);
-    offset = 0;
-    for (size_t i = 0; i < group.size(); ++i) {
-      const size_t n = static_cast<size_t>(group[i]->total_elements());
-      if (is_large(i)) continue;
-      if (ops[i]) CopyBytes(ops[i]->output.data, buffer + offset, n * esize);
-      offset += n * esize;
-    }
+    s = UnpackFusion(layout, buffer, members.outputs, copy);
   }
   // Large one-off fusions should not pin their memory forever.
   if (fusion_buffer_.size() > fusion_threshold_) fusion_buffer_ = {};

@@ -8,7 +8,7 @@
 // result tensor here.
 //
 // Device responses (Response::device is kCUDA) run on the session's device
-// backend, created at the first one (core/device_backend.h); allreduce and
+// backend, created at the first one (backend/device_backend.h); allreduce and
 // reducescatter go through DeviceReducer, the other collectives straight
 // to the backend, and results live in device memory.
 //
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "core/controller.h"
-#include "core/device_backend.h"
+#include "core/negotiator.h"
+#include "backend/device_backend.h"
 #include "core/device_reduce.h"
 #include "core/tensor_queue.h"
 #include "observability/timeline.h"
@@ -44,15 +44,15 @@ class Executor {
   Executor(int rank, int size, size_t fusion_threshold, Backend* backend, DeviceBackend* device,
            TensorQueue* queue, WorkerMetrics* metrics = nullptr, Timeline* timeline = nullptr);
 
-  Status Execute(const std::vector<Response>& responses, Controller& controller);
+  Status Execute(const std::vector<Response>& responses, Negotiator& negotiator);
   // Completes allreduces whose contributions all came with the negotiation
   // (core/eager_allreduce.h); no backend call, so it cannot fail.
-  void CompleteEager(const std::vector<Controller::EagerAllreduce>& eager, Controller& controller);
+  void CompleteEager(const std::vector<Negotiator::EagerAllreduce>& eager, Negotiator& negotiator);
 
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  Status RunAllreduce(const std::vector<const Response*>& group, Controller& controller);
+  Status RunAllreduce(const std::vector<const Response*>& group, Negotiator& negotiator);
   Status ReduceOnHost(const std::vector<const Response*>& group, std::vector<std::optional<PendingOp>>& ops,
                       TimePoint* packed_at, TimePoint* reduced_at);
   Status RunAllgather(Backend& backend, const Response& r, PendingOp& op);

@@ -38,6 +38,49 @@ std::vector<std::vector<size_t>> PlanFusion(const std::vector<Response>& respons
   return plan;
 }
 
+FusionLayout LayoutFusedAllreduce(const std::vector<size_t>& member_bytes, const std::vector<bool>& present) {
+  FusionLayout layout;
+  const bool lone = member_bytes.size() == 1;
+  for (size_t bytes : member_bytes) {
+    const bool packed = !lone && bytes < kPackBelowBytes;
+    layout.members.push_back({packed ? FusionLayout::Place::kPacked : FusionLayout::Place::kInOutput, bytes,
+                              packed ? layout.packed_bytes : 0});
+    if (packed) layout.packed_bytes += bytes;
+  }
+  layout.buffer_bytes = layout.packed_bytes;
+  for (size_t i = 0; i < layout.members.size(); ++i) {
+    FusionLayout::Member& m = layout.members[i];
+    if (m.place != FusionLayout::Place::kInOutput || present[i]) continue;
+    m.place = FusionLayout::Place::kZeroSlot;
+    m.offset = layout.buffer_bytes;
+    layout.buffer_bytes += m.bytes;
+  }
+  return layout;
+}
+
+FusedMembers MembersOf(const std::vector<const Response*>& group, const std::vector<std::optional<PendingOp>>& ops) {
+  FusedMembers m;
+  for (size_t i = 0; i < group.size(); ++i) {
+    m.bytes.push_back(static_cast<size_t>(group[i]->total_elements()) * DataTypeSize(group[i]->dtype));
+    m.present.push_back(ops[i].has_value());
+    m.inputs.push_back(ops[i] ? ops[i]->input.data : nullptr);
+    m.outputs.push_back(ops[i] ? ops[i]->output.data : nullptr);
+  }
+  return m;
+}
+
+std::vector<Backend::Span> FusionLayout::Spans(std::byte* buffer, const std::vector<void*>& outputs,
+                                               size_t esize) const {
+  std::vector<Backend::Span> spans;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Member& m = members[i];
+    if (m.place == Place::kInOutput) spans.push_back({outputs[i], m.bytes / esize});
+    else if (m.place == Place::kZeroSlot) spans.push_back({buffer + m.offset, m.bytes / esize});
+  }
+  if (packed_bytes) spans.push_back({buffer, packed_bytes / esize});
+  return spans;
+}
+
 Shape WithFirstDim(int64_t rows, const Shape& like) {
   Shape s = like;
   if (s.empty()) s.push_back(rows);

@@ -1,5 +1,6 @@
-// Runtime and RuntimeImpl: argument checking on the caller's thread, and the
-// background thread that paces negotiation rounds and executes them.
+// RuntimeImpl: a process's sessions (one per generation) and the background
+// thread that paces negotiation rounds and executes them; and the Runtime's
+// lifecycle calls. The collectives' argument checks are core/runtime_ops.cc.
 #include "khorovod/runtime.h"
 
 #include <gloo/context.h>
@@ -14,9 +15,10 @@
 #include "bootstrap/gloo_bootstrap.h"
 #include "bootstrap/rendezvous.h"
 #include "common/enforce.h"
-#include "core/controller.h"
-#include "core/device_backend.h"
+#include "backend/device_backend.h"
+#include "core/negotiator.h"
 #include "core/executor.h"
+#include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
 #include "khorovod/metrics/http_endpoint.h"
 #include "observability/timeline.h"
@@ -61,8 +63,6 @@ void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle
   }
 }
 
-constexpr const char* kReservedPrefix = "khorovod.";
-
 // Gloo writes to sockets without MSG_NOSIGNAL, so a peer that dies mid-send
 // would kill this process with SIGPIPE instead of surfacing as kUnavailable.
 // A handler the program installed itself is left alone.
@@ -71,30 +71,6 @@ void IgnoreSigpipe() {
   if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
     signal(SIGPIPE, SIG_IGN);
   }
-}
-
-// Device tensors are checked against the session's pinned device in
-// RuntimeImpl::Submit; here only what needs no session.
-Status CheckView(const TensorView& t, const char* what) {
-  if (t.device.kind != DeviceKind::kCPU && t.device.kind != DeviceKind::kCUDA) {
-    return Status::InvalidArgument(std::string(what) + ": unknown device kind");
-  }
-  for (int64_t d : t.shape) {
-    if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " + ShapeToString(t.shape));
-  }
-  if (t.num_bytes() > 0 && t.data == nullptr) {
-    return Status::InvalidArgument(std::string(what) + ": null data for a non-empty tensor");
-  }
-  return Status::Ok();
-}
-
-Status CheckName(const std::string& name) {
-  if (name.empty()) return Status::InvalidArgument("tensor name must not be empty");
-  if (name.rfind(kReservedPrefix, 0) == 0) {
-    return Status::InvalidArgument("tensor names starting with '" + std::string(kReservedPrefix) +
-                                   "' are reserved");
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -109,7 +85,7 @@ struct Session {
   std::unique_ptr<DeviceBackend> device;
   std::unique_ptr<GlooControlChannel> channel;
   TensorQueue queue;
-  std::unique_ptr<Controller> controller;
+  std::unique_ptr<Negotiator> negotiator;
   std::unique_ptr<Executor> executor;
   WorkerMetrics* metrics = nullptr;  // owned by RuntimeImpl, outlives the session
   std::thread thread;
@@ -162,12 +138,7 @@ class RuntimeImpl {
     if (!assignment.ok()) return assignment.status();
     Config config = base_config_;
     if (rendezvous_->elastic()) {
-      config.rank = assignment->rank;
-      config.size = assignment->size;
-      config.local_rank = assignment->local_rank;
-      config.local_size = assignment->local_size;
-      config.cross_rank = assignment->cross_rank;
-      config.cross_size = assignment->cross_size;
+      static_cast<Placement&>(config) = *assignment;
       // Keys of different generations never mix.
       config.job_id = base_config_.job_id + "/generation-" + std::to_string(assignment->generation);
     }
@@ -194,8 +165,7 @@ class RuntimeImpl {
     if (config.metrics_port > 0 && !endpoint_) {
       auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
           metrics::EndpointOptions{config.metrics_host, config.metrics_port, 1}, metrics_->registry());
-      std::string error;
-      if (!endpoint->Start(&error)) return Status::Unavailable("KHOROVOD_METRICS_PORT: " + error);
+      if (Status s = endpoint->Start(); !s.ok()) return Status::Unavailable("KHOROVOD_METRICS_PORT: " + s.message());
       endpoint_ = std::move(endpoint);
     }
     return Status::Ok();
@@ -222,7 +192,7 @@ class RuntimeImpl {
     s->backend = std::move(*backend);
     s->device = std::make_unique<DeviceBackend>(&s->config, s->context);
     s->channel = std::make_unique<GlooControlChannel>(s->context);
-    s->controller = std::make_unique<Controller>(s->config, s->channel.get(), &s->queue);
+    s->negotiator = std::make_unique<Negotiator>(s->config, s->channel.get(), &s->queue);
     s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
                                              s->backend.get(), s->device.get(), &s->queue, metrics_.get(),
                                              timeline_.get());
@@ -264,9 +234,8 @@ class RuntimeImpl {
 
   Topology topology() const {
     std::shared_lock lock(mu_);
-    if (!session_) return {};
-    const Config& c = session_->config;
-    return {c.rank, c.size, c.local_rank, c.local_size, c.cross_rank, c.cross_size};
+    if (!session_) return Placement{-1, -1, -1, -1, -1, -1};
+    return session_->config;
   }
 
   // Validates, builds the Requests and enqueues `ops` as one batch.
@@ -350,11 +319,11 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
   Status fatal;
   auto last_start = Clock::now() - s.config.cycle_time;
   try {
-    Controller::Round round;
+    Negotiator::Round round;
     std::vector<PendingOp> drained;
     while (true) {
       auto next_start = last_start + s.config.cycle_time;
-      if (!s.controller->has_local_work()) {
+      if (!s.negotiator->has_local_work()) {
         s.queue.WaitForWork(Clock::now() + kIdleWait,
                             round.idle ? std::chrono::microseconds(0) : kBusySpin);
         if (s.queue.has_incoming()) WaitForBurstToEnd(s.queue, s.config.cycle_time);
@@ -364,16 +333,16 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       last_start = Clock::now();
       drained.clear();
       s.queue.PopAll(&drained);
-      for (PendingOp& op : drained) s.controller->Add(std::move(op));
-      fatal = s.controller->RunRound(s.queue.shutdown_requested(), last_start, &round);
+      for (PendingOp& op : drained) s.negotiator->Add(std::move(op));
+      fatal = s.negotiator->RunRound(s.queue.shutdown_requested(), last_start, &round);
       if (!fatal.ok()) break;
       if (s.metrics && !round.idle) s.metrics->NegotiationRound(Clock::now() - last_start);
       if (round.shutdown) {
         fatal = Status::Aborted("khorovod was shut down before the operation completed");
         break;
       }
-      s.executor->CompleteEager(round.eager, *s.controller);
-      fatal = s.executor->Execute(round.responses, *s.controller);
+      s.executor->CompleteEager(round.eager, *s.negotiator);
+      fatal = s.executor->Execute(round.responses, *s.negotiator);
       if (!fatal.ok()) break;
     }
   } catch (const std::exception& e) {
@@ -382,7 +351,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
   s.queue.Close(fatal.code() == StatusCode::kAborted
                     ? Status::FailedPrecondition("khorovod was shut down; call init() again")
                     : fatal);
-  s.controller->FailAll(fatal);
+  s.negotiator->FailAll(fatal);
   std::vector<PendingOp> late;
   s.queue.PopAll(&late);
   for (PendingOp& op : late) s.queue.Complete(op, fatal);
@@ -391,7 +360,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // this rank then see EOF at once instead of waiting for their timeout,
     // so one failure reaches every rank quickly.
     s.executor.reset();
-    s.controller.reset();
+    s.negotiator.reset();
     // Only its backend: user threads may still reach the DeviceBackend
     // object through Submit's device check.
     s.device->Drop(fatal);
@@ -401,7 +370,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
   }
 }
 
-// --- Runtime: argument checks, then Submit ----------------------------------
+// --- Runtime: lifecycle -------------------------------------------------------
 
 Runtime::Runtime() : impl_(std::make_unique<RuntimeImpl>()) {}
 Runtime::~Runtime() = default;
@@ -429,196 +398,9 @@ int Runtime::local_size() const { return topology().local_size; }
 int Runtime::cross_rank() const { return topology().cross_rank; }
 int Runtime::cross_size() const { return topology().cross_size; }
 
-namespace {
-
-Handle Rejected(const Status& s) { return Handle(detail::Completion::Failed(s)); }
-
-PendingOp MakeOp(OpType type, const std::string& name, const TensorView& input) {
-  PendingOp op;
-  op.request.op = type;
-  op.request.name = name;
-  op.request.dtype = input.dtype;
-  op.request.device = input.device;
-  op.request.shape = input.shape;
-  op.input = input;
-  return op;
-}
-
-Status CheckAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
-                      const AllreduceOptions& opts) {
-  KH_RETURN_IF_ERROR(CheckName(name));
-  KH_RETURN_IF_ERROR(CheckView(in, "allreduce input"));
-  KH_RETURN_IF_ERROR(CheckView(out, "allreduce output"));
-  if (in.dtype != out.dtype || in.num_elements() != out.num_elements()) {
-    return Status::InvalidArgument("allreduce '" + name + "': output " +
-                                   std::string(DataTypeName(out.dtype)) + ShapeToString(out.shape) +
-                                   " does not match input " + std::string(DataTypeName(in.dtype)) +
-                                   ShapeToString(in.shape));
-  }
-  if (opts.prescale_factor != opts.prescale_factor || opts.postscale_factor != opts.postscale_factor) {
-    return Status::InvalidArgument("allreduce '" + name + "': scale factors must not be NaN");
-  }
-  return Status::Ok();
-}
-
-PendingOp MakeAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
-                        const AllreduceOptions& opts) {
-  PendingOp op = MakeOp(OpType::kAllreduce, name, in);
-  op.output = out;
-  op.request.reduce_op = opts.op;
-  op.request.prescale = opts.prescale_factor;
-  op.request.postscale = opts.postscale_factor;
-  return op;
-}
-
-}  // namespace
-
-Handle Runtime::allreduce_async(const std::string& name, const TensorView& input,
-                                const TensorView& output, const AllreduceOptions& options) {
-  if (Status s = CheckAllreduce(name, input, output, options); !s.ok()) return Rejected(s);
-  return impl_->Submit({MakeAllreduce(name, input, output, options)});
-}
-
-Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
-                                        const std::vector<TensorView>& inputs,
-                                        const std::vector<TensorView>& outputs,
-                                        const AllreduceOptions& options) {
-  if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size()) {
-    return Rejected(Status::InvalidArgument(
-        "grouped_allreduce needs the same, non-zero number of names, inputs and outputs"));
-  }
-  std::vector<PendingOp> ops;
-  const std::string group = names.front() + "#group" + std::to_string(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (Status s = CheckAllreduce(names[i], inputs[i], outputs[i], options); !s.ok()) return Rejected(s);
-    ops.push_back(MakeAllreduce(names[i], inputs[i], outputs[i], options));
-    ops.back().request.group = group;
-    ops.back().request.group_size = static_cast<int32_t>(names.size());
-  }
-  return impl_->Submit(std::move(ops));
-}
-
-Handle Runtime::allgather_async(const std::string& name, const TensorView& input,
-                                const AllgatherOptions&) {
-  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
-  if (Status s = CheckView(input, "allgather input"); !s.ok()) return Rejected(s);
-  if (input.shape.empty()) return Rejected(Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
-  return impl_->Submit({MakeOp(OpType::kAllgather, name, input)});
-}
-
-Handle Runtime::broadcast_async(const std::string& name, const TensorView& buffer,
-                                const BroadcastOptions& options) {
-  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
-  if (Status s = CheckView(buffer, "broadcast buffer"); !s.ok()) return Rejected(s);
-  if (Status s = impl_->CheckRoot(options.root_rank); !s.ok()) return Rejected(s);
-  PendingOp op = MakeOp(OpType::kBroadcast, name, buffer);
-  op.request.root = options.root_rank;
-  return impl_->Submit({std::move(op)});
-}
-
-Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
-                               const AlltoallOptions& options) {
-  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
-  if (Status s = CheckView(input, "alltoall input"); !s.ok()) return Rejected(s);
-  if (input.shape.empty()) return Rejected(Status::InvalidArgument("alltoall '" + name + "': needs at least one dimension"));
-  const int world = size();
-  if (world > 0) {
-    if (options.splits.empty()) {
-      if (input.shape[0] % world != 0) {
-        return Rejected(Status::InvalidArgument(
-            "alltoall '" + name + "': first dimension " + std::to_string(input.shape[0]) +
-            " is not divisible by the world size " + std::to_string(world) + "; pass splits"));
-      }
-    } else {
-      int64_t sum = 0;
-      for (int64_t v : options.splits) {
-        if (v < 0) return Rejected(Status::InvalidArgument("alltoall '" + name + "': negative split"));
-        sum += v;
-      }
-      if (static_cast<int>(options.splits.size()) != world || sum != input.shape[0]) {
-        return Rejected(Status::InvalidArgument(
-            "alltoall '" + name + "': splits must have one entry per rank (" +
-            std::to_string(world) + ") summing to the first dimension " +
-            std::to_string(input.shape[0])));
-      }
-    }
-  }
-  PendingOp op = MakeOp(OpType::kAlltoall, name, input);
-  op.request.splits = options.splits;
-  return impl_->Submit({std::move(op)});
-}
-
-Handle Runtime::reducescatter_async(const std::string& name, const TensorView& input,
-                                    const ReducescatterOptions& options) {
-  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
-  if (Status s = CheckView(input, "reducescatter input"); !s.ok()) return Rejected(s);
-  if (input.shape.empty()) return Rejected(Status::InvalidArgument("reducescatter '" + name + "': needs at least one dimension"));
-  PendingOp op = MakeOp(OpType::kReducescatter, name, input);
-  op.request.reduce_op = options.op;
-  op.request.prescale = options.prescale_factor;
-  op.request.postscale = options.postscale_factor;
-  return impl_->Submit({std::move(op)});
-}
-
-Status Runtime::allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-                          const AllreduceOptions& options) {
-  return allreduce_async(name, input, output, options).wait();
-}
-
-Status Runtime::grouped_allreduce(const std::vector<std::string>& names,
-                                  const std::vector<TensorView>& inputs,
-                                  const std::vector<TensorView>& outputs,
-                                  const AllreduceOptions& options) {
-  return grouped_allreduce_async(names, inputs, outputs, options).wait();
-}
-
-Status Runtime::allgather(const std::string& name, const TensorView& input, Tensor* output,
-                          const AllgatherOptions& options) {
-  Handle h = allgather_async(name, input, options);
-  KH_RETURN_IF_ERROR(h.wait());
-  if (output) *output = h.take_output();
-  return Status::Ok();
-}
-
-Status Runtime::broadcast(const std::string& name, const TensorView& buffer,
-                          const BroadcastOptions& options) {
-  return broadcast_async(name, buffer, options).wait();
-}
-
-Status Runtime::alltoall(const std::string& name, const TensorView& input, Tensor* output,
-                         std::vector<int64_t>* received_splits, const AlltoallOptions& options) {
-  Handle h = alltoall_async(name, input, options);
-  KH_RETURN_IF_ERROR(h.wait());
-  if (output) *output = h.take_output();
-  if (received_splits) *received_splits = h.received_splits();
-  return Status::Ok();
-}
-
-Status Runtime::reducescatter(const std::string& name, const TensorView& input, Tensor* output,
-                              const ReducescatterOptions& options) {
-  Handle h = reducescatter_async(name, input, options);
-  KH_RETURN_IF_ERROR(h.wait());
-  if (output) *output = h.take_output();
-  return Status::Ok();
-}
-
-Status Runtime::barrier() {
-  PendingOp op;
-  op.request.op = OpType::kBarrier;
-  op.request.name = "khorovod.barrier";
-  op.request.shape = {0};
-  return impl_->Submit({std::move(op)}).wait();
-}
-
-Status Runtime::join(int* last_rank) {
-  PendingOp op;
-  op.request.op = OpType::kJoin;
-  op.request.name = "khorovod.join";
-  op.request.shape = {0};
-  Handle h = impl_->Submit({std::move(op)});
-  KH_RETURN_IF_ERROR(h.wait());
-  if (last_rank) *last_rank = h.join_last_rank();
-  return Status::Ok();
-}
+namespace detail {
+Handle Submit(RuntimeImpl& impl, std::vector<PendingOp> ops) { return impl.Submit(std::move(ops)); }
+Status CheckRoot(const RuntimeImpl& impl, int root) { return impl.CheckRoot(root); }
+}  // namespace detail
 
 }  // namespace khorovod

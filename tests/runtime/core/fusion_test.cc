@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 namespace khorovod {
@@ -121,6 +122,75 @@ TEST(Fusion, EveryIndexAppearsExactlyOnceAndGroupsAreAscending) {
     }
   }
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(seen[i], 1) << "index " << i;
+}
+
+using Place = FusionLayout::Place;
+
+TEST(FusionLayout, SmallMembersArePackedInOrderLargeOnesStayInTheirOutput) {
+  const size_t big = kPackBelowBytes;
+  const FusionLayout layout = LayoutFusedAllreduce({8, big, 16, 0}, {true, true, true, true});
+  ASSERT_EQ(layout.members.size(), 4u);
+  EXPECT_EQ(layout.members[0].place, Place::kPacked);
+  EXPECT_EQ(layout.members[0].offset, 0u);
+  EXPECT_EQ(layout.members[1].place, Place::kInOutput);
+  EXPECT_EQ(layout.members[2].place, Place::kPacked);
+  EXPECT_EQ(layout.members[2].offset, 8u);
+  EXPECT_EQ(layout.members[3].place, Place::kPacked);
+  EXPECT_EQ(layout.packed_bytes, 24u);
+  EXPECT_EQ(layout.buffer_bytes, 24u);
+}
+
+TEST(FusionLayout, ALoneMemberIsNeverPackedWhateverItsSize) {
+  EXPECT_EQ(LayoutFusedAllreduce({4}, {true}).members[0].place, Place::kInOutput);
+  const FusionLayout joined = LayoutFusedAllreduce({4}, {false});
+  EXPECT_EQ(joined.members[0].place, Place::kZeroSlot);
+  EXPECT_EQ(joined.buffer_bytes, 4u);
+}
+
+TEST(FusionLayout, AJoinedRankReducesZeroSlotsAfterThePackedBlockWithTheSameSpans) {
+  const size_t big = kPackBelowBytes + 4;
+  const std::vector<size_t> bytes = {big, 8, big};
+  const FusionLayout have = LayoutFusedAllreduce(bytes, {true, true, true});
+  const FusionLayout joined = LayoutFusedAllreduce(bytes, {false, false, true});
+  EXPECT_EQ(joined.members[0].place, Place::kZeroSlot);
+  EXPECT_EQ(joined.members[0].offset, 8u) << "after the packed block";
+  EXPECT_EQ(joined.buffer_bytes, 8 + big);
+  std::vector<std::byte> buffer(joined.buffer_bytes);
+  std::vector<std::byte> out0(big), out2(big);
+  const std::vector<void*> outputs = {out0.data(), nullptr, out2.data()};
+  const auto a = have.Spans(buffer.data(), outputs, 4);
+  const auto b = joined.Spans(buffer.data(), {nullptr, nullptr, out2.data()}, 4);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].count, b[i].count) << "span " << i;
+  EXPECT_EQ(a[0].data, out0.data());
+  EXPECT_EQ(b[0].data, buffer.data() + 8);
+  EXPECT_EQ(a[2].data, buffer.data()) << "the packed block comes last";
+}
+
+TEST(FusionLayout, PackAndUnpackRoundTripThroughTheBuffer) {
+  const size_t big = kPackBelowBytes;
+  std::vector<std::byte> in0(4, std::byte{1}), in1(big, std::byte{2}), in2(8, std::byte{3});
+  std::vector<std::byte> out0(4), out1(big), out2(8);
+  const FusionLayout layout = LayoutFusedAllreduce({4, big, 8}, {true, true, false});
+  std::vector<std::byte> buffer(layout.buffer_bytes, std::byte{9});
+  auto copy = [](void* dst, const void* src, size_t n) {
+    std::memcpy(dst, src, n);
+    return Status::Ok();
+  };
+  auto zero = [](void* dst, size_t n) {
+    std::memset(dst, 0, n);
+    return Status::Ok();
+  };
+  ASSERT_TRUE(PackFusion(layout, buffer.data(), {in0.data(), in1.data(), nullptr},
+                         {out0.data(), out1.data(), nullptr}, copy, zero)
+                  .ok());
+  EXPECT_EQ(buffer[0], std::byte{1});
+  EXPECT_EQ(buffer[4], std::byte{0}) << "a missing packed member is zeros";
+  EXPECT_EQ(out1[big - 1], std::byte{2}) << "a large member is copied into its output";
+  buffer[0] = std::byte{7};
+  ASSERT_TRUE(UnpackFusion(layout, buffer.data(), {out0.data(), out1.data(), nullptr}, copy).ok());
+  EXPECT_EQ(out0[0], std::byte{7});
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "backend/backend.h"
+#include "core/control_channel.h"
 
 namespace gloo {
 class Context;

@@ -12,12 +12,9 @@
 namespace khorovod {
 namespace {
 
-// Spans below this size are packed into the fusion buffer; larger ones are
-// reduced where they live (a copy would cost more than a separate kernel).
-constexpr size_t kPackBelowBytes = 64 << 10;
-
-// Device memory that grows on demand. cudaFree synchronizes the device, so
-// it is kept for the backend's lifetime rather than shrunk.
+// Device memory that grows on demand (the barrier's scratch word).
+// cudaFree synchronizes the device, so it is kept for the backend's
+// lifetime rather than shrunk.
 class DeviceBuffer {
  public:
   ~DeviceBuffer() {
@@ -92,6 +89,8 @@ class NcclBackend final : public Backend, public DeviceOps {
     return comm_->WaitForStream(*stream_, "device copies");
   }
 
+  // The spans arrive packed (core/fusion.h): one ncclAllReduce each, in
+  // one group, in place.
   Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op, double prescale,
                          double postscale) override {
     KH_RETURN_IF_ERROR(Enter());
@@ -100,28 +99,16 @@ class NcclBackend final : public Backend, public DeviceOps {
     auto scaled = ScaledRedOp::Create(*comm_, dtype, op, prescale, postscale, size_);
     if (!scaled.ok()) return scaled.status();
     const ncclRedOp_t red = scaled->get();
-    const size_t esize = DataTypeSize(dtype);
-    size_t packed = 0;
-    for (const Span& s : spans) {
-      if (s.count * esize < kPackBelowBytes) packed += s.count * esize;
-    }
-    auto fusion = fusion_.Reserve(packed);
-    if (!fusion.ok()) return fusion.status();
-    KH_RETURN_IF_ERROR(CopySmall(spans, esize, *fusion, /*pack=*/true));
     KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
     ncclResult_t r = ncclSuccess;
-    if (packed) {
-      r = ncclAllReduce(*fusion, *fusion, packed / esize, *type, red, comm_->get(), stream_->get());
-    }
     for (const Span& s : spans) {
       if (r != ncclSuccess && r != ncclInProgress) break;
-      if (s.count * esize < kPackBelowBytes) continue;
+      if (s.count == 0) continue;
       r = ncclAllReduce(s.data, s.data, s.count, *type, red, comm_->get(), stream_->get());
     }
     // The group must be closed whatever happened inside it.
     const ncclResult_t end = ncclGroupEnd();
     KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "fused ncclAllReduce"));
-    KH_RETURN_IF_ERROR(CopySmall(spans, esize, *fusion, /*pack=*/false));
     return comm_->WaitForStream(*stream_, "fused allreduce");
   }
 
@@ -208,24 +195,8 @@ class NcclBackend final : public Backend, public DeviceOps {
     return stream_->Enter();
   }
 
-  // Packs (or unpacks) the spans below kPackBelowBytes into (from) the
-  // fusion buffer, in span order, on the stream.
-  Status CopySmall(const std::vector<Span>& spans, size_t esize, std::byte* fusion, bool pack) {
-    size_t offset = 0;
-    for (const Span& s : spans) {
-      const size_t bytes = s.count * esize;
-      if (bytes >= kPackBelowBytes || bytes == 0) continue;
-      void* dst = pack ? static_cast<void*>(fusion + offset) : s.data;
-      const void* src = pack ? static_cast<const void*>(s.data) : fusion + offset;
-      KH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_->get()));
-      offset += bytes;
-    }
-    return Status::Ok();
-  }
-
   // Declared before comm_ so that they are destroyed after it.
   std::unique_ptr<cuda::CudaStream> stream_;
-  DeviceBuffer fusion_;
   DeviceBuffer barrier_;
   std::unique_ptr<NcclComm> comm_;
   int rank_;

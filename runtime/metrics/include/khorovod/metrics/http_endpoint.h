@@ -4,14 +4,14 @@
 //
 //   metrics::Registry registry;
 //   metrics::MetricsEndpoint endpoint({.host = "0.0.0.0", .port = 9100}, registry);
-//   std::string error;
-//   if (!endpoint.Start(&error)) { ... report error ... }
+//   if (Status s = endpoint.Start(); !s.ok()) { ... report s ... }
 //   ... endpoint.port() ...   // the bound port (useful with port 0)
 //   endpoint.Stop();          // also done by the destructor
 //
 // Contract: Start() binds before it returns, so a scrape right after a
-// successful Start() connects. It returns false with a message naming the
-// address when the options are invalid or the bind fails (port in use). Any
+// successful Start() connects. It fails with kInvalidArgument when the
+// options are invalid, kUnavailable with a message naming the address when
+// the bind fails (port in use), kFailedPrecondition when already started. Any
 // other path answers 404; a render that throws answers 500. The registry
 // (or render function) must outlive the endpoint.
 //
@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "khorovod/metrics/registry.h"
+#include "khorovod/status.h"
 
 namespace httplib {
 class Server;
@@ -49,7 +50,7 @@ class MetricsEndpoint {
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 
-  bool Start(std::string* error);
+  Status Start();
   void Stop();  // idempotent
   int port() const { return port_; }
 

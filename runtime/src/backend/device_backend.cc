@@ -1,4 +1,4 @@
-#include "core/device_backend.h"
+#include "backend/device_backend.h"
 
 #include "common/enforce.h"
 

@@ -10,7 +10,7 @@
 // 5xx, and every 4xx must carry a JSON body with an "error" string; anything
 // else aborts, which libFuzzer reports as a crash.
 //
-// Built only with clang (-DKHOROVOD_FUZZ=ON, see tests/rendezvous/CMakeLists.txt);
+// Built only with clang (-DKHOROVOD_FUZZ=ON, see tests/runtime/rendezvous/CMakeLists.txt);
 // the suite runs it for a bounded number of inputs from a small seed corpus.
 #include <httplib.h>
 

@@ -139,20 +139,20 @@ INSTANTIATE_TEST_SUITE_P(
                                 "excludes"}));
 
 TEST(EnvSpecTest, ValidateAndParse) {
-  EXPECT_FALSE(validate_env_spec("FOO"));
-  EXPECT_FALSE(validate_env_spec("_foo9=a b=c"));
-  EXPECT_TRUE(validate_env_spec("9FOO"));
-  EXPECT_TRUE(validate_env_spec("FO.O=1"));
-  EXPECT_TRUE(validate_env_spec("KHOROVOD_RANK"));
-  EXPECT_FALSE(validate_env_spec("KHOROVOD_OTHER=1"));  // only the contract names are reserved
+  EXPECT_TRUE(validate_env_spec("FOO").ok());
+  EXPECT_TRUE(validate_env_spec("_foo9=a b=c").ok());
+  EXPECT_FALSE(validate_env_spec("9FOO").ok());
+  EXPECT_FALSE(validate_env_spec("FO.O=1").ok());
+  EXPECT_FALSE(validate_env_spec("KHOROVOD_RANK").ok());
+  EXPECT_TRUE(validate_env_spec("KHOROVOD_OTHER=1").ok());  // only the contract names are reserved
   EXPECT_EQ(parse_env_spec("FOO"), (EnvSpec{"FOO", std::nullopt}));
   EXPECT_EQ(parse_env_spec("FOO="), (EnvSpec{"FOO", ""}));
   EXPECT_EQ(parse_env_spec("FOO=a=b"), (EnvSpec{"FOO", "a=b"}));
 }
 
 TEST(JobIdTest, RandomHex) {
-  const std::string a = generate_job_id();
-  const std::string b = generate_job_id();
+  const std::string a = generate_job_id().value();
+  const std::string b = generate_job_id().value();
   EXPECT_TRUE(std::regex_match(a, std::regex("[0-9a-f]{16}"))) << a;
   EXPECT_NE(a, b);  // 2^-64 chance of a false failure
 }

@@ -1,4 +1,4 @@
-#include "core/controller.h"
+#include "core/negotiator.h"
 
 #include <algorithm>
 
@@ -19,7 +19,7 @@ bool Cacheable(OpType op) { return op != OpType::kBarrier && op != OpType::kJoin
 
 }  // namespace
 
-Controller::Controller(const Config& config, ControlChannel* channel, TensorQueue* queue)
+Negotiator::Negotiator(const Config& config, ControlChannel* channel, TensorQueue* queue)
     : rank_(config.rank),
       size_(config.size),
       // A cached op waiting this long is renegotiated through the coordinator,
@@ -32,13 +32,13 @@ Controller::Controller(const Config& config, ControlChannel* channel, TensorQueu
   if (rank_ == 0) coordinator_.emplace(size_, config.stall_timeout);
 }
 
-void Controller::Add(PendingOp op) {
+void Negotiator::Add(PendingOp op) {
   std::string name = op.request.name;
   if (op.request.op == OpType::kJoin) joined_ = true;
   ops_.emplace(std::move(name), LocalOp{std::move(op), State::kNew, 0});
 }
 
-void Controller::Classify(LocalOp& local, Clock::time_point now, std::vector<uint64_t>& ready,
+void Negotiator::Classify(LocalOp& local, Clock::time_point now, std::vector<uint64_t>& ready,
                           std::vector<uint64_t>& invalid) {
   if (local.state == State::kNew) {
     local.state = State::kToSend;
@@ -58,7 +58,7 @@ void Controller::Classify(LocalOp& local, Clock::time_point now, std::vector<uin
   }
 }
 
-std::vector<Response> Controller::TakeCachedReady(const std::vector<uint64_t>& ready) {
+std::vector<Response> Negotiator::TakeCachedReady(const std::vector<uint64_t>& ready) {
   std::vector<uint32_t> slots;
   std::map<std::string, int> group_ready;
   for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
@@ -79,7 +79,7 @@ std::vector<Response> Controller::TakeCachedReady(const std::vector<uint64_t>& r
   return out;
 }
 
-void Controller::WriteEagerPayload(uint64_t* block) {
+void Negotiator::WriteEagerPayload(uint64_t* block) {
   EagerPayloadWriter writer(block);
   for (const auto& [name, local] : ops_) {
     if (local.state != State::kCached) continue;
@@ -88,7 +88,7 @@ void Controller::WriteEagerPayload(uint64_t* block) {
   }
 }
 
-Status Controller::TakeEager(size_t message_words, std::vector<uint64_t>& ready, Round* out) {
+Status Negotiator::TakeEager(size_t message_words, std::vector<uint64_t>& ready, Round* out) {
   const size_t payload_at = message_words - kEagerPayloadWords;
   std::vector<EagerEntries> entries(size_);
   for (int r = 0; r < size_; ++r) {
@@ -119,14 +119,14 @@ Status Controller::TakeEager(size_t message_words, std::vector<uint64_t>& ready,
   return Status::Ok();
 }
 
-void Controller::RequeueEvicted() {
+void Negotiator::RequeueEvicted() {
   for (auto& [name, local] : ops_) {
     if (local.state != State::kCached) continue;
     if (!cache_.Occupied(local.slot) || cache_.name(local.slot) != name) local.state = State::kNew;
   }
 }
 
-Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Round* out) {
+Status Negotiator::RunRound(bool shutdown_requested, Clock::time_point now, Round* out) {
   out->responses.clear();
   out->eager.clear();
   out->shutdown = false;
@@ -192,7 +192,7 @@ Status Controller::RunRound(bool shutdown_requested, Clock::time_point now, Roun
   return Status::Ok();
 }
 
-Status Controller::Negotiate(std::vector<Request> to_send, Clock::time_point now,
+Status Negotiator::Negotiate(std::vector<Request> to_send, Clock::time_point now,
                              std::vector<Response>* out) {
   for (Request& r : to_send) r.rank = rank_;
   std::vector<std::string> gathered;
@@ -223,7 +223,7 @@ Status Controller::Negotiate(std::vector<Request> to_send, Clock::time_point now
   return Status::Ok();
 }
 
-void Controller::Deliver(const Response& response) {
+void Negotiator::Deliver(const Response& response) {
   if (response.op == OpType::kJoin) {
     joined_ = false;
     if (auto op = Take(response.names.front())) {
@@ -237,7 +237,7 @@ void Controller::Deliver(const Response& response) {
   }
 }
 
-std::optional<PendingOp> Controller::Take(const std::string& name) {
+std::optional<PendingOp> Negotiator::Take(const std::string& name) {
   auto it = ops_.find(name);
   if (it == ops_.end()) return std::nullopt;
   PendingOp op = std::move(it->second.op);
@@ -245,7 +245,7 @@ std::optional<PendingOp> Controller::Take(const std::string& name) {
   return op;
 }
 
-void Controller::FailAll(const Status& status) {
+void Negotiator::FailAll(const Status& status) {
   for (auto& [name, local] : ops_) queue_->Complete(local.op, status);
   ops_.clear();
 }

@@ -1,4 +1,4 @@
-// Controller: one negotiation round of the coordination protocol, written
+// Negotiator: one negotiation round of the coordination protocol, written
 // once for every backend (backends only supply ControlChannel primitives).
 //
 // A round, run by every rank's background thread in lockstep:
@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "core/control_channel.h"
 #include "core/coordinator.h"
 #include "core/eager_allreduce.h"
 #include "core/response_cache.h"
@@ -40,11 +40,11 @@
 
 namespace khorovod {
 
-class Controller {
+class Negotiator {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Controller(const Config& config, ControlChannel* channel, TensorQueue* queue);
+  Negotiator(const Config& config, ControlChannel* channel, TensorQueue* queue);
 
   void Add(PendingOp op);
   bool has_local_work() const { return !ops_.empty(); }

@@ -7,19 +7,17 @@ namespace khorovod::launcher {
 namespace {
 
 TEST(MetricsPorts, UnsetOrZeroIsOff) {
-  std::string error;
-  auto off = metrics_ports_from_env({"PATH=/bin"}, 4, &error);
-  ASSERT_TRUE(off.has_value());
+  auto off = metrics_ports_from_env({"PATH=/bin"}, 4);
+  ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->enabled());
-  auto zero = metrics_ports_from_env({"KHOROVOD_METRICS_PORT=0"}, 4, &error);
-  ASSERT_TRUE(zero.has_value());
+  auto zero = metrics_ports_from_env({"KHOROVOD_METRICS_PORT=0"}, 4);
+  ASSERT_TRUE(zero.ok());
   EXPECT_FALSE(zero->enabled());
 }
 
 TEST(MetricsPorts, ServerOnTheBaseWorkersAfterIt) {
-  std::string error;
-  auto p = metrics_ports_from_env({"KHOROVOD_METRICS_PORT=9100"}, 4, &error);
-  ASSERT_TRUE(p.has_value()) << error;
+  auto p = metrics_ports_from_env({"KHOROVOD_METRICS_PORT=9100"}, 4);
+  ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->server(), 9100);
   EXPECT_EQ(p->worker(0), 9101);
   EXPECT_EQ(p->worker(3), 9104);
@@ -28,9 +26,10 @@ TEST(MetricsPorts, ServerOnTheBaseWorkersAfterIt) {
 TEST(MetricsPorts, BadValuesNameTheVariable) {
   for (const char* bad : {"KHOROVOD_METRICS_PORT=abc", "KHOROVOD_METRICS_PORT=-5", "KHOROVOD_METRICS_PORT=65533",
                           "KHOROVOD_METRICS_PORT=91x"}) {
-    std::string error;
-    EXPECT_FALSE(metrics_ports_from_env({bad}, 4, &error).has_value()) << bad;
-    EXPECT_NE(error.find("KHOROVOD_METRICS_PORT"), std::string::npos) << error;
+      const auto ports = metrics_ports_from_env({bad}, 4);
+    ASSERT_FALSE(ports.ok()) << bad;
+    EXPECT_EQ(ports.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(ports.status().message().find("KHOROVOD_METRICS_PORT"), std::string::npos) << ports.status().message();
   }
 }
 

@@ -1,0 +1,231 @@
+// Runtime's collectives: every argument is checked on the caller's thread,
+// then the operation is handed to the session (RuntimeImpl::Submit); a
+// rejected call returns a handle that already failed.
+#include <string>
+#include <vector>
+
+#include "common/enforce.h"
+#include "core/runtime_submit.h"
+#include "core/tensor_queue.h"
+#include "khorovod/runtime.h"
+
+namespace khorovod {
+namespace {
+
+constexpr const char* kReservedPrefix = "khorovod.";
+
+// Device tensors are checked against the session's pinned device in
+// RuntimeImpl::Submit; here only what needs no session.
+Status CheckView(const TensorView& t, const char* what) {
+  if (t.device.kind != DeviceKind::kCPU && t.device.kind != DeviceKind::kCUDA) {
+    return Status::InvalidArgument(std::string(what) + ": unknown device kind");
+  }
+  for (int64_t d : t.shape) {
+    if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " + ShapeToString(t.shape));
+  }
+  if (t.num_bytes() > 0 && t.data == nullptr) {
+    return Status::InvalidArgument(std::string(what) + ": null data for a non-empty tensor");
+  }
+  return Status::Ok();
+}
+
+Status CheckName(const std::string& name) {
+  if (name.empty()) return Status::InvalidArgument("tensor name must not be empty");
+  if (name.rfind(kReservedPrefix, 0) == 0) {
+    return Status::InvalidArgument("tensor names starting with '" + std::string(kReservedPrefix) +
+                                   "' are reserved");
+  }
+  return Status::Ok();
+}
+
+Handle Rejected(const Status& s) { return Handle(detail::Completion::Failed(s)); }
+
+PendingOp MakeOp(OpType type, const std::string& name, const TensorView& input) {
+  PendingOp op;
+  op.request.op = type;
+  op.request.name = name;
+  op.request.dtype = input.dtype;
+  op.request.device = input.device;
+  op.request.shape = input.shape;
+  op.input = input;
+  return op;
+}
+
+Status CheckAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                      const AllreduceOptions& opts) {
+  KH_RETURN_IF_ERROR(CheckName(name));
+  KH_RETURN_IF_ERROR(CheckView(in, "allreduce input"));
+  KH_RETURN_IF_ERROR(CheckView(out, "allreduce output"));
+  if (in.dtype != out.dtype || in.num_elements() != out.num_elements()) {
+    return Status::InvalidArgument("allreduce '" + name + "': output " +
+                                   std::string(DataTypeName(out.dtype)) + ShapeToString(out.shape) +
+                                   " does not match input " + std::string(DataTypeName(in.dtype)) +
+                                   ShapeToString(in.shape));
+  }
+  if (opts.prescale_factor != opts.prescale_factor || opts.postscale_factor != opts.postscale_factor) {
+    return Status::InvalidArgument("allreduce '" + name + "': scale factors must not be NaN");
+  }
+  return Status::Ok();
+}
+
+PendingOp MakeAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                        const AllreduceOptions& opts) {
+  PendingOp op = MakeOp(OpType::kAllreduce, name, in);
+  op.output = out;
+  op.request.reduce_op = opts.op;
+  op.request.prescale = opts.prescale_factor;
+  op.request.postscale = opts.postscale_factor;
+  return op;
+}
+
+}  // namespace
+
+Handle Runtime::allreduce_async(const std::string& name, const TensorView& input,
+                                const TensorView& output, const AllreduceOptions& options) {
+  if (Status s = CheckAllreduce(name, input, output, options); !s.ok()) return Rejected(s);
+  return detail::Submit(*impl_, {MakeAllreduce(name, input, output, options)});
+}
+
+Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
+                                        const std::vector<TensorView>& inputs,
+                                        const std::vector<TensorView>& outputs,
+                                        const AllreduceOptions& options) {
+  if (names.empty() || names.size() != inputs.size() || names.size() != outputs.size()) {
+    return Rejected(Status::InvalidArgument(
+        "grouped_allreduce needs the same, non-zero number of names, inputs and outputs"));
+  }
+  std::vector<PendingOp> ops;
+  const std::string group = names.front() + "#group" + std::to_string(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (Status s = CheckAllreduce(names[i], inputs[i], outputs[i], options); !s.ok()) return Rejected(s);
+    ops.push_back(MakeAllreduce(names[i], inputs[i], outputs[i], options));
+    ops.back().request.group = group;
+    ops.back().request.group_size = static_cast<int32_t>(names.size());
+  }
+  return detail::Submit(*impl_, std::move(ops));
+}
+
+Handle Runtime::allgather_async(const std::string& name, const TensorView& input,
+                                const AllgatherOptions&) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(input, "allgather input"); !s.ok()) return Rejected(s);
+  if (input.shape.empty()) return Rejected(Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
+  return detail::Submit(*impl_, {MakeOp(OpType::kAllgather, name, input)});
+}
+
+Handle Runtime::broadcast_async(const std::string& name, const TensorView& buffer,
+                                const BroadcastOptions& options) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(buffer, "broadcast buffer"); !s.ok()) return Rejected(s);
+  if (Status s = detail::CheckRoot(*impl_, options.root_rank); !s.ok()) return Rejected(s);
+  PendingOp op = MakeOp(OpType::kBroadcast, name, buffer);
+  op.request.root = options.root_rank;
+  return detail::Submit(*impl_, {std::move(op)});
+}
+
+Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
+                               const AlltoallOptions& options) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(input, "alltoall input"); !s.ok()) return Rejected(s);
+  if (input.shape.empty()) return Rejected(Status::InvalidArgument("alltoall '" + name + "': needs at least one dimension"));
+  const int world = size();
+  if (world > 0) {
+    if (options.splits.empty()) {
+      if (input.shape[0] % world != 0) {
+        return Rejected(Status::InvalidArgument(
+            "alltoall '" + name + "': first dimension " + std::to_string(input.shape[0]) +
+            " is not divisible by the world size " + std::to_string(world) + "; pass splits"));
+      }
+    } else {
+      int64_t sum = 0;
+      for (int64_t v : options.splits) {
+        if (v < 0) return Rejected(Status::InvalidArgument("alltoall '" + name + "': negative split"));
+        sum += v;
+      }
+      if (static_cast<int>(options.splits.size()) != world || sum != input.shape[0]) {
+        return Rejected(Status::InvalidArgument(
+            "alltoall '" + name + "': splits must have one entry per rank (" +
+            std::to_string(world) + ") summing to the first dimension " +
+            std::to_string(input.shape[0])));
+      }
+    }
+  }
+  PendingOp op = MakeOp(OpType::kAlltoall, name, input);
+  op.request.splits = options.splits;
+  return detail::Submit(*impl_, {std::move(op)});
+}
+
+Handle Runtime::reducescatter_async(const std::string& name, const TensorView& input,
+                                    const ReducescatterOptions& options) {
+  if (Status s = CheckName(name); !s.ok()) return Rejected(s);
+  if (Status s = CheckView(input, "reducescatter input"); !s.ok()) return Rejected(s);
+  if (input.shape.empty()) return Rejected(Status::InvalidArgument("reducescatter '" + name + "': needs at least one dimension"));
+  PendingOp op = MakeOp(OpType::kReducescatter, name, input);
+  op.request.reduce_op = options.op;
+  op.request.prescale = options.prescale_factor;
+  op.request.postscale = options.postscale_factor;
+  return detail::Submit(*impl_, {std::move(op)});
+}
+
+Status Runtime::allreduce(const std::string& name, const TensorView& input, const TensorView& output,
+                          const AllreduceOptions& options) {
+  return allreduce_async(name, input, output, options).wait();
+}
+
+Status Runtime::grouped_allreduce(const std::vector<std::string>& names,
+                                  const std::vector<TensorView>& inputs,
+                                  const std::vector<TensorView>& outputs,
+                                  const AllreduceOptions& options) {
+  return grouped_allreduce_async(names, inputs, outputs, options).wait();
+}
+
+Status Runtime::allgather(const std::string& name, const TensorView& input, Tensor* output,
+                          const AllgatherOptions& options) {
+  Handle h = allgather_async(name, input, options);
+  KH_RETURN_IF_ERROR(h.wait());
+  if (output) *output = h.take_output();
+  return Status::Ok();
+}
+
+Status Runtime::broadcast(const std::string& name, const TensorView& buffer,
+                          const BroadcastOptions& options) {
+  return broadcast_async(name, buffer, options).wait();
+}
+
+Status Runtime::alltoall(const std::string& name, const TensorView& input, Tensor* output,
+                         std::vector<int64_t>* received_splits, const AlltoallOptions& options) {
+  Handle h = alltoall_async(name, input, options);
+  KH_RETURN_IF_ERROR(h.wait());
+  if (output) *output = h.take_output();
+  if (received_splits) *received_splits = h.received_splits();
+  return Status::Ok();
+}
+
+Status Runtime::reducescatter(const std::string& name, const TensorView& input, Tensor* output,
+                              const ReducescatterOptions& options) {
+  Handle h = reducescatter_async(name, input, options);
+  KH_RETURN_IF_ERROR(h.wait());
+  if (output) *output = h.take_output();
+  return Status::Ok();
+}
+
+Status Runtime::barrier() {
+  PendingOp op;
+  op.request.op = OpType::kBarrier;
+  op.request.name = "khorovod.barrier";
+  op.request.shape = {0};
+  return detail::Submit(*impl_, {std::move(op)}).wait();
+}
+
+Status Runtime::join(int* last_rank) {
+  PendingOp op;
+  op.request.op = OpType::kJoin;
+  op.request.name = "khorovod.join";
+  op.request.shape = {0};
+  Handle h = detail::Submit(*impl_, {std::move(op)});
+  KH_RETURN_IF_ERROR(h.wait());
+  if (last_rank) *last_rank = h.join_last_rank();
+  return Status::Ok();
+}
+
+}  // namespace khorovod
