@@ -132,17 +132,41 @@ class RuntimeImpl {
     return JoinNextGeneration();
   }
 
-  // Waits for the next generation and starts a session in it.
+  // Waits for the next generation and starts a session in it. In an elastic
+  // job a failure while the generation forms (a peer refused the connection,
+  // never connected, died or was replaced by a newer generation) is no
+  // reason for this worker to stop: it goes back to the rendezvous and joins
+  // the generation after, for up to the elastic timeout. What ends a job is
+  // the rendezvous server's verdict (its reset limit, or fewer than min
+  // workers for longer than the elastic timeout), which NextGeneration returns.
   Status JoinNextGeneration() {
-    auto assignment = rendezvous_->NextGeneration(generation_);
-    if (!assignment.ok()) return assignment.status();
+    const auto give_up = Clock::now() + base_config_.elastic_timeout;
+    for (;;) {
+      auto assignment = rendezvous_->NextGeneration(generation_);
+      if (!assignment.ok()) return assignment.status();
+      Status s = EnterGeneration(*assignment);
+      if (s.ok() || !rendezvous_->elastic() || !FormationFailure(s)) return s;
+      if (Clock::now() >= give_up) {
+        return Status(s.code(), s.message() + " (still failing to form a generation after the elastic timeout, " +
+                                    std::to_string(base_config_.elastic_timeout.count()) + " ms)");
+      }
+    }
+  }
+
+  // What a dead, vanished or outdated peer does to a forming generation.
+  static bool FormationFailure(const Status& s) {
+    return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded;
+  }
+
+  // Starts a session in `assignment`'s generation.
+  Status EnterGeneration(const Assignment& assignment) {
     Config config = base_config_;
     if (rendezvous_->elastic()) {
-      static_cast<Placement&>(config) = *assignment;
+      static_cast<Placement&>(config) = assignment;
       // Keys of different generations never mix.
-      config.job_id = base_config_.job_id + "/generation-" + std::to_string(assignment->generation);
+      config.job_id = base_config_.job_id + "/generation-" + std::to_string(assignment.generation);
     }
-    generation_ = assignment->generation;
+    generation_ = assignment.generation;
     // The timeline needs the first generation's rank to pick its file.
     if (!timeline_opened_ && !base_config_.timeline_path.empty()) {
       timeline_opened_ = true;
@@ -153,7 +177,7 @@ class RuntimeImpl {
         timeline_ = std::move(*timeline);
       }
     }
-    KH_RETURN_IF_ERROR(StartSession(config, *assignment));
+    KH_RETURN_IF_ERROR(StartSession(config, assignment));
     metrics_->SetTopology(config.rank, config.size, generation_);
     return Status::Ok();
   }
