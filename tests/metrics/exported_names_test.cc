@@ -102,7 +102,7 @@ std::string WorkerExposition() {
 // The operator's exposition, after one reconcile and one API request, so
 // every family has samples.
 std::string OperatorExposition() {
-  op::OperatorMetrics m(op::OperatorState{[] { return std::map<std::string, int>{{"Running", 1}}; },
+  op::OperatorMetrics m(op::OperatorState{[] { return std::map<op::JobPhase, int>{{op::JobPhase::kRunning, 1}}; },
                                           [] { return size_t{0}; }, [] { return true; }, [] { return uint64_t{1}; }});
   m.ObserveReconcile(op::ReconcileOutcome{}, 0.01);
   m.ObserveRequest("GET", "pods", 200, 0.002);
