@@ -58,7 +58,7 @@ if [ "$download_only" = 1 ]; then echo "$torch_dir"; exit 0; fi
 args=(); wheel_build="build/wheel"
 if [ "$cuda" = 1 ]; then
   prefix=$(bash "$root/scripts/install-cuda.sh" | tail -1)
-  args=(-C cmake.define.KHOROVOD_WITH_NCCL=ON -C "cmake.define.KHOROVOD_CUDA_ROOT=$prefix")
+  args=(--config-settings=cmake.define.KHOROVOD_WITH_NCCL=ON "--config-settings=cmake.define.KHOROVOD_CUDA_ROOT=$prefix")
   wheel_build="build/wheel-cuda"
 fi
 export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache} CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=1
@@ -66,6 +66,6 @@ command -v ccache >/dev/null && export CMAKE_CXX_COMPILER_LAUNCHER=ccache
 mkdir -p "$out"
 rm -f "$out"/khorovod-*.whl
 (cd "$root" && "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-index \
-   --find-links "$build_dir" -C "build-dir=$wheel_build/{wheel_tag}" "${args[@]}" -w "$out" .)
+   --find-links "$build_dir" "--config-settings=build-dir=$wheel_build/{wheel_tag}" "${args[@]}" -w "$out" .)
 echo "$torch_dir"
 ls "$out"/khorovod-*.whl

@@ -58,7 +58,7 @@ install_here() {
   "$dir/bin/python" -m pip uninstall --quiet --yes khorovod >/dev/null 2>&1
   (cd "$root" && timeout 1500 nice -n 5 "$dir/bin/python" -m pip install --quiet \
      --disable-pip-version-check --no-index --find-links "$pybuild" \
-     -C "build-dir=$build/{wheel_tag}" "$@" .)
+     "--config-settings=build-dir=$build/{wheel_tag}" "$@" .)
 }
 
 run_case() {
@@ -77,8 +77,8 @@ case_pypi() {
     touch "$dir/.torch"
   fi
   local prefix; prefix=$(bash "$root/scripts/install-cuda.sh" | tail -1) || return 1
-  install_here "$dir" build/wheel-cuda -C cmake.define.KHOROVOD_WITH_NCCL=ON \
-    -C "cmake.define.KHOROVOD_CUDA_ROOT=$prefix" || return 1
+  install_here "$dir" build/wheel-cuda --config-settings=cmake.define.KHOROVOD_WITH_NCCL=ON \
+    "--config-settings=cmake.define.KHOROVOD_CUDA_ROOT=$prefix" || return 1
   local v; v=$("$dir/bin/python" -c 'import torch, khorovod.torch as hvd; print(torch.__version__, hvd.nccl_built())') || return 1
   echo "torch, nccl_built: $v"
   case $v in "$torch_version"*" True") ;; *) echo "expected torch $torch_version with NCCL built"; return 1 ;; esac
