@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "horovodrun_flags.h"
 #include "worker_env.h"
 
 namespace khorovod::launcher {
@@ -200,6 +201,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   app.add_option("--discovery-interval-ms", discovery_ms, "Elastic: how often the discovery script runs")
       ->capture_default_str()
       ->check(in_range(10, 3600000, "--discovery-interval-ms"));
+  HorovodrunFlags horovodrun;
+  add_horovodrun_flags(app, horovodrun);
   std::string program;
   app.add_option("program", program, "Program to run, followed by its arguments")->required();
 
@@ -224,6 +227,10 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   }
 
   opts.elastic_timeout = std::chrono::seconds(elastic_timeout_s);
+  if (auto problem = apply_horovodrun_flags(horovodrun, opts)) {
+    err << "khorovodrun: " << *problem << "\n";
+    return ParseOutcome{std::nullopt, 2};
+  }
   opts.discovery_interval = std::chrono::milliseconds(discovery_ms);
   if (opts.elastic()) {
     if (opts.min_np == 0) opts.min_np = 1;
