@@ -120,6 +120,14 @@ class TorchState(State):
         for name, value in copy.deepcopy(saved["attrs"]).items():
             setattr(self, name, value)
 
+    def synced_bytes(self):
+        """Bytes of tensors sync() broadcasts (model and optimizer state)."""
+        tensors = list(self.model.state_dict().values()) if self.model is not None else []
+        if self.optimizer is not None:
+            for slots in self.optimizer.state.values():
+                tensors.extend(v for v in slots.values() if isinstance(v, torch.Tensor))
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
     def sync(self):
         if self.model is not None:
             functions.broadcast_parameters(self.model.state_dict(), root_rank=0)

@@ -20,6 +20,9 @@ Contract:
 - Sparse gradients (nn.Embedding(sparse=True)): reduced as Horovod does,
   through an allgather of indices and values (sparse.py), or densified
   first with ``sparse_as_dense=True``.
+- ``step()`` marks the end of a training step for the worker's metrics
+  (step_marks.py: samples from ``batch_size``, KHOROVOD_BATCH_SIZE, or
+  inferred from the model's inputs).
 - ``num_groups``/``groups`` are accepted and have no effect (the runtime
   fuses whatever is in flight); ``process_set`` must be the global set.
 - Names are ``allreduce.<name>`` with the names from ``named_parameters``
@@ -37,7 +40,7 @@ import warnings
 
 import torch
 
-from . import mpi_ops, process_sets, sparse
+from . import mpi_ops, process_sets, sparse, step_marks
 from .compression import Compression
 
 
@@ -45,12 +48,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # Mixed into a subclass of the user's optimizer class; see DistributedOptimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, sparse_as_dense):
+                 gradient_predivide_factor, sparse_as_dense, batch_size):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
         self._predivide = float(gradient_predivide_factor)
         self._sparse_as_dense = bool(sparse_as_dense)
+        self._step_marks = step_marks.StepMarks(batch_size)
         self.backward_passes_per_step = int(backward_passes_per_step)
 
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -163,7 +167,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             else:
                 self.synchronize()
         self._synchronized = False
-        return super(self.__class__, self).step(closure)
+        result = super(self.__class__, self).step(closure)
+        self._step_marks.end_step()
+        return result
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
@@ -176,7 +182,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=mpi_ops.Average,
                          gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False, process_set=None):
+                         sparse_as_dense=False, process_set=None, batch_size=None):
     """Wraps ``optimizer`` so that step() applies gradients averaged over all ranks."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError("khorovod: DistributedOptimizer expects a torch.optim.Optimizer, "
@@ -197,7 +203,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-                  op, gradient_predivide_factor, sparse_as_dense)
+                  op, gradient_predivide_factor, sparse_as_dense, batch_size)
     # Keep what opt accumulated so far (horovod starts from empty state).
     wrapped.state = optimizer.state
     return wrapped

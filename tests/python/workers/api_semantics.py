@@ -230,7 +230,10 @@ def check_distributed_optimizer(r, n):
         opt.step()
     params_agree(model, "dopt.noname")
     assert torch.equal(unused.detach(), torch.ones(2))  # zero gradient, SGD leaves it
-    # backward_passes_per_step=2 with synchronize()/skip_synchronize().
+    # backward_passes_per_step=2 with synchronize()/skip_synchronize(), on a
+    # fresh model (the first optimizer's hooks stay on the first one).
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                    named_parameters=model.named_parameters(),
                                    backward_passes_per_step=2)
