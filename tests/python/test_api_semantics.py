@@ -12,7 +12,7 @@ CHECKS = ["dtypes", "autograd", "grouped", "errors", "join", "optimizer_state",
 @pytest.mark.parametrize("np", [2, 3])
 @pytest.mark.parametrize("check", CHECKS)
 def test_api_item(check, np):
-    job = run_job(worker("api_semantics.py"), check, np=np, timeout=120)
+    job = run_job(worker("api_semantics.py"), check, np=np, timeout=240)
     assert job.returncode == 0, job.output
     assert len(job.lines(f": {check} ok")) == np, job.output
     assert len(job.lines(": OK")) == np, job.output
