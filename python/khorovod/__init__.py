@@ -9,12 +9,16 @@ topology calls, the exceptions, and the elastic ``run`` decorator.
 from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, KhorovodError,
                       NotInitializedError)
 from . import elastic
-from .basics import (cross_rank, cross_size, gloo_enabled, init, is_initialized, local_rank,
-                     local_size, mpi_enabled, nccl_built, rank, shutdown, size)
+from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
+                     gloo_enabled, init, is_initialized, local_rank, local_size, mpi_built,
+                     mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built, shutdown,
+                     size)
 
 __all__ = [
     "elastic",
     "HorovodInternalError", "HostsUpdatedInterrupt", "KhorovodError", "NotInitializedError",
-    "cross_rank", "cross_size", "gloo_enabled", "init", "is_initialized", "local_rank",
-    "local_size", "mpi_enabled", "nccl_built", "rank", "shutdown", "size",
+    "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built",
+    "gloo_enabled", "init", "is_initialized", "local_rank", "local_size", "mpi_built",
+    "mpi_enabled", "mpi_threads_supported", "nccl_built", "rank", "rocm_built", "shutdown",
+    "size",
 ]

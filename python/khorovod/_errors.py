@@ -1,12 +1,16 @@
 """The Python error model of khorovod: one exception class per runtime Status.
 
-Contract: every failed runtime call raises a subclass of KhorovodError whose
+Contract: every failed runtime call raises a subclass of KhorovodError (a
+RuntimeError, so ``except RuntimeError`` written for Horovod catches it) whose
 message is the runtime's own message, prefixed with its status code name
 (e.g. ``MISMATCH: tensor 'x' ...``) and whose ``code`` attribute holds that
 name. Names follow horovod where Horovod has one:
 
 - HorovodInternalError: the transport failed (UNAVAILABLE) or a peer was
   re-forming (ABORTED). Elastic ``run`` rolls back and re-forms on it.
+- InvalidArgumentError (also a ValueError, as Horovod raises for bad
+  arguments): the runtime refused the call itself (INVALID_ARGUMENT), or a
+  tensor of that name is still in flight on this rank (ALREADY_EXISTS).
 - HostsUpdatedInterrupt: ``commit`` found that workers joined or left
   (MEMBERSHIP_CHANGED). Elastic ``run`` re-forms without rolling back.
 
@@ -31,6 +35,10 @@ class HostsUpdatedInterrupt(KhorovodError):
     """Workers joined or left; every rank re-forms at this commit."""
 
 
+class InvalidArgumentError(KhorovodError, ValueError):
+    """The call's arguments were refused (bad name, dtype, device, duplicate name)."""
+
+
 class NotInitializedError(KhorovodError, ValueError):
     """A call needed init() first (FAILED_PRECONDITION before init)."""
 
@@ -49,6 +57,8 @@ def raise_for_status(status):
     name = _NAMES.get(code, f"CODE_{code}")
     if name in ("UNAVAILABLE", "ABORTED"):
         raise HorovodInternalError(name, message)
+    if name in ("INVALID_ARGUMENT", "ALREADY_EXISTS"):
+        raise InvalidArgumentError(name, message)
     if name == "MEMBERSHIP_CHANGED":
         raise HostsUpdatedInterrupt(name, message)
     raise KhorovodError(name, message)

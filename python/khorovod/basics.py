@@ -10,6 +10,7 @@ Thread-safety: see _context.py.
 """
 
 from ._context import CONTEXT
+from . import _build_info
 
 
 def init():
@@ -57,11 +58,25 @@ def is_homogeneous():
 
 
 def gloo_enabled():
+    """True: host tensors always move over Gloo."""
+    return True
+
+
+def gloo_built():
     return True
 
 
 def nccl_built():
-    """False: this build moves host tensors only (the NCCL backend is separate)."""
+    """True when this build has the NCCL backend (pip: KHOROVOD_WITH_NCCL=ON)."""
+    return _build_info.NCCL_BUILT
+
+
+def cuda_built():
+    """True when this build moves CUDA tensors (NCCL or host staging)."""
+    return _build_info.CUDA_BUILT
+
+
+def mpi_built():
     return False
 
 
@@ -71,3 +86,29 @@ def mpi_enabled():
 
 def mpi_threads_supported():
     return False
+
+
+def ccl_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Refused: the runtime opens its timeline at init() only. Set
+    KHOROVOD_TIMELINE (or HOROVOD_TIMELINE) to a path before init() instead."""
+    del file_path, mark_cycles
+    raise NotImplementedError("khorovod: start_timeline() at run time is not supported; set "
+                              "KHOROVOD_TIMELINE=<path> (or HOROVOD_TIMELINE) before init()")
+
+
+def stop_timeline():
+    """Refused, as start_timeline(): the timeline runs from init() to shutdown()."""
+    raise NotImplementedError("khorovod: stop_timeline() is not supported; the timeline set "
+                              "with KHOROVOD_TIMELINE runs from init() to shutdown()")

@@ -27,6 +27,7 @@ Thread-safety: a State belongs to the training thread.
 
 import ctypes
 import functools
+import time
 
 from ._context import CONTEXT
 from ._errors import HorovodInternalError, HostsUpdatedInterrupt, KhorovodError, raise_for_status
@@ -82,6 +83,15 @@ class State:
         raise NotImplementedError
 
 
+def _timed_sync(state):
+    """state.sync(), recorded in the worker's state-sync metrics with the
+    bytes the state reports (``synced_bytes()``, 0 when it cannot tell)."""
+    start = time.monotonic()
+    state.sync()
+    size = state.synced_bytes() if hasattr(state, "synced_bytes") else 0
+    CONTEXT.runtime().record_state_sync(int(size), time.monotonic() - start)
+
+
 def run(func=None, *, reset_limit=100):
     """Decorator: ``@run def train(state, ...)``; see the module contract."""
     if func is None:
@@ -90,15 +100,22 @@ def run(func=None, *, reset_limit=100):
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         resets = 0
+        recovering_since = None  # from a reset until the sync after it succeeds
         while True:
             try:
-                state.sync()
+                _timed_sync(state)
+                if recovering_since is not None:
+                    CONTEXT.runtime().record_recovered(time.monotonic() - recovering_since)
+                    recovering_since = None
                 return func(state, *args, **kwargs)
             except HorovodInternalError as e:
                 state.restore()
                 cause = e
             except HostsUpdatedInterrupt as e:
                 cause = e
+            if recovering_since is None:
+                recovering_since = time.monotonic()
+            CONTEXT.runtime().record_reset(_khorovod.STATUS_CODES.get(cause.code, -1))
             resets += 1
             if resets > reset_limit:
                 raise KhorovodError("FAILED_PRECONDITION",

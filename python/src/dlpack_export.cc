@@ -10,7 +10,7 @@ namespace {
 
 // --- DLPack 0.x ABI ----------------------------------------------------------
 enum DLDeviceType : int32_t { kDLCPU = 1, kDLCUDA = 2 };
-enum DLDataTypeCode : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
+enum DLDataTypeCode : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 struct DLDevice {
   int32_t device_type;
   int32_t device_id;
@@ -48,8 +48,10 @@ DLDataType ToDL(DataType d) {
     case DataType::kBFloat16: return {kDLBfloat, bits, 1};
     case DataType::kInt8:
     case DataType::kInt32:
+    case DataType::kInt16:
     case DataType::kInt64: return {kDLInt, bits, 1};
     case DataType::kUInt8: return {kDLUInt, bits, 1};
+    case DataType::kBool: return {kDLBool, bits, 1};
   }
   throw std::invalid_argument("khorovod: no DLPack type for this dtype");
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dlpack_export.h"
+#include "worker_metrics_binding.h"
 #include "khorovod/runtime.h"
 
 namespace py = pybind11;
@@ -115,8 +116,9 @@ PYBIND11_MODULE(_khorovod, m) {
       .def("received_splits", &Handle::received_splits)
       .def("join_last_rank", &Handle::join_last_rank);
 
-  py::class_<Runtime>(m, "Runtime")
-      .def(py::init<>())
+  py::class_<Runtime> runtime(m, "Runtime");
+  khorovod::python::BindWorkerMetrics(runtime);
+  runtime.def(py::init<>())
       .def("init", [](Runtime& rt) {
         py::gil_scoped_release release;
         return ToTuple(rt.init());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "horovodrun_flags.h"
 #include "khorovod/util/random_hex.h"
 #include "worker_env.h"
 
@@ -149,6 +150,7 @@ struct RawFlags {
   long long elastic_timeout_s = 0;
   long long discovery_ms = 0;
   std::string program;
+  HorovodrunFlags horovodrun;
 };
 
 void add_job_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
@@ -219,6 +221,7 @@ std::vector<std::string> tokens_for_cli(const std::vector<std::string>& args, st
 // The checks that span several options, then the conversions.
 Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
   opts.elastic_timeout = std::chrono::seconds(raw.elastic_timeout_s);
+  if (auto problem = apply_horovodrun_flags(raw.horovodrun, opts)) return Status::InvalidArgument(*problem);
   opts.discovery_interval = std::chrono::milliseconds(raw.discovery_ms);
   if (opts.elastic()) {
     if (opts.min_np == 0) opts.min_np = 1;
@@ -252,6 +255,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
       "is passed to the program unchanged; '--' may separate it explicitly.");
   add_job_options(app, opts, raw);
   add_elastic_options(app, opts, raw);
+  add_horovodrun_flags(app, raw.horovodrun);
 
   bool explicit_separator = false;
   const std::size_t program_index = find_program_index(app, args, explicit_separator);

@@ -42,6 +42,8 @@ inline void StoreValue(DataType dtype, void* base, int64_t i, double v) {
     case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
     case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
     case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DataType::kInt16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v); break;
+    case DataType::kBool: static_cast<bool*>(base)[i] = v != 0; break;
   }
 }
 
@@ -55,6 +57,8 @@ inline double LoadValue(DataType dtype, const void* base, int64_t i) {
     case DataType::kUInt8: return static_cast<const uint8_t*>(base)[i];
     case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kInt16: return static_cast<const int16_t*>(base)[i];
+    case DataType::kBool: return static_cast<const bool*>(base)[i] ? 1.0 : 0.0;
   }
   return NAN;
 }

@@ -175,6 +175,14 @@ class TorchState(State):
             return disk, True
         return live, False
 
+    def synced_bytes(self):
+        """Bytes of tensors sync() broadcasts (model and optimizer state)."""
+        tensors = list(self.model.state_dict().values()) if self.model is not None else []
+        if self.optimizer is not None:
+            for slots in self.optimizer.state.values():
+                tensors.extend(v for v in slots.values() if isinstance(v, torch.Tensor))
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
     def sync(self):
         root, from_checkpoint = self._elect_source()
         if from_checkpoint and mpi_ops.CONTEXT.runtime().rank() == root:

@@ -11,7 +11,14 @@ Contract (as horovod.torch, differences in docs/python.md):
 - The Handle keeps every tensor it touches alive until it completes: the
   runtime reads and writes their memory from its background thread.
 - Failures raise khorovod.KhorovodError subclasses carrying the runtime's
-  message (MISMATCH, STALLED, HorovodInternalError for a dead peer).
+  message: collective failures are RuntimeErrors (MISMATCH, STALLED,
+  HorovodInternalError for a dead peer); arguments refused at submission
+  are ValueErrors (InvalidArgumentError), among them a name that is still
+  in flight on this rank, raised by the submitting call as in Horovod.
+- The blocking out-of-place forms (allreduce, allgather, broadcast,
+  alltoall, reducescatter and the grouped ones) are differentiable; they
+  live in autograd_ops.py and are re-exported here.
+- ``process_set``: only the global set (process_sets.py).
 - CPU tensors go to the runtime's host path (Gloo). CUDA tensors go to its
   device backend (NCCL, or host staging) with their device, which must be
   the one the runtime is pinned to (KHOROVOD_GPU_DEVICE, else the local
@@ -38,6 +45,7 @@ from .._context import CONTEXT
 from .._errors import raise_for_status
 from .. import _khorovod
 from .compression import Compression
+from . import process_sets
 
 # Reduce ops, with the runtime's wire values (ops.h).
 Sum = 0
@@ -50,6 +58,7 @@ Adasum = "Adasum"  # recognised so that the refusal is explicit
 _DTYPES = {
     torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
     torch.int8: 4, torch.uint8: 5, torch.int32: 6, torch.int64: 7,
+    torch.int16: 8, torch.bool: 9,
 }
 _TORCH_DTYPES = {code: dtype for dtype, code in _DTYPES.items()}
 
@@ -59,14 +68,17 @@ def _dtype_code(tensor):
         return _DTYPES[tensor.dtype]
     except KeyError:
         supported = ", ".join(str(d) for d in _DTYPES)
-        raise TypeError(f"khorovod: tensors of dtype {tensor.dtype} are not supported "
-                        f"(supported: {supported})") from None
+        raise ValueError(f"khorovod: tensors of dtype {tensor.dtype} are not supported "
+                         f"(supported: {supported})") from None
 
 
 def _view(tensor):
     """A TensorView of a contiguous tensor (the caller keeps it alive)."""
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"khorovod: expected a torch.Tensor, got {type(tensor).__name__}")
+        raise ValueError(f"khorovod: expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_sparse:
+        raise ValueError("khorovod: sparse tensors are reduced with sparse_allreduce_async "
+                         "(or DistributedOptimizer(sparse_as_dense=True)), not here")
     if not tensor.is_contiguous():
         raise ValueError("khorovod: internal error: tensor must be contiguous here")
     if tensor.is_cuda:
@@ -77,7 +89,7 @@ def _view(tensor):
     elif tensor.device.type == "cpu":
         kind, index = 0, 0
     else:
-        raise TypeError(f"khorovod: tensors on device {tensor.device} are not supported")
+        raise ValueError(f"khorovod: tensors on device {tensor.device} are not supported")
     return _khorovod.TensorView(tensor.data_ptr(), _dtype_code(tensor), list(tensor.shape),
                                 kind, index)
 
@@ -90,10 +102,32 @@ def _op_code(op, average):
     if op is None:
         return Average
     if op == Adasum:
-        raise NotImplementedError("khorovod: op=Adasum is not implemented by the runtime")
+        raise NotImplementedError("khorovod: op=Adasum is not implemented; use op=Average "
+                                  "or op=Sum (see docs/python.md)")
     if op not in (Sum, Average, Min, Max, Product):
         raise ValueError(f"khorovod: unknown reduce op {op!r}")
     return op
+
+
+def _check_reduce_dtype(tensor, op):
+    if tensor.dtype == torch.bool and op == Average:
+        raise ValueError("khorovod: op=Average is undefined for bool tensors; use Sum "
+                         "(logical or), Min, Max or Product (logical and)")
+
+
+def _submitted(handle):
+    """Raises at once what the runtime refused at submission (a name still
+    in flight, a bad argument), as Horovod raises from the submitting call;
+    otherwise returns ``handle``."""
+    if handle.ready():
+        status = handle.wait()
+        if _NAMES_AT_SUBMIT.get(status[0]):
+            raise_for_status(status)
+    return handle
+
+
+_NAMES_AT_SUBMIT = {code: True for name, code in _khorovod.STATUS_CODES.items()
+                    if name in ("INVALID_ARGUMENT", "ALREADY_EXISTS")}
 
 
 class Handle:
@@ -103,7 +137,7 @@ class Handle:
     __slots__ = ("_handle", "_keep", "_finish", "_done", "_result", "_error")
 
     def __init__(self, handle, keep, finish):
-        self._handle = handle
+        self._handle = _submitted(handle)
         self._keep = keep
         self._finish = finish
         self._done = False
@@ -131,6 +165,29 @@ class Handle:
         return self._result
 
 
+class GroupHandle:
+    """Several operations submitted together; the result is their list."""
+
+    __slots__ = ("_handles",)
+
+    def __init__(self, handles):
+        self._handles = list(handles)
+
+    def ready(self):
+        return all(h.ready() for h in self._handles)
+
+    def wait(self):
+        results, first_error = [], None
+        for h in self._handles:  # every buffer settles before anything is raised
+            try:
+                results.append(h.wait())
+            except Exception as e:  # noqa: BLE001
+                first_error = first_error or e
+        if first_error is not None:
+            raise first_error
+        return results
+
+
 def poll(handle):
     """True once the operation behind ``handle`` finished (never blocks)."""
     return handle.ready()
@@ -149,97 +206,91 @@ def _name(name, prefix):
 
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
     """Reduces contiguous ``tensor`` into contiguous ``output``."""
-    runtime = CONTEXT.runtime()
-    h = runtime.allreduce_async(name, _view(tensor), _view(output), op,
-                                float(prescale_factor), float(postscale_factor))
-    return h
+    _check_reduce_dtype(tensor, op)
+    return CONTEXT.runtime().allreduce_async(name, _view(tensor), _view(output), op,
+                                             float(prescale_factor), float(postscale_factor))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0):
+                    postscale_factor=1.0, process_set=None):
     """Out-of-place allreduce; synchronize() returns the reduced tensor."""
+    process_sets.check(process_set)
     op = _op_code(op, average)
-    src = tensor.contiguous()
+    src = tensor.detach().contiguous()
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
     h = _allreduce_into(src, out, _name(name, "allreduce"), op, prescale_factor, postscale_factor)
     return Handle(h, (src, out), lambda _h: out)
 
 
-def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
-              prescale_factor=1.0, postscale_factor=1.0):
-    """Reduces ``tensor`` over all ranks (default: average) and returns the result."""
-    compressed, ctx = compression.compress(tensor)
-    reduced = synchronize(allreduce_async(compressed, average, name, op, prescale_factor,
-                                          postscale_factor))
-    return compression.decompress(reduced, ctx)
-
-
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0):
+                     postscale_factor=1.0, process_set=None):
     """In-place allreduce; synchronize() returns ``tensor`` holding the result."""
+    process_sets.check(process_set)
     op = _op_code(op, average)
-    buf = tensor if tensor.is_contiguous() else tensor.contiguous()
+    in_place = tensor.is_contiguous()
+    buf = tensor.detach() if in_place else tensor.detach().contiguous()
     h = _allreduce_into(buf, buf, _name(name, "allreduce"), op, prescale_factor, postscale_factor)
 
     def finish(_h):
-        if buf is not tensor:
-            tensor.copy_(buf)
+        if not in_place:
+            tensor.data.copy_(buf)
         return tensor
     return Handle(h, (tensor, buf), finish)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0):
+               postscale_factor=1.0, process_set=None):
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor))
+                                        postscale_factor, process_set))
+
+
+def _group_names(name, prefix, count):
+    if count == 0:
+        raise ValueError(f"khorovod: {prefix} needs at least one tensor")
+    base = _name(name, prefix)
+    return [f"{base}.{i}" for i in range(count)]
 
 
 def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor):
-    if not tensors:
-        raise ValueError("khorovod: grouped_allreduce needs at least one tensor")
-    base = _name(name, "grouped_allreduce")
-    names = [f"{base}.{i}" for i in range(len(tensors))]
+    names = _group_names(name, "grouped_allreduce", len(tensors))
+    for t in tensors:
+        _check_reduce_dtype(t, op)
     return CONTEXT.runtime().grouped_allreduce_async(
         names, [_view(t) for t in tensors], [_view(o) for o in outputs], op,
         float(prescale_factor), float(postscale_factor))
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0):
+                            postscale_factor=1.0, process_set=None):
     """Reduces a list of tensors together (one fused step); returns a list."""
+    process_sets.check(process_set)
     op = _op_code(op, average)
-    srcs = [t.contiguous() for t in tensors]
+    srcs = [t.detach().contiguous() for t in tensors]
     outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
     h = _grouped(srcs, outs, name, op, prescale_factor, postscale_factor)
     return Handle(h, (srcs, outs), lambda _h: outs)
 
 
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0):
-    pairs = [compression.compress(t) for t in tensors]
-    reduced = synchronize(grouped_allreduce_async([p[0] for p in pairs], average, name, op,
-                                                  prescale_factor, postscale_factor))
-    return [compression.decompress(r, p[1]) for r, p in zip(reduced, pairs)]
-
-
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0):
+                             postscale_factor=1.0, process_set=None):
+    process_sets.check(process_set)
     op = _op_code(op, average)
-    bufs = [t if t.is_contiguous() else t.contiguous() for t in tensors]
+    in_place = [t.is_contiguous() for t in tensors]
+    bufs = [t.detach() if c else t.detach().contiguous() for t, c in zip(tensors, in_place)]
     h = _grouped(bufs, bufs, name, op, prescale_factor, postscale_factor)
 
     def finish(_h):
-        for t, b in zip(tensors, bufs):
-            if b is not t:
-                t.copy_(b)
+        for t, b, c in zip(tensors, bufs, in_place):
+            if not c:
+                t.data.copy_(b)
         return list(tensors)
     return Handle(h, (list(tensors), bufs), finish)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0):
+                       postscale_factor=1.0, process_set=None):
     return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                                postscale_factor))
+                                                postscale_factor, process_set))
 
 
 # --- allgather, broadcast, alltoall, reducescatter ---------------------------
@@ -259,46 +310,54 @@ def _output_tensor(h, like):
     return torch.frombuffer(bytearray(data), dtype=torch_dtype).reshape(shape)
 
 
-def allgather_async(tensor, name=None):
-    """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
-    src = tensor.contiguous()
-    h = CONTEXT.runtime().allgather_async(_name(name, "allgather"), _view(src))
+def _allgather_one(tensor, name):
+    src = tensor.detach().contiguous()
+    h = CONTEXT.runtime().allgather_async(name, _view(src))
     return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
-def allgather(tensor, name=None):
-    return synchronize(allgather_async(tensor, name))
+def allgather_async(tensor, name=None, process_set=None):
+    """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
+    process_sets.check(process_set)
+    return _allgather_one(tensor, _name(name, "allgather"))
 
 
-def broadcast_async_(tensor, root_rank, name=None):
+def grouped_allgather_async(tensors, name=None, process_set=None):
+    """allgather of each tensor of a list; synchronize() returns the list."""
+    process_sets.check(process_set)
+    names = _group_names(name, "grouped_allgather", len(tensors))
+    return GroupHandle([_allgather_one(t, n) for t, n in zip(tensors, names)])
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     """In place: root's tensor is copied into every other rank's tensor."""
-    buf = tensor if tensor.is_contiguous() else tensor.contiguous()
+    process_sets.check(process_set)
+    in_place = tensor.is_contiguous()
+    buf = tensor.detach() if in_place else tensor.detach().contiguous()
     h = CONTEXT.runtime().broadcast_async(_name(name, "broadcast"), _view(buf), int(root_rank))
 
     def finish(_h):
-        if buf is not tensor:
-            tensor.copy_(buf)
+        if not in_place:
+            tensor.data.copy_(buf)
         return tensor
     return Handle(h, (tensor, buf), finish)
 
 
-def broadcast_(tensor, root_rank, name=None):
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+def broadcast_(tensor, root_rank, name=None, process_set=None):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
-def broadcast_async(tensor, root_rank, name=None):
+def broadcast_async(tensor, root_rank, name=None, process_set=None):
     """Out of place: returns a new tensor holding root's values."""
-    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
+    return broadcast_async_(tensor.detach().clone(memory_format=torch.contiguous_format),
+                            root_rank, name, process_set)
 
 
-def broadcast(tensor, root_rank, name=None):
-    return synchronize(broadcast_async(tensor, root_rank, name))
-
-
-def alltoall_async(tensor, splits=None, name=None):
+def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """Sends ``splits[r]`` rows to rank r (equal split when None). The
     result is (output, received_splits) when splits are given, else output."""
-    src = tensor.contiguous()
+    process_sets.check(process_set)
+    src = tensor.detach().contiguous()
     split_list = [] if splits is None else [int(s) for s in (
         splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
     h = CONTEXT.runtime().alltoall_async(_name(name, "alltoall"), _view(src), split_list)
@@ -311,31 +370,37 @@ def alltoall_async(tensor, splits=None, name=None):
     return Handle(h, (src,), finish)
 
 
-def alltoall(tensor, splits=None, name=None):
-    return synchronize(alltoall_async(tensor, splits, name))
-
-
-def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
-    """Reduces, then gives rank r the r-th slice along dimension 0."""
-    op = _op_code(op, None)
-    src = tensor.contiguous()
-    h = CONTEXT.runtime().reducescatter_async(_name(name, "reducescatter"), _view(src), op,
-                                              float(prescale_factor), float(postscale_factor))
+def _reducescatter_one(tensor, name, op, prescale_factor, postscale_factor):
+    _check_reduce_dtype(tensor, op)
+    src = tensor.detach().contiguous()
+    h = CONTEXT.runtime().reducescatter_async(name, _view(src), op, float(prescale_factor),
+                                              float(postscale_factor))
     return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
-def reducescatter(tensor, name=None, compression=Compression.none, op=None,
-                  prescale_factor=1.0, postscale_factor=1.0):
-    compressed, ctx = compression.compress(tensor)
-    out = synchronize(reducescatter_async(compressed, name, op, prescale_factor,
-                                          postscale_factor))
-    return compression.decompress(out, ctx)
+def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=None):
+    """Reduces, then gives rank r the r-th slice along dimension 0."""
+    process_sets.check(process_set)
+    return _reducescatter_one(tensor, _name(name, "reducescatter"), _op_code(op, None),
+                              prescale_factor, postscale_factor)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=None, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=None):
+    """reducescatter of each tensor of a list; synchronize() returns the list."""
+    process_sets.check(process_set)
+    op = _op_code(op, None)
+    names = _group_names(name, "grouped_reducescatter", len(tensors))
+    return GroupHandle([_reducescatter_one(t, n, op, prescale_factor, postscale_factor)
+                        for t, n in zip(tensors, names)])
 
 
 # --- barrier, join ------------------------------------------------------------
 
-def barrier():
+def barrier(process_set=None):
     """Blocks until every rank reached the barrier."""
+    process_sets.check(process_set)
     raise_for_status(CONTEXT.runtime().barrier())
 
 
@@ -347,3 +412,9 @@ def join(device=-1):
     code, message, last = CONTEXT.runtime().join()
     raise_for_status((code, message))
     return last
+
+
+# The differentiable blocking forms (after the definitions they use).
+from .autograd_ops import (allgather, allreduce, alltoall, broadcast,  # noqa: E402,F401
+                           grouped_allgather, grouped_allreduce, grouped_reducescatter,
+                           reducescatter)

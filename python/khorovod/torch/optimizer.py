@@ -17,6 +17,14 @@ Contract:
 - op=Average (default) or Sum; ``gradient_predivide_factor`` f splits the
   average into a 1/f scale before the sum and f/size after it.
   compression=Compression.fp16 sends floating-point gradients as float16.
+- Sparse gradients (nn.Embedding(sparse=True)): reduced as Horovod does,
+  through an allgather of indices and values (sparse.py), or densified
+  first with ``sparse_as_dense=True``.
+- ``step()`` marks the end of a training step for the worker's metrics
+  (step_marks.py: samples from ``batch_size``, KHOROVOD_BATCH_SIZE, or
+  inferred from the model's inputs).
+- ``num_groups``/``groups`` are accepted and have no effect (the runtime
+  fuses whatever is in flight); ``process_set`` must be the global set.
 - Names are ``allreduce.<name>`` with the names from ``named_parameters``
   (which must name every optimized parameter, uniquely) or
   ``allreduce.noname.<i>`` in param_group order.
@@ -32,7 +40,7 @@ import warnings
 
 import torch
 
-from . import mpi_ops
+from . import mpi_ops, process_sets, sparse, step_marks
 from .compression import Compression
 
 
@@ -40,11 +48,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # Mixed into a subclass of the user's optimizer class; see DistributedOptimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor):
+                 gradient_predivide_factor, sparse_as_dense, batch_size):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
         self._predivide = float(gradient_predivide_factor)
+        self._sparse_as_dense = bool(sparse_as_dense)
+        self._step_marks = step_marks.StepMarks(batch_size)
         self.backward_passes_per_step = int(backward_passes_per_step)
 
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -99,6 +109,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _allreduce_grad_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self._sparse_as_dense:
+                handle = sparse.sparse_allreduce_async(p.grad, name=self._names[p], op=self._op)
+                return handle, None, None
+            p.grad = p.grad.to_dense()
         prescale, postscale = 1.0, 1.0
         if self._op == mpi_ops.Average and self._predivide != 1.0:
             prescale, postscale = 1.0 / self._predivide, self._predivide
@@ -119,7 +134,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p, (handle, ctx, sent) in self._handles.items():
             try:
                 reduced = mpi_ops.synchronize(handle)
-                if sent is not p.grad:
+                if sent is None:  # a sparse gradient: the result replaces it
+                    p.grad = reduced
+                elif sent is not p.grad:
                     p.grad.copy_(self._compression.decompress(reduced, ctx))
             except Exception as e:  # let every buffer settle before raising
                 first_error = first_error or e
@@ -150,7 +167,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             else:
                 self.synchronize()
         self._synchronized = False
-        return super(self.__class__, self).step(closure)
+        result = super(self.__class__, self).step(closure)
+        self._step_marks.end_step()
+        return result
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
@@ -163,13 +182,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=mpi_ops.Average,
                          gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False, process_set=None):
+                         sparse_as_dense=False, process_set=None, batch_size=None):
     """Wraps ``optimizer`` so that step() applies gradients averaged over all ranks."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError("khorovod: DistributedOptimizer expects a torch.optim.Optimizer, "
                          f"got {type(optimizer).__name__}")
     if op == mpi_ops.Adasum:
-        raise NotImplementedError("khorovod: op=Adasum is not implemented")
+        raise NotImplementedError("khorovod: op=Adasum is not implemented; use op=Average "
+                                  "or op=Sum (see docs/python.md)")
     if op not in (mpi_ops.Average, mpi_ops.Sum):
         raise ValueError("khorovod: DistributedOptimizer supports op=Average or op=Sum")
     if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
@@ -178,14 +198,12 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise ValueError("khorovod: gradient_predivide_factor must be positive")
     if int(backward_passes_per_step) < 1:
         raise ValueError("khorovod: backward_passes_per_step must be at least 1")
-    if num_groups or groups is not None or sparse_as_dense or process_set is not None:
-        raise NotImplementedError("khorovod: num_groups, groups, sparse_as_dense and "
-                                  "process_set are not implemented (the runtime fuses "
-                                  "gradients itself)")
+    process_sets.check(process_set)
+    del num_groups, groups  # grouping only steers fusion, which the runtime does itself
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-                  op, gradient_predivide_factor)
+                  op, gradient_predivide_factor, sparse_as_dense, batch_size)
     # Keep what opt accumulated so far (horovod starts from empty state).
     wrapped.state = optimizer.state
     return wrapped

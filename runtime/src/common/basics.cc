@@ -42,6 +42,8 @@ size_t DataTypeSize(DataType dtype) {
     case DataType::kUInt8: return 1;
     case DataType::kInt32: return 4;
     case DataType::kInt64: return 8;
+    case DataType::kInt16: return 2;
+    case DataType::kBool: return 1;
   }
   return 0;
 }
@@ -56,11 +58,13 @@ std::string_view DataTypeName(DataType dtype) {
     case DataType::kUInt8: return "uint8";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
+    case DataType::kInt16: return "int16";
+    case DataType::kBool: return "bool";
   }
   return "invalid";
 }
 
-bool IsValidDataType(uint8_t raw) { return raw <= static_cast<uint8_t>(DataType::kInt64); }
+bool IsValidDataType(uint8_t raw) { return raw <= static_cast<uint8_t>(DataType::kBool); }
 
 bool IsFloatingPoint(DataType dtype) {
   return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||

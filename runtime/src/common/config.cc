@@ -4,12 +4,16 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cerrno>
 #include <fstream>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+
+#include "common/horovod_env.h"
 
 extern char** environ;
 
@@ -180,12 +184,23 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
 }
 
 StatusOr<Config> Config::FromEnvironment() {
-  std::map<std::string, std::string> vars;
+  std::map<std::string, std::string> vars, horovod;
   for (char** e = environ; e && *e; ++e) {
     std::string entry(*e);
-    if (entry.rfind("KHOROVOD_", 0) != 0) continue;
+    const bool ours = entry.rfind("KHOROVOD_", 0) == 0;
+    if (!ours && entry.rfind("HOROVOD_", 0) != 0) continue;
     size_t eq = entry.find('=');
-    if (eq != std::string::npos) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    if (eq != std::string::npos) (ours ? vars : horovod).emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  const std::vector<std::string> unknown = MergeHorovodAliases(&vars, horovod);
+  // One warning per process (elastic jobs read the environment at every
+  // reset); the user set these expecting an effect they will not get.
+  static std::atomic<bool> warned{false};
+  if (!unknown.empty() && !warned.exchange(true)) {
+    std::string names;
+    for (const auto& n : unknown) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "khorovod: warning: ignoring %s (no equivalent in khorovod; see docs/python.md)\n",
+                 names.c_str());
   }
   return FromMap(vars);
 }

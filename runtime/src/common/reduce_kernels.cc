@@ -11,9 +11,13 @@
 namespace khorovod {
 namespace {
 
+// On bool, sum is logical or and product logical and (as torch reduces bools).
 struct SumOp {
   template <typename T>
-  static T apply(T a, T b) { return static_cast<T>(a + b); }
+  static T apply(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) return a || b;
+    else return static_cast<T>(a + b);
+  }
 };
 struct MinOp {
   template <typename T>
@@ -25,7 +29,10 @@ struct MaxOp {
 };
 struct ProdOp {
   template <typename T>
-  static T apply(T a, T b) { return static_cast<T>(a * b); }
+  static T apply(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) return a && b;
+    else return static_cast<T>(a * b);
+  }
 };
 
 template <typename T, typename Op>
@@ -55,6 +62,8 @@ ReduceFn ForDtype(DataType dtype) {
     case DataType::kUInt8: return &NativeReduce<uint8_t, Op>;
     case DataType::kInt32: return &NativeReduce<int32_t, Op>;
     case DataType::kInt64: return &NativeReduce<int64_t, Op>;
+    case DataType::kInt16: return &NativeReduce<int16_t, Op>;
+    case DataType::kBool: return &NativeReduce<bool, Op>;
   }
   return nullptr;
 }
@@ -104,6 +113,8 @@ void Scale(void* data, size_t count, DataType dtype, double factor) {
     case DataType::kUInt8: return ScaleNative<uint8_t>(data, count, factor);
     case DataType::kInt32: return ScaleNative<int32_t>(data, count, factor);
     case DataType::kInt64: return ScaleNative<int64_t>(data, count, factor);
+    case DataType::kInt16: return ScaleNative<int16_t>(data, count, factor);
+    case DataType::kBool: return ScaleNative<bool>(data, count, factor);
   }
   KH_ENFORCE(false, "Scale: invalid dtype");
 }
@@ -141,6 +152,8 @@ void Divide(void* data, size_t count, DataType dtype, int64_t divisor) {
     case DataType::kUInt8: return DivideNative<uint8_t>(data, count, divisor);
     case DataType::kInt32: return DivideNative<int32_t>(data, count, divisor);
     case DataType::kInt64: return DivideNative<int64_t>(data, count, divisor);
+    case DataType::kInt16: return DivideNative<int16_t>(data, count, divisor);
+    case DataType::kBool: return DivideNative<bool>(data, count, divisor);
   }
   KH_ENFORCE(false, "Divide: invalid dtype");
 }

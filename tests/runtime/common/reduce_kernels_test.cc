@@ -44,6 +44,8 @@ struct Buffer {
       case DataType::kUInt8: return Store<uint8_t>(i, static_cast<uint8_t>(v));
       case DataType::kInt32: return Store<int32_t>(i, static_cast<int32_t>(v));
       case DataType::kInt64: return Store<int64_t>(i, static_cast<int64_t>(v));
+      case DataType::kInt16: return Store<int16_t>(i, static_cast<int16_t>(v));
+      case DataType::kBool: return Store<bool>(i, v != 0);
     }
   }
   double Get(size_t i) const {
@@ -56,6 +58,8 @@ struct Buffer {
       case DataType::kUInt8: return Load<uint8_t>(i);
       case DataType::kInt32: return Load<int32_t>(i);
       case DataType::kInt64: return static_cast<double>(Load<int64_t>(i));
+      case DataType::kInt16: return Load<int16_t>(i);
+      case DataType::kBool: return Load<bool>(i) ? 1.0 : 0.0;
     }
     return NAN;
   }

@@ -138,6 +138,31 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{Args{"-np", "2", "-H", "localhost:2", "--host-discovery-script", "d", "prog"},
                                 "excludes"}));
 
+TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
+  const LaunchOptions o = parse_ok({"-np", "2", "-H", "localhost:2", "--gloo", "--verbose",
+                                    "--network-interface", "lo", "--start-timeout", "90",
+                                    "--fusion-threshold-mb", "2", "--cycle-time-ms", "0.5",
+                                    "--disable-cache", "--timeline-filename", "/tmp/tl.json",
+                                    "--log-level", "INFO", "python", "train.py"});
+  EXPECT_EQ(o.command, (Args{"python", "train.py"}));
+  EXPECT_EQ(o.elastic_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_FUSION_THRESHOLD", "2097152"},
+                                               {"KHOROVOD_CYCLE_TIME", "0.5"},
+                                               {"KHOROVOD_CACHE_CAPACITY", "0"},
+                                               {"KHOROVOD_TIMELINE", "/tmp/tl.json"}}));
+}
+
+TEST(LaunchOptionsTest, HorovodrunFlagsWithoutMeaningHereFailClearly) {
+  for (const Args& args : {Args{"-np", "2", "--mpi", "prog"},
+                           Args{"-np", "2", "--network-interface", "eth0", "prog"},
+                           Args{"-np", "2", "--cycle-time-ms", "soon", "prog"}}) {
+    const Parsed p = parse(args);
+    EXPECT_FALSE(p.outcome.options.has_value()) << args[2];
+    EXPECT_EQ(p.outcome.exit_code, 2) << args[2];
+    EXPECT_NE(p.err.find(args[2]), std::string::npos) << p.err;
+  }
+}
+
 TEST(EnvSpecTest, ValidateAndParse) {
   EXPECT_TRUE(validate_env_spec("FOO").ok());
   EXPECT_TRUE(validate_env_spec("_foo9=a b=c").ok());

@@ -122,6 +122,8 @@ StatusOr<ncclDataType_t> ToNccl(DataType dtype) {
     case DataType::kUInt8: return ncclUint8;
     case DataType::kInt32: return ncclInt32;
     case DataType::kInt64: return ncclInt64;
+    case DataType::kInt16:
+    case DataType::kBool: break;  // no NCCL type (as in Horovod); the staging backend moves them
   }
   return Status::InvalidArgument("NCCL has no type for dtype " + std::to_string(static_cast<int>(dtype)));
 }

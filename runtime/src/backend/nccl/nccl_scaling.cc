@@ -26,6 +26,8 @@ void EncodeScalar(DataType dtype, double factor, unsigned char* out) {
     case DataType::kUInt8: return put(static_cast<uint8_t>(factor));
     case DataType::kInt32: return put(static_cast<int32_t>(factor));
     case DataType::kInt64: return put(static_cast<int64_t>(factor));
+    case DataType::kInt16: return put(static_cast<int16_t>(factor));
+    case DataType::kBool: return put(static_cast<bool>(factor));
   }
 }
 

@@ -89,6 +89,8 @@ std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed) {
       case DataType::kUInt8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
       case DataType::kInt32: { int32_t x = v; std::memcpy(p, &x, 4); break; }
       case DataType::kInt64: { int64_t x = v; std::memcpy(p, &x, 8); break; }
+      case DataType::kInt16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
+      case DataType::kBool: { bool x = v != 0; std::memcpy(p, &x, 1); break; }
     }
   }
   return out;

@@ -1,0 +1,37 @@
+#include "worker_metrics_binding.h"
+
+#include <chrono>
+#include <cstdint>
+
+#include "khorovod/status.h"
+#include "observability/worker_metrics.h"
+
+namespace khorovod::python {
+namespace {
+
+WorkerMetrics::Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<WorkerMetrics::Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+void BindWorkerMetrics(pybind11::class_<Runtime>& runtime) {
+  runtime.def("begin_step", &Runtime::begin_step)
+      .def("end_step", &Runtime::end_step)
+      // The status code that made the elastic loop reset, as elastic::run
+      // classifies it: UNAVAILABLE a failed peer, ABORTED a peer re-forming,
+      // anything else (MEMBERSHIP_CHANGED) a membership change.
+      .def("record_reset", [](Runtime& rt, int code) {
+        const auto c = static_cast<StatusCode>(code);
+        detail::MetricsOf(rt)->Reset(c == StatusCode::kUnavailable ? ResetCause::kPeerFailure
+                                     : c == StatusCode::kAborted  ? ResetCause::kPeerAborted
+                                                                  : ResetCause::kMembershipChanged);
+      })
+      .def("record_recovered",
+           [](Runtime& rt, double seconds) { detail::MetricsOf(rt)->Recovered(Seconds(seconds)); })
+      .def("record_state_sync", [](Runtime& rt, int64_t bytes, double seconds) {
+        detail::MetricsOf(rt)->StateSync(static_cast<size_t>(bytes < 0 ? 0 : bytes), Seconds(seconds));
+      });
+}
+
+}  // namespace khorovod::python

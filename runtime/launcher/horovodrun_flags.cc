@@ -1,0 +1,65 @@
+#include "horovodrun_flags.h"
+
+#include <chrono>
+#include <cstdlib>
+
+namespace khorovod::launcher {
+namespace {
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return *end == '\0';
+}
+
+}  // namespace
+
+void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
+  app.add_flag("--gloo", f.gloo, "horovodrun: accepted; Gloo is khorovod's CPU transport");
+  app.add_flag("--mpi", f.mpi, "horovodrun: refused; khorovod does not use MPI");
+  app.add_flag("--verbose", f.verbose, "horovodrun: accepted");
+  app.add_option("--start-timeout", f.start_timeout_s,
+                 "horovodrun: seconds to wait for workers (elastic: for --min-np of them)")
+      ->check(CLI::Range(1LL, 86400LL * 7));
+  app.add_option("--network-interface,--network-interfaces", f.network_interface,
+                 "horovodrun: only lo; khorovodrun's workers talk over loopback");
+  app.add_option("--fusion-threshold-mb", f.fusion_threshold_mb, "Sets KHOROVOD_FUSION_THRESHOLD");
+  app.add_option("--cycle-time-ms", f.cycle_time_ms, "Sets KHOROVOD_CYCLE_TIME");
+  app.add_option("--cache-capacity", f.cache_capacity, "Sets KHOROVOD_CACHE_CAPACITY");
+  app.add_flag("--disable-cache", f.disable_cache, "Sets KHOROVOD_CACHE_CAPACITY=0");
+  app.add_option("--timeline-filename", f.timeline_filename, "Sets KHOROVOD_TIMELINE");
+  app.add_option("--log-level", f.log_level, "horovodrun: accepted, no effect");
+}
+
+std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, LaunchOptions& opts) {
+  if (f.mpi) return "--mpi: khorovod has no MPI mode; drop the flag (workers use Gloo)";
+  if (!f.network_interface.empty() && f.network_interface != "lo") {
+    return "--network-interface " + f.network_interface +
+           ": khorovodrun runs every worker on this host over loopback (lo); run multi-host "
+           "jobs as a HorovodJob on Kubernetes, where the pod network is used";
+  }
+  if (f.start_timeout_s > 0) opts.elastic_timeout = std::chrono::seconds(f.start_timeout_s);
+  auto set = [&](const char* name, const std::string& value) {
+    opts.extra_env.push_back(EnvSpec{name, value});
+  };
+  if (!f.fusion_threshold_mb.empty()) {
+    if (!is_number(f.fusion_threshold_mb)) return "--fusion-threshold-mb expects a number";
+    const double mb = std::strtod(f.fusion_threshold_mb.c_str(), nullptr);
+    if (mb < 0) return "--fusion-threshold-mb must be >= 0";
+    set("KHOROVOD_FUSION_THRESHOLD", std::to_string(static_cast<long long>(mb * 1024 * 1024)));
+  }
+  if (!f.cycle_time_ms.empty()) {
+    if (!is_number(f.cycle_time_ms)) return "--cycle-time-ms expects a number";
+    set("KHOROVOD_CYCLE_TIME", f.cycle_time_ms);
+  }
+  if (f.disable_cache) {
+    set("KHOROVOD_CACHE_CAPACITY", "0");
+  } else if (!f.cache_capacity.empty()) {
+    set("KHOROVOD_CACHE_CAPACITY", f.cache_capacity);
+  }
+  if (!f.timeline_filename.empty()) set("KHOROVOD_TIMELINE", f.timeline_filename);
+  return std::nullopt;
+}
+
+}  // namespace khorovod::launcher

@@ -1,0 +1,46 @@
+// horovodrun's common flags on khorovodrun, so Horovod command lines run
+// unchanged where they make sense here and fail with a clear reason where
+// they do not.
+//
+// Contract: add_horovodrun_flags registers the flags on the CLI11 app;
+// after parsing, apply_horovodrun_flags folds them into LaunchOptions
+// (tunables become KHOROVOD_* variables in every worker, as horovodrun sets
+// HOROVOD_* ones) or returns the message of a flag that cannot be honoured:
+//   --gloo, --verbose               accepted (Gloo is the only CPU transport;
+//                                   the launcher already reports what it does)
+//   --mpi                           refused: no MPI here
+//   --start-timeout S               elastic: the wait for --min-np workers
+//   --network-interface IFACE       only lo (khorovodrun is single-host)
+//   --fusion-threshold-mb, --cycle-time-ms, --cache-capacity,
+//   --disable-cache, --timeline-filename, --log-level  worker settings
+//
+// Thread-safety: used during argument parsing only.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "launch_options.h"
+
+namespace khorovod::launcher {
+
+struct HorovodrunFlags {
+  bool gloo = false;
+  bool mpi = false;
+  bool verbose = false;
+  bool disable_cache = false;
+  long long start_timeout_s = 0;  // 0: not given
+  std::string network_interface;
+  std::string fusion_threshold_mb;
+  std::string cycle_time_ms;
+  std::string cache_capacity;
+  std::string timeline_filename;
+  std::string log_level;
+};
+
+void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& flags);
+std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& flags, LaunchOptions& opts);
+
+}  // namespace khorovod::launcher
