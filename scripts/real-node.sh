@@ -252,8 +252,9 @@ case "$cmd" in
   up) up ;;
   down) down_quiet; say "down" ;;
   status) BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"; kubectl_admin get nodes,pods -A -o wide ;;
-  kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"; kubectl_admin "$@" ;;
+  kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
+           exec nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@" ;;
   exec) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
-        KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" in_ns "$@" ;;
+        KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" exec nsenter --net="/run/netns/$NS" -- "$@" ;;
   *) echo "usage: real-node.sh up|down|status|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
 esac
