@@ -216,7 +216,7 @@ kill_shims() {
   local d pid
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}
-    tr '\0' ' ' < "$d/cmdline" 2>/dev/null | grep -q -- "containerd-shim.* -address $SOCK " && kill -9 "$pid" 2>/dev/null
+    tr '\0' ' ' 2>/dev/null < "$d/cmdline" | grep -q -- "containerd-shim.* -address $SOCK " && kill -9 "$pid" 2>/dev/null
   done
   return 0
 }
@@ -237,7 +237,8 @@ down_quiet() {
   for c in kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
   kill_shims
   # Mounts under the node's directories (volumes, rootfs, sandbox shm), deepest first.
-  findmnt -rn -o TARGET | grep -E "^$RUN/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  local m
+  for m in $(findmnt -rn -o TARGET | { grep -E "^$RUN/" || true; } | sort -r); do umount -l "$m" 2>/dev/null || true; done
   ip netns del "$NS" 2>/dev/null || true
   remove_cgroups
   if [ -f "$DIR/tunables.saved" ]; then
