@@ -125,7 +125,23 @@ start_control_plane() {
     --leader-elect=false --bind-address 127.0.0.1 --secure-port 10259 --v=1
 }
 
+# The kubelet's cgroup root (cgroupRoot in its configuration) must exist in
+# every hierarchy; a new cpuset cgroup starts without cpus/mems, so it takes
+# its parent's.
+make_cgroup_root() {
+  local d
+  for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -f "$d/cgroup.procs" ] || continue
+    mkdir -p "$d/khorovod-node"
+  done
+  if [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]; then
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/khorovod-node/cpuset.cpus
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/khorovod-node/cpuset.mems
+  fi
+}
+
 start_node() {
+  make_cgroup_root
   start containerd containerd --config "$RUN/containerd.toml"
   wait_for "containerd's socket" 60 ctr --address "$SOCK" version
   bash "$root/scripts/images.sh" node >&2
