@@ -11,6 +11,9 @@
 #   real-node.sh status        print `kubectl get nodes,pods -A -o wide`
 #   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
 #   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
+#   real-node.sh prometheus    start Prometheus in the node (127.0.0.1:9090 there),
+#                              scraping what the chart's monitors select, with
+#                              the dashboard's recording rules; `down` stops it
 #
 # Isolation: every component runs in the network namespace "khorovod-node",
 # which this script creates and which has no link to the machine's own
@@ -250,7 +253,7 @@ down_quiet() {
   stop_pid kubelet
   remove_containers
   local c
-  for c in kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
+  for c in prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
   kill_shims
   # Mounts under the node's directories (volumes, rootfs, sandbox shm), deepest first.
   local m
@@ -264,6 +267,19 @@ down_quiet() {
   rm -rf "$RUN"
 }
 
+start_prometheus() {
+  [ -f "$RUN/bin" ] || die "not up"
+  if [ -f "$RUN/prometheus.pid" ] && kill -0 "$(cat "$RUN/prometheus.pid")" 2>/dev/null; then say "prometheus already running"; return 0; fi
+  command -v prometheus >/dev/null || die "missing prometheus (scripts/install-deps.sh installs it)"
+  sed -e "s|/PKI_DIR|$RUN/pki|g" -e "s|/RULES_FILE|$root/deploy/monitoring/khorovod-rules.yaml|" \
+    "$root/scripts/real-node/prometheus.yml" > "$RUN/prometheus.yml"
+  mkdir -p "$RUN/logs"
+  start prometheus prometheus --config.file "$RUN/prometheus.yml" --storage.tsdb.path "$RUN/prometheus" \
+    --web.listen-address 127.0.0.1:9090 --log.level warn
+  wait_for "prometheus /-/ready" 60 in_ns curl -sf http://127.0.0.1:9090/-/ready
+  say "prometheus: 127.0.0.1:9090 in the node (query it with '$0 exec curl ...')"
+}
+
 cmd=${1:-}
 case "$cmd" in
   up) up ;;
@@ -271,7 +287,8 @@ case "$cmd" in
   status) BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"; kubectl_admin get nodes,pods -A -o wide ;;
   kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
            exec nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@" ;;
+  prometheus) start_prometheus ;;
   exec) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
         KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" exec nsenter --net="/run/netns/$NS" -- "$@" ;;
-  *) echo "usage: real-node.sh up|down|status|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: real-node.sh up|down|status|prometheus|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
 esac

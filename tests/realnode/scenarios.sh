@@ -171,10 +171,13 @@ scenario_pytorch() {
   k create configmap torch-scripts -n "$ns" --from-file "$root/examples/python/mnist_synthetic.py" >/dev/null
   sed "s/EPOCHS/${REALNODE_TORCH_EPOCHS:-3}/" "$here/pytorch-job.yaml" | k apply -n "$ns" -f - >/dev/null
   expect "$job: 2 PyTorch workers Running" 300 at_least_running "$job" "$ns" 3 || { dump_job "$job" "$ns"; return 1; }
+  # The workers' own gauges, and the dashboard's recorded efficiency and
+  # throughput (deploy/monitoring/khorovod-rules.yaml), for this job.
   local sel="khorovod_job=\"$job\""
   series() { prom_query "last_over_time($1{$sel}[30m])" | grep -q '"value"'; }
-  for m in khorovod_worker_step_efficiency khorovod_worker_throughput_samples_per_second; do
-    expect "Prometheus holds $m for the PyTorch job" 300 series "$m" || true
+  for m in khorovod_worker_step_efficiency khorovod_worker_throughput_samples_per_second \
+           khorovod_job:step_efficiency:ratio_rate1m khorovod_job:samples_per_second:rate1m; do
+    expect "Prometheus holds $m for the PyTorch job" 300 series "$m"
   done
   expect "$job: Succeeded" 900 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
   job_logs "$job" "$ns" | grep -q '^final accuracy' && ok "rank 0 printed its final accuracy: $(job_logs "$job" "$ns" | grep '^final accuracy' | tail -1)" \

@@ -24,7 +24,7 @@ source "$here/lib.sh"
 source "$here/prometheus.sh"
 source "$here/scenarios.sh"
 STEPS=${REALNODE_STEPS:-4000}
-trap 'stop_prometheus' EXIT
+
 
 echo "== the node"
 nodes=$(k get nodes -o wide)
