@@ -103,7 +103,8 @@ khorovod_wheel() {
   if ! ls "$dir"/khorovod-*.whl >/dev/null 2>&1; then
     say "building the khorovod wheel (pip wheel .)"
     mkdir -p "$dir.tmp"
-    (cd "$root" && python3 -m pip wheel --no-deps --no-build-isolation -w "$dir.tmp" . >&2) \
+    # Debian's interpreter: the wheel is for the image's python3 (CPython 3.11, Debian 12's libraries).
+    (cd "$root" && CMAKE_ARGS="-DKHOROVOD_WITH_NCCL=OFF" /usr/bin/python3 -m pip wheel --quiet --no-deps -w "$dir.tmp" . >&2) \
       || die "pip wheel . failed"
     rm -rf "$dir"; mv "$dir.tmp" "$dir"
   fi
