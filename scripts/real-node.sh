@@ -181,7 +181,7 @@ EOF
 
 up() {
   preflight
-  if [ -e "/run/netns/$NS" ] && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
+  if [ -e "/run/netns/$NS" ] && BIN=$(cat "$RUN/bin" 2>/dev/null) && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
     say "already up"; return 0
   fi
   down_quiet
