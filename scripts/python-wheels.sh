@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The wheels a PyTorch worker runs from, cached outside the clone:
+#   ~/.cache/khorovod/wheels/torch-<version>/  the pinned PyPI torch
+#       (python/torch-pin.txt) with every dependency, NVIDIA's CUDA wheels
+#       included (~4 GB), cp311 manylinux x86_64; complete once .complete exists
+#   ~/.cache/khorovod/wheels/pybuild/          pip's build requirements for
+#       khorovod (scikit-build-core, pybind11), so builds need no index
+# and, unless --download-only, the khorovod wheel built by `pip wheel .`
+# into OUTDIR (default build/python-wheels). Idempotent.
+#
+# Usage: scripts/python-wheels.sh [--cuda] [--download-only] [OUTDIR]
+#   --cuda  build the GPU backends into the wheel (NCCL and the CUDA runtime
+#           from scripts/install-cuda.sh); the wheel then loads libcudart and
+#           libnccl from torch's NVIDIA wheels (rpath), and needs them.
+# Install in an image or venv (no index needed):
+#   pip install --no-index --find-links ~/.cache/khorovod/wheels/torch-<v> \
+#       --find-links OUTDIR -r python/torch-pin.txt khorovod
+# Prints the torch wheel directory and the khorovod wheel path last.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cuda=0; download_only=0; out="$root/build/python-wheels"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cuda) cuda=1 ;;
+    --download-only) download_only=1 ;;
+    -*) echo "python-wheels: unknown option $1" >&2; exit 2 ;;
+    *) out=$1 ;;
+  esac
+  shift
+done
+
+cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
+python=${KHOROVOD_WHEEL_PYTHON:-python3}
+mapfile -t pins < <(grep -vE '^\s*(#|$)' "$root/python/torch-pin.txt")
+torch_version=$(printf '%s\n' "${pins[@]}" | sed -n 's/^torch==//p')
+[ -n "$torch_version" ] || { echo "python-wheels: no torch== line in python/torch-pin.txt" >&2; exit 1; }
+torch_dir="$cache/wheels/torch-$torch_version"
+build_dir="$cache/wheels/pybuild"
+build_reqs=("scikit-build-core==0.11.6" "pybind11==2.13.6")
+
+# download DIR SPEC...: the cp311 manylinux x86_64 wheels of SPEC and their
+# dependencies, whatever the local interpreter; marks DIR complete.
+download() {
+  local dir=$1; shift
+  [ -f "$dir/.complete" ] && return 0
+  mkdir -p "$dir"
+  echo "python-wheels: fetching $* into $dir"
+  "$python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --python-version 3.11 --implementation cp --abi cp311 -d "$dir" "$@"
+  touch "$dir/.complete"
+}
+download "$torch_dir" "${pins[@]}"
+download "$build_dir" "${build_reqs[@]}"
+if [ "$download_only" = 1 ]; then echo "$torch_dir"; exit 0; fi
+
+args=(); wheel_build="build/wheel"
+if [ "$cuda" = 1 ]; then
+  prefix=$(bash "$root/scripts/install-cuda.sh" | tail -1)
+  args=(-C cmake.define.KHOROVOD_WITH_NCCL=ON -C "cmake.define.KHOROVOD_CUDA_ROOT=$prefix")
+  wheel_build="build/wheel-cuda"
+fi
+export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache} CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=1
+command -v ccache >/dev/null && export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+mkdir -p "$out"
+rm -f "$out"/khorovod-*.whl
+(cd "$root" && "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-index \
+   --find-links "$build_dir" -C "build-dir=$wheel_build/{wheel_tag}" "${args[@]}" -w "$out" .)
+echo "$torch_dir"
+ls "$out"/khorovod-*.whl
