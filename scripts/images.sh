@@ -17,9 +17,9 @@
 # arguments, context files, base image); a build whose inputs are unchanged is
 # skipped. Builds use the host network (apt and pip inside RUN steps) and
 # rlimits at the machine's hard limits or below (CAP_SYS_RESOURCE is withheld).
-# torch and its NVIDIA wheels are downloaded once into
-# ~/.cache/khorovod/wheels/torch-<version> and reach builds through a
-# read-only volume, so no build downloads them again.
+# torch (python/torch-pin.txt) and its NVIDIA wheels are downloaded once
+# into ~/.cache/khorovod/wheels/torch-<version> (scripts/python-wheels.sh)
+# and reach builds through a read-only volume, so no build downloads them again.
 # Environment: KHOROVOD_WHEEL_DIR: a directory with the khorovod wheel
 # (default: build it with `pip wheel .` into ~/.cache/khorovod/wheels/khorovod-<hash>).
 set -euo pipefail
@@ -27,8 +27,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KHOROVOD_IMAGE_CACHE:-$HOME/.cache/khorovod/images}
 TAG=0.1.0
 REGISTRY=ghcr.io/khorovod
-TORCH_VERSION=2.9.1
-PYTHON_VERSION=3.11   # Debian 12's python3, which the PyTorch image runs
 SOCK=${KHOROVOD_NODE_DIR:-/var/lib/khorovod-node}/run/containerd.sock
 mkdir -p "$cache"
 say() { echo "images: $*" >&2; }
@@ -78,34 +76,23 @@ node_images() {
   build "localhost/khorovod/coredns:$(cat "$bin/coredns.version")" "$root/deploy/docker/node/coredns.Dockerfile" "$ctx"
 }
 
-# The torch wheel and its dependencies for Debian 12's CPython, downloaded once.
+# The pinned torch (python/torch-pin.txt) and its dependencies for Debian 12's
+# CPython, downloaded once by scripts/python-wheels.sh.
 torch_wheels() {
-  local dir="$HOME/.cache/khorovod/wheels/torch-$TORCH_VERSION"
-  if [ ! -f "$dir/.complete" ]; then
-    mkdir -p "$dir"
-    say "downloading torch $TORCH_VERSION and its dependencies into $dir (once)"
-    python3 -m pip download --quiet --only-binary=:all: --implementation cp --python-version "$PYTHON_VERSION" \
-      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-      --platform manylinux2014_x86_64 -d "$dir" "torch==$TORCH_VERSION" numpy >&2
-    touch "$dir/.complete"
-  fi
-  echo "$dir"
+  KHOROVOD_WHEEL_PYTHON=/usr/bin/python3 bash "$root/scripts/python-wheels.sh" --download-only | tail -1
 }
 
-# The khorovod wheel (`pip wheel .` from the repository root), cached by the
-# hash of the sources it is built from.
+# The khorovod wheel (`pip wheel .` through scripts/python-wheels.sh, for
+# Debian's python3, CPU only), cached by the hash of the sources it is built from.
 khorovod_wheel() {
   if [ -n "${KHOROVOD_WHEEL_DIR:-}" ]; then echo "$KHOROVOD_WHEEL_DIR"; return; fi
-  [ -f "$root/pyproject.toml" ] || die "no pyproject.toml at the repository root: cannot build the khorovod wheel (set KHOROVOD_WHEEL_DIR)"
   local hash; hash=$(cd "$root" && git ls-files -co --exclude-standard -- pyproject.toml CMakeLists.txt cmake runtime python \
                      | LC_ALL=C sort | xargs -r sha256sum | sha256sum | cut -c1-16)
   local dir="$HOME/.cache/khorovod/wheels/khorovod-$hash"
   if ! ls "$dir"/khorovod-*.whl >/dev/null 2>&1; then
-    say "building the khorovod wheel (pip wheel .)"
-    mkdir -p "$dir.tmp"
-    # Debian's interpreter: the wheel is for the image's python3 (CPython 3.11, Debian 12's libraries).
-    (cd "$root" && CMAKE_ARGS="-DKHOROVOD_WITH_NCCL=OFF" /usr/bin/python3 -m pip wheel --quiet --no-deps -w "$dir.tmp" . >&2) \
-      || die "pip wheel . failed"
+    say "building the khorovod wheel (scripts/python-wheels.sh)"
+    KHOROVOD_WHEEL_PYTHON=/usr/bin/python3 bash "$root/scripts/python-wheels.sh" "$dir.tmp" >&2 \
+      || die "building the khorovod wheel failed"
     rm -rf "$dir"; mv "$dir.tmp" "$dir"
   fi
   echo "$dir"
@@ -136,10 +123,11 @@ prebuilt_images() {
 pytorch_image() {
   local torch wheel ctx="$cache/ctx-pytorch"
   torch=$(torch_wheels); wheel=$(khorovod_wheel)
-  rm -rf "$ctx"; mkdir -p "$ctx/wheel"
+  rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
   cp "$wheel"/khorovod-*.whl "$ctx/wheel/"
+  cp "$root/python/torch-pin.txt" "$ctx/python/"
   build "$REGISTRY/khorovod-pytorch:$TAG" "$root/deploy/docker/pytorch.Dockerfile" "$ctx" \
-    --build-arg "BASE=$1" --build-arg "TORCH_VERSION=$TORCH_VERSION" \
+    --build-arg "RUNTIME=$1" \
     --volume "$torch:/wheels:ro" "--label=dev.khorovod.base=$(podman image inspect --format '{{.Id}}' "$1")"
 }
 
@@ -149,7 +137,13 @@ source_images() {
   build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$root"
   local torch; torch=$(torch_wheels)
   build "$REGISTRY/khorovod-runtime-cuda:$TAG" "$root/deploy/docker/runtime-cuda.Dockerfile" "$root" \
-    --build-arg "TORCH_VERSION=$TORCH_VERSION" --volume "$torch:/wheels:ro"
+    --volume "$torch:/wheels:ro"
+  local wheel ctx="$cache/ctx-pytorch-source"; wheel=$(khorovod_wheel)
+  rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
+  cp "$wheel"/khorovod-*.whl "$ctx/wheel/"; cp "$root/python/torch-pin.txt" "$ctx/python/"
+  build "$REGISTRY/khorovod-pytorch:$TAG" "$root/deploy/docker/pytorch.Dockerfile" "$ctx" \
+    --build-arg "RUNTIME=$REGISTRY/khorovod-runtime:$TAG" --volume "$torch:/wheels:ro" \
+    "--label=dev.khorovod.base=$(podman image inspect --format '{{.Id}}' "$REGISTRY/khorovod-runtime:$TAG")"
 }
 
 # load NAME...: podman save | ctr import, skipped when containerd already

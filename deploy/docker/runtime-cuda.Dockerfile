@@ -25,14 +25,15 @@ RUN bash scripts/install-cuda.sh > /tmp/cuda-prefix && cuda=$(tail -1 /tmp/cuda-
          python3 -m pip wheel --no-deps -w /wheel .
 
 FROM debian:bookworm-slim
-ARG TORCH_VERSION=2.9.1
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgloo0 libcpp-httplib0.11 libssl3 ca-certificates tini python3 python3-pip \
     && rm -rf /var/lib/apt/lists/*
-# torch and its NVIDIA wheels (cudart, NCCL, cuDNN, ...): from /wheels when a
-# directory of pre-downloaded wheels is mounted there, else from the index.
+# torch (python/torch-pin.txt) and its NVIDIA wheels (cudart, NCCL, cuDNN, ...):
+# from /wheels when a directory of pre-downloaded wheels is mounted there,
+# else from the index.
+COPY python/torch-pin.txt /tmp/torch-pin.txt
 RUN if [ -d /wheels ] && ls /wheels/torch-*.whl >/dev/null 2>&1; then src="--no-index --find-links /wheels"; else src=""; fi \
-    && python3 -m pip install --no-cache-dir --break-system-packages $src "torch==${TORCH_VERSION}" numpy \
+    && python3 -m pip install --no-cache-dir --break-system-packages $src -r /tmp/torch-pin.txt \
     && nv=/usr/local/lib/python3.11/dist-packages/nvidia \
     && test -e $nv/cuda_runtime/lib/libcudart.so.12 && test -e $nv/nccl/lib/libnccl.so.2 \
     && printf '%s\n' $nv/cuda_runtime/lib $nv/nccl/lib > /etc/ld.so.conf.d/nvidia-wheels.conf
