@@ -79,11 +79,11 @@ node_images() {
 # The pinned torch (python/torch-pin.txt) and its dependencies for Debian 12's
 # CPython, downloaded once by scripts/python-wheels.sh.
 torch_wheels() {
-  KHOROVOD_WHEEL_PYTHON=/usr/bin/python3 bash "$root/scripts/python-wheels.sh" --download-only | tail -1
+  bash "$root/scripts/python-wheels.sh" --download-only | tail -1
 }
 
 # The khorovod wheel (`pip wheel .` through scripts/python-wheels.sh, for
-# Debian's python3, CPU only), cached by the hash of the sources it is built from.
+# CPython 3.11 as Debian 12 has, CPU only), cached by the hash of the sources it is built from.
 khorovod_wheel() {
   if [ -n "${KHOROVOD_WHEEL_DIR:-}" ]; then echo "$KHOROVOD_WHEEL_DIR"; return; fi
   local hash; hash=$(cd "$root" && git ls-files -co --exclude-standard -- pyproject.toml CMakeLists.txt cmake runtime python \
@@ -91,7 +91,7 @@ khorovod_wheel() {
   local dir="$HOME/.cache/khorovod/wheels/khorovod-$hash"
   if ! ls "$dir"/khorovod-*.whl >/dev/null 2>&1; then
     say "building the khorovod wheel (scripts/python-wheels.sh)"
-    KHOROVOD_WHEEL_PYTHON=/usr/bin/python3 bash "$root/scripts/python-wheels.sh" "$dir.tmp" >&2 \
+    bash "$root/scripts/python-wheels.sh" "$dir.tmp" >&2 \
       || die "building the khorovod wheel failed"
     rm -rf "$dir"; mv "$dir.tmp" "$dir"
   fi
