@@ -9,7 +9,9 @@
 #                                  PyTorch worker on top (needs the khorovod wheel,
 #                                  see `wheel` below); what the test suite uses
 #   images.sh source               every shipped Dockerfile's default (from-source)
-#                                  stage, the CUDA worker included; prints times
+#                                  stage, the CUDA worker included; prints times.
+#                                  Tagged localhost/khorovod-source/NAME:0.1.0, so
+#                                  they never replace the suite's images
 #   images.sh load NAME...         import images into the node's containerd
 #                                  (namespace k8s.io), unless already there
 #
@@ -132,6 +134,7 @@ pytorch_image() {
 }
 
 source_images() {
+  REGISTRY=localhost/khorovod-source
   bases
   build "$REGISTRY/khorovod-operator:$TAG" "$root/deploy/docker/operator.Dockerfile" "$root"
   build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$root"
