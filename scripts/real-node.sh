@@ -17,7 +17,7 @@
 #
 # Isolation: every component runs in the network namespace "khorovod-node",
 # which this script creates and which has no link to the machine's own
-# network. The node's address (NODE_IP, on a dummy interface), the pod bridge
+# network. The node's address (NODE_IP, on the namespace's loopback), the pod bridge
 # and the Service addresses exist only there, so nothing can route off the
 # machine, whatever a pod does. Pods get routes to the cluster's ranges only.
 # The kubelet sets six kernel tunables (vm.overcommit_memory, kernel.panic,
@@ -92,9 +92,10 @@ wait_for() {  # description seconds command... : polls once a second
 make_netns() {
   ip netns add "$NS"
   ip -n "$NS" link set lo up
-  ip -n "$NS" link add khv-node0 type dummy
-  ip -n "$NS" addr add "$NODE_IP/24" dev khv-node0
-  ip -n "$NS" link set khv-node0 up
+  # The node's address lives on the namespace's loopback device (this kernel
+  # has no dummy links): local to every component, reachable from pods
+  # through the bridge's gateway.
+  ip -n "$NS" addr add "$NODE_IP/32" dev lo
   # Forwarding between the pod bridge and the node's own address, inside the
   # namespace only; bridged pod traffic passes iptables for Service DNAT.
   in_ns sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.ipv4.conf.all.route_localnet=1
