@@ -113,7 +113,7 @@ start_control_plane() {
     --client-ca-file "$pki/ca.crt" --authorization-mode Node,RBAC \
     --enable-admission-plugins NodeRestriction \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
-    --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-client-key "$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types InternalIP \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-cluster-ip-range "$SVC_CIDR" --allow-privileged=true --profiling=false --v=1

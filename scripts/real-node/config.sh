@@ -110,6 +110,7 @@ hostnameOverride: $NODE
 clusterCIDR: $POD_CIDR
 bindAddress: $NODE_IP
 metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: [primary]
 healthzBindAddress: 127.0.0.1:10256
 oomScoreAdj: 0
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
