@@ -12,8 +12,10 @@
 #   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
 #   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
 #   real-node.sh prometheus    start Prometheus in the node (127.0.0.1:9090 there),
-#                              scraping what the chart's monitors select, with
-#                              the dashboard's recording rules; `down` stops it
+#                              scraping what the chart's monitors select (file_sd
+#                              written from the API: Debian's build has no
+#                              kubernetes_sd), with the dashboard's recording
+#                              rules; `down` stops it
 #
 # Isolation: every component runs in the network namespace "khorovod-node",
 # which this script creates and which has no link to the machine's own
@@ -161,7 +163,7 @@ start_node() {
 start_dns() {
   sed -e "s/COREDNS_VERSION/$(cat "$BIN/coredns.version")/" -e "s/DNS_IP/$DNS_IP/" \
     "$root/scripts/real-node/coredns.yaml" | kubectl_admin apply -f - >/dev/null
-  # Prometheus (tests/realnode) reads the API with this identity: discovery and scrapes only.
+  # Prometheus's discovery (real-node.sh prometheus) reads the API as this user: list/watch only.
   kubectl_admin apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -254,7 +256,7 @@ down_quiet() {
   stop_pid kubelet
   remove_containers
   local c
-  for c in prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
+  for c in prom-discovery prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
   kill_shims
   # Mounts under the node's directories (volumes, rootfs, sandbox shm), deepest first.
   local m
@@ -269,12 +271,18 @@ down_quiet() {
 }
 
 start_prometheus() {
-  [ -f "$RUN/bin" ] || die "not up"
+  BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
   if [ -f "$RUN/prometheus.pid" ] && kill -0 "$(cat "$RUN/prometheus.pid")" 2>/dev/null; then say "prometheus already running"; return 0; fi
   command -v prometheus >/dev/null || die "missing prometheus (scripts/install-deps.sh installs it)"
-  sed -e "s|/PKI_DIR|$RUN/pki|g" -e "s|/RULES_FILE|$root/deploy/monitoring/khorovod-rules.yaml|" \
+  mkdir -p "$RUN/logs" "$RUN/prometheus-sd"
+  sed -e "s|/SD_DIR|$RUN/prometheus-sd|g" -e "s|/RULES_FILE|$root/deploy/monitoring/khorovod-rules.yaml|" \
     "$root/scripts/real-node/prometheus.yml" > "$RUN/prometheus.yml"
-  mkdir -p "$RUN/logs"
+  local kubectl_cmd
+  kubectl_cmd=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \
+    nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/prometheus.kubeconfig" --request-timeout=20s)
+  setsid python3 "$root/scripts/real-node/prom_discovery.py" "$kubectl_cmd" "$RUN/prometheus-sd" 2 \
+    >> "$RUN/logs/prom-discovery.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/prom-discovery.pid"
   start prometheus prometheus --config.file "$RUN/prometheus.yml" --storage.tsdb.path "$RUN/prometheus" \
     --web.listen-address 127.0.0.1:9090 --log.level warn
   wait_for "prometheus /-/ready" 60 in_ns curl -sf http://127.0.0.1:9090/-/ready

@@ -31,7 +31,7 @@ extendedKeyUsage=serverAuth"
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
   local user
-  for user in admin controller-manager scheduler kubelet kube-proxy; do
+  for user in admin controller-manager scheduler kubelet kube-proxy prometheus; do
     cat > "$dir/$user.kubeconfig" <<KCFG
 apiVersion: v1
 kind: Config
