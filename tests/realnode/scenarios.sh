@@ -21,7 +21,11 @@ install_operator() {
 }
 
 # Exit codes, restart counts and events of a job, for the assertions.
-events_of() { k get events -n "$2" --field-selector "involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason}{": "}{.message}{"\n"}{end}'; }
+# One line per Event object: "REASON: MESSAGE (xCOUNT)"; the recorder folds
+# repeats of one reason and message into one object with a count.
+events_of() { k get events -n "$2" --field-selector "involvedObject.name=$1" -o jsonpath='{range .items[*]}{.reason}{": "}{.message}{" (x"}{.count}{")\n"}{end}'; }
+# event_count JOB NS REGEX: how many times matching events were recorded.
+event_count() { events_of "$1" "$2" | grep -E "$3" | sed -nE 's/.*\(x([0-9]*)\)$/\1/p' | awk '{n += ($1 == "" ? 1 : $1)} END {print n + 0}'; }
 restarts_of() { jp hvdjob "$1" -n "$2" -o jsonpath='{.status.restartCount}'; }
 condition_of() { jp hvdjob "$1" -n "$2" -o jsonpath="{.status.conditions[?(@.type==\"$3\")].status} {.status.conditions[?(@.type==\"$3\")].reason}"; }
 uid_of() { jp pod "$1" -n "$2" -o jsonpath='{.metadata.uid}'; }
@@ -141,7 +145,7 @@ scenario_backoff() {
   c=$(condition_of "$job" "$ns" Failed); r=$(restarts_of "$job" "$ns")
   [ "$c" = "True BackoffLimitExceeded" ] && ok "condition Failed=True, reason BackoffLimitExceeded" || fail "condition Failed: '$c'"
   [ "$r" = 3 ] && ok "status.restartCount 3" || fail "status.restartCount '$r' (expected 3)"
-  n=$(events_of "$job" "$ns" | grep -c "WorkerFailed: worker $job-worker-1 failed (exit code 3")
+  n=$(event_count "$job" "$ns" "^WorkerFailed: worker $job-worker-1 failed \(exit code 3")
   [ "$n" -ge 2 ] && ok "WorkerFailed events for worker-1 exit code 3 ($n, the third ended the job)" \
     || fail "WorkerFailed events for worker-1: $n"
   events_of "$job" "$ns" | grep -q "BackoffLimitExceeded" && ok "event BackoffLimitExceeded" || fail "no BackoffLimitExceeded event"
