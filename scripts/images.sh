@@ -15,9 +15,9 @@
 #   images.sh load NAME...         import images into the node's containerd
 #                                  (namespace k8s.io), unless already there
 #
-# Every image is labelled with a hash of its inputs (Dockerfile, target, build
-# arguments, context files, base image); a build whose inputs are unchanged is
-# skipped. Builds use the host network (apt and pip inside RUN steps) and
+# Every image is recorded with a hash of its inputs (Dockerfile, target, build
+# arguments, context files, base images); a build whose inputs are unchanged
+# is skipped. Builds use the host network (apt and pip inside RUN steps) and
 # rlimits at the machine's hard limits or below (CAP_SYS_RESOURCE is withheld).
 # torch (python/torch-pin.txt) and its NVIDIA wheels are downloaded once
 # into ~/.cache/khorovod/wheels/torch-<version> (scripts/python-wheels.sh)
@@ -53,17 +53,22 @@ inputs_hash() {
   } | sha256sum | cut -c1-32
 }
 
-# build NAME DOCKERFILE CONTEXT [podman build args...]: builds unless inputs are unchanged.
+# build NAME DOCKERFILE CONTEXT [podman build args...]: builds unless inputs
+# are unchanged. A stamp file records "<inputs hash> <image id>" per name
+# (buildah's layer cache can hand back an earlier image with its earlier
+# labels, so the hash is not kept as a label).
 build() {
   local name=$1 dockerfile=$2 context=$3; shift 3
-  local hash; hash=$(inputs_hash "$dockerfile" "$context" "$@")
-  local have; have=$(podman image inspect --format '{{index .Labels "dev.khorovod.inputs"}}' "$name" 2>/dev/null || true)
-  if [ "$have" = "$hash" ]; then say "$name: up to date"; return 0; fi
+  local hash; hash=$(inputs_hash "$dockerfile" "$context" "$@" "${EXTRA_INPUTS:-}")
+  local stamp; stamp="$cache/stamps/${name//[\/:]/_}"
+  local id; id=$(podman image inspect --format '{{.Id}}' "$name" 2>/dev/null || true)
+  if [ -n "$id" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash $id" ]; then say "$name: up to date"; return 0; fi
   say "building $name"
-  local t0=$SECONDS
-  podman build "${build_flags[@]}" --label "dev.khorovod.inputs=$hash" -f "$dockerfile" -t "$name" "$@" "$context" \
-    > "$cache/build-${name//[\/:]/_}.log" 2>&1 \
-    || { tail -40 "$cache/build-${name//[\/:]/_}.log" >&2; die "building $name failed (log: $cache/build-${name//[\/:]/_}.log)"; }
+  local t0=$SECONDS log="$cache/build-${name//[\/:]/_}.log"
+  podman build "${build_flags[@]}" -f "$dockerfile" -t "$name" "$@" "$context" > "$log" 2>&1 \
+    || { tail -40 "$log" >&2; die "building $name failed (log: $log)"; }
+  mkdir -p "$cache/stamps"
+  echo "$hash $(podman image inspect --format '{{.Id}}' "$name")" > "$stamp"
   say "built $name in $((SECONDS - t0))s"
 }
 
@@ -128,9 +133,11 @@ pytorch_image() {
   rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
   cp "$wheel"/khorovod-*.whl "$ctx/wheel/"
   cp "$root/python/torch-pin.txt" "$ctx/python/"
+  # FROM ${RUNTIME} is an argument: the runtime image's ID joins the inputs.
+  EXTRA_INPUTS="runtime $(podman image inspect --format '{{.Id}}' "$1")" \
   build "$REGISTRY/khorovod-pytorch:$TAG" "$root/deploy/docker/pytorch.Dockerfile" "$ctx" \
     --build-arg "RUNTIME=$1" \
-    --volume "$torch:/wheels:ro" "--label=dev.khorovod.base=$(podman image inspect --format '{{.Id}}' "$1")"
+    --volume "$torch:/wheels:ro"
 }
 
 source_images() {
@@ -144,9 +151,9 @@ source_images() {
   local wheel ctx="$cache/ctx-pytorch-source"; wheel=$(khorovod_wheel)
   rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
   cp "$wheel"/khorovod-*.whl "$ctx/wheel/"; cp "$root/python/torch-pin.txt" "$ctx/python/"
+  EXTRA_INPUTS="runtime $(podman image inspect --format '{{.Id}}' "$REGISTRY/khorovod-runtime:$TAG")" \
   build "$REGISTRY/khorovod-pytorch:$TAG" "$root/deploy/docker/pytorch.Dockerfile" "$ctx" \
-    --build-arg "RUNTIME=$REGISTRY/khorovod-runtime:$TAG" --volume "$torch:/wheels:ro" \
-    "--label=dev.khorovod.base=$(podman image inspect --format '{{.Id}}' "$REGISTRY/khorovod-runtime:$TAG")"
+    --build-arg "RUNTIME=$REGISTRY/khorovod-runtime:$TAG" --volume "$torch:/wheels:ro"
 }
 
 # load NAME...: podman save | ctr import, skipped when containerd already
