@@ -18,6 +18,8 @@ t0=$SECONDS
 bash "$root/scripts/images.sh" prebuilt "$build_dir" || broken "building the images failed"
 t_images=$((SECONDS - t0))
 trap 'bash "$root/scripts/real-node.sh" down' EXIT
+# A fresh node every time: a node left from an earlier run holds its state.
+bash "$root/scripts/real-node.sh" down
 bash "$root/scripts/real-node.sh" up || broken "the real node did not come up (see the messages above)"
 t_up=$((SECONDS - t0 - t_images))
 bash "$root/scripts/images.sh" load "${images[@]}" || broken "loading the images into containerd failed"
