@@ -8,7 +8,7 @@
 #                                  (the Dockerfiles' `prebuilt` targets) and the
 #                                  PyTorch worker on top (needs the khorovod wheel,
 #                                  see `wheel` below); what the test suite uses
-#   images.sh source               every shipped Dockerfile's default (from-source)
+#   images.sh source [NAME...]     every shipped Dockerfile's default (from-source)
 #                                  stage, the CUDA worker included; prints times.
 #                                  Tagged localhost/khorovod-source/NAME:0.1.0, so
 #                                  they never replace the suite's images
@@ -35,6 +35,15 @@ say() { echo "images: $*" >&2; }
 die() { say "$*"; exit 1; }
 command -v podman >/dev/null || die "podman is required (scripts/install-deps.sh installs it)"
 build_flags=(--network host --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --layers)
+# pip inside builds trusts what the host's pip trusts (a machine may reach the
+# package index through a TLS proxy with its own CA): the host's CA bundle
+# and a pip.conf naming it are mounted for the build only, never committed.
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$cache/pip-conf"
+  printf '[global]\ncert = /etc/khorovod-build-ca.crt\n' > "$cache/pip-conf/pip.conf"
+  build_flags+=(--volume /etc/ssl/certs/ca-certificates.crt:/etc/khorovod-build-ca.crt:ro
+                --volume "$cache/pip-conf/pip.conf:/etc/pip.conf:ro")
+fi
 
 # inputs_hash DOCKERFILE CONTEXT TARGET ARGS...: what an image is a function of.
 inputs_hash() {
@@ -140,14 +149,16 @@ pytorch_image() {
     --volume "$torch:/wheels:ro"
 }
 
-source_images() {
+source_images() {  # [operator|runtime|runtime-cuda|pytorch ...] (default: all)
   REGISTRY=localhost/khorovod-source
+  local want=" ${*:-operator runtime runtime-cuda pytorch} "
   bases
-  build "$REGISTRY/khorovod-operator:$TAG" "$root/deploy/docker/operator.Dockerfile" "$root"
-  build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$root"
+  [[ $want == *" operator "* ]] && build "$REGISTRY/khorovod-operator:$TAG" "$root/deploy/docker/operator.Dockerfile" "$root"
+  [[ $want == *" runtime "* ]] && build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$root"
   local torch; torch=$(torch_wheels)
-  build "$REGISTRY/khorovod-runtime-cuda:$TAG" "$root/deploy/docker/runtime-cuda.Dockerfile" "$root" \
-    --volume "$torch:/wheels:ro"
+  [[ $want == *" runtime-cuda "* ]] && build "$REGISTRY/khorovod-runtime-cuda:$TAG" \
+    "$root/deploy/docker/runtime-cuda.Dockerfile" "$root" --volume "$torch:/wheels:ro"
+  [[ $want == *" pytorch "* ]] || return 0
   local wheel ctx="$cache/ctx-pytorch-source"; wheel=$(khorovod_wheel)
   rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
   cp "$wheel"/khorovod-*.whl "$ctx/wheel/"; cp "$root/python/torch-pin.txt" "$ctx/python/"
@@ -179,7 +190,7 @@ load() {
 case "${1:-}" in
   node) node_images ;;
   prebuilt) shift; prebuilt_images "$@" ;;
-  source) source_images ;;
+  source) shift; source_images "$@" ;;
   load) shift; load "$@" ;;
   *) echo "usage: images.sh node|prebuilt BUILD_DIR|source|load NAME..." >&2; exit 2 ;;
 esac
