@@ -187,3 +187,16 @@ scenario_pytorch() {
   job_logs "$job" "$ns" | grep -q '^final accuracy' && ok "rank 0 printed its final accuracy: $(job_logs "$job" "$ns" | grep '^final accuracy' | tail -1)" \
     || fail "no final accuracy in the PyTorch job's logs"
 }
+
+# The GPU example cannot run here (no GPU): it must pass the API server's
+# validation (server-side dry run) and name an image that has a Dockerfile.
+scenario_gpu_manifest() {
+  local f="$root/deploy/examples/horovodjob-gpu.yaml" out
+  k create namespace gpu-example >/dev/null
+  if out=$(k apply -n gpu-example --dry-run=server -f "$f" 2>&1); then ok "deploy/examples/horovodjob-gpu.yaml passes server-side validation"
+  else fail "the GPU example is refused: $out"; fi
+  local image; image=$(sed -nE 's/^ *image: *([^ ]+).*/\1/p' "$f" | head -1)
+  if grep -lq -- "-t $image" "$root"/deploy/docker/*.Dockerfile; then ok "the GPU example's image $image has a Dockerfile"
+  else fail "no Dockerfile in deploy/docker builds $image"; fi
+  k delete namespace gpu-example --wait=false >/dev/null
+}

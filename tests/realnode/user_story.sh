@@ -5,6 +5,8 @@
 #   1. helm install of the operator from its image; Prometheus scraping what
 #      the chart's ServiceMonitor and PodMonitor select;
 #   2. deploy/examples/horovodjob-cpu.yaml applied as written: Succeeded;
+#      the GPU example passes server-side validation and its image has a
+#      Dockerfile;
 #   3. a long elastic job: a worker's process killed, another worker deleted
 #      with --force, kubectl scale down and up, the rendezvous pod deleted;
 #      Succeeded with every rank agreeing; phases, conditions, events and the
@@ -36,6 +38,7 @@ install_operator && start_prometheus
 
 echo "== deploy/examples/horovodjob-cpu.yaml as written"
 scenario_cpu_example
+scenario_gpu_manifest
 echo "== elastic story: kill, force-delete, scale, rendezvous loss"
 scenario_story
 echo "== the same worker index failing 3 times"
