@@ -86,6 +86,11 @@ story_steps() {
   expect "training makes progress (step lines from rank 0)" 120 progress || return 1
   trained() { jp hvdjob "$job" -n "$ns" -o jsonpath='{.status.readyReplicas}' | grep -qx 4; }
   expect "status.readyReplicas 4 (probes and pod readiness from the kubelet)" 60 trained
+  # The PodMonitor's selection reaches the workers and the rendezvous server.
+  prom_has() { prom_query "$1" | grep -q '"value"'; }
+  expect "Prometheus sees the workers' steps rising" 60 \
+    prom_has "sum(increase(khorovod_worker_steps_total{khorovod_job=\"$job\"}[1m])) > 0"
+  expect "Prometheus scrapes the rendezvous server" 60 prom_has "khorovod_rendezvous_generation{khorovod_job=\"$job\"}"
 
   # A worker's process killed on the node: the container exits 137, the pod
   # fails, the operator counts a restart and replaces it.
