@@ -205,3 +205,20 @@ scenario_gpu_manifest() {
   else fail "no Dockerfile in deploy/docker builds $image"; fi
   k delete namespace gpu-example --wait=false >/dev/null
 }
+
+# Nothing the node runs can route off the machine: its namespace has no
+# default route and no interface but its loopback and the pod bridge (with
+# the pods' veth ends), and a pod has routes to the cluster's ranges only.
+check_isolation() {
+  local routes links pod_routes
+  routes=$(in_node ip route show table all 2>&1)
+  links=$(in_node ip -o link show 2>&1 | awk -F': ' '{print $2}' | sed 's/@.*//')
+  if ! grep -q '^default' <<<"$routes"; then ok "the node's network namespace has no default route"
+  else fail "the node's namespace has a default route: $(grep '^default' <<<"$routes")"; fi
+  local other; other=$(grep -vxE 'lo|khv-cni0|veth[0-9a-f]+' <<<"$links" | tr '\n' ' ')
+  [ -z "$other" ] && ok "the node's namespace holds only its loopback, the pod bridge and pod veths" \
+    || fail "unexpected interfaces in the node's namespace: $other"
+  pod_routes=$(k exec -n khorovod-system deploy/khorovod -- cat /proc/net/route 2>/dev/null | awk 'NR>1 {print $2}')
+  if [ -n "$pod_routes" ] && ! grep -qx 00000000 <<<"$pod_routes"; then ok "a pod (the operator) has no default route"
+  else fail "a pod has a default route or its routes could not be read: $(echo $pod_routes)"; fi
+}

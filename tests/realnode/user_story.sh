@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The user's whole story on a real node (scripts/real-node.sh must be up and
 # the images loaded; tests/realnode/run.sh does both), asserted through the API:
-#   0. the node runs containerd (kubectl get nodes -o wide, in the log);
+#   0. the node runs containerd (kubectl get nodes -o wide, in the log) and
+#      nothing in it routes off the machine;
 #   1. helm install of the operator from its image; Prometheus scraping what
 #      the chart's ServiceMonitor and PodMonitor select;
 #   2. deploy/examples/horovodjob-cpu.yaml applied as written: Succeeded;
@@ -34,7 +35,7 @@ echo "$nodes"
 grep -q 'containerd://' <<<"$nodes" && ok "the node runs containerd (kubectl get nodes -o wide)" \
   || fail "kubectl get nodes -o wide shows no containerd runtime"
 echo "== operator (helm install) and Prometheus"
-install_operator && start_prometheus
+install_operator && check_isolation && start_prometheus
 
 echo "== deploy/examples/horovodjob-cpu.yaml as written"
 scenario_cpu_example
