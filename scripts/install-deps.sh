@@ -13,6 +13,9 @@ packages=(
   python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
   python3-pip  # scripts/install-cuda.sh fetches the CUDA/NCCL wheels with pip download
   python3-venv  # tests/python/pip_install.sh: clean venvs for pip install .
+  # The real node (scripts/real-node.sh) and its images (scripts/images.sh).
+  containerd runc containernetworking-plugins iptables conntrack socat iproute2 util-linux
+  podman buildah debootstrap
 )
 
 missing=()

@@ -4,7 +4,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd
 #     from scripts/k8s/go.mod (k8s.io/kubernetes with each staging module
 #     replaced by its published v0.x release);
-#   helm and kwok with `go install <module>@<version>`.
+#     and, for the real node (scripts/real-node.sh), kubelet and kube-proxy;
+#   helm, kwok and CoreDNS with `go install <module>@<version>`.
 # Prints the cache's bin directory on its last line. Idempotent: a binary
 # already in the cache for its version is not rebuilt.
 # Usage: scripts/k8s-tools.sh [binary...]   (default: all of them)
@@ -14,6 +15,7 @@ K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.4
 HELM_VERSION=v3.19.0
 KWOK_VERSION=v0.7.0
+COREDNS_VERSION=v1.12.4
 cache=${KHOROVOD_K8S_CACHE:-$HOME/.cache/khorovod/k8s}
 # BUILD_REV changes when the way the binaries are built changes.
 BUILD_REV=2
@@ -23,7 +25,8 @@ command -v go >/dev/null || { echo "k8s-tools: the Go toolchain is required (go 
 export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
 
 wanted=("$@")
-[ ${#wanted[@]} -gt 0 ] || wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm kwok)
+[ ${#wanted[@]} -gt 0 ] || wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl helm kwok
+                                  kubelet kube-proxy coredns)
 
 # Stamp the version the release builds carry, so the API server reports
 # v1.34.4 (Helm's kubeVersion checks and kubectl version skew read it).
@@ -38,14 +41,18 @@ install_module() {  # name module@version
 }
 
 for b in "${wanted[@]}"; do
-  [ -x "$bin/$b" ] && continue
+  # CoreDNS's version is not in the directory name: a stamp beside it says which it is.
+  if [ "$b" = coredns ]; then [ "$(cat "$bin/coredns.version" 2>/dev/null)" = "$COREDNS_VERSION" ] && continue
+  elif [ -x "$bin/$b" ]; then continue; fi
   echo "k8s-tools: building $b" >&2
   case "$b" in
     etcd) build_from_wrapper etcd go.etcd.io/etcd/server/v3 ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl)
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet|kube-proxy)
       build_from_wrapper "$b" "k8s.io/kubernetes/cmd/$b" ;;
     helm) install_module helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" ;;
     kwok) install_module kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
+    coredns) install_module coredns "github.com/coredns/coredns@$COREDNS_VERSION"
+             echo "$COREDNS_VERSION" > "$bin/coredns.version" ;;
     *) echo "k8s-tools: unknown binary $b" >&2; exit 2 ;;
   esac
 done

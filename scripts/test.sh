@@ -8,7 +8,11 @@
 #   3. the runtime's unit and multi-process tests under TSan (the elastic
 #      tests need cpp-httplib, which Debian does not build with TSan);
 #   4. a short libFuzzer run over the rendezvous request handlers (clang;
-#      skipped, and said so, if clang cannot be installed).
+#      skipped, and said so, if clang cannot be installed);
+#   5. the real node: the images built from a Release build, a kubelet with
+#      containerd, CNI, CoreDNS and kube-proxy, and the user's story asserted
+#      through the API (tests/realnode; fails, never skips, if the machine
+#      lacks what a node needs).
 # Ends with one line: "suite: N passed, M failed, K skipped".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,6 +85,25 @@ if bash scripts/install-fuzz-deps.sh; then
   fi
 else
   echo "suite: fuzz stage skipped: clang-14 / libclang-rt-14-dev could not be installed"
+fi
+
+# script_stage NAME COMMAND...: a stage that ends with "NAME: N passed, M failed".
+script_stage() {
+  local name=$1; shift
+  echo "== $name"
+  "$@" 2>&1 | tee "$logdir/$name.log"
+  local summary; summary=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$logdir/$name.log" | tail -1)
+  if [ -z "$summary" ]; then broken+=("$name: no summary"); return; fi
+  passed=$((passed + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$summary")))
+  failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$summary")))
+}
+# The images copy the binaries of this Release build (CPU only, as the shipped
+# Dockerfiles' from-source stages build them): no compiler runs inside an image
+# build. The from-source image builds are timed apart (docs/benchmarks.md).
+if build_stage image -DCMAKE_BUILD_TYPE=Release -DKHOROVOD_BUILD_TESTS=OFF -DKHOROVOD_BUILD_BENCHMARKS=OFF \
+     -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
+     -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
+  script_stage realnode bash tests/realnode/run.sh build/image
 fi
 
 for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done

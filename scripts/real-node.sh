@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this machine, for the user story
+# tests (tests/realnode) and for trying khorovod by hand (docs/install.md):
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and
+#   kube-proxy built from Go modules (scripts/k8s-tools.sh), containerd + runc
+#   from Debian, CNI bridge networking (Debian's containernetworking-plugins)
+#   and CoreDNS as the cluster DNS (a Deployment behind kube-dns).
+#
+#   real-node.sh up            bring it up (idempotent: a running node is kept)
+#   real-node.sh down          stop everything it started and remove its state
+#   real-node.sh status        print `kubectl get nodes,pods -A -o wide`
+#   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
+#   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
+#   real-node.sh prometheus    start Prometheus in the node (127.0.0.1:9090 there),
+#                              scraping what the chart's monitors select (file_sd
+#                              written from the API: Debian's build has no
+#                              kubernetes_sd), with the dashboard's recording
+#                              rules; `down` stops it
+#
+# Isolation: every component runs in the network namespace "khorovod-node",
+# which this script creates and which has no link to the machine's own
+# network. The node's address (NODE_IP, on the namespace's loopback), the pod bridge
+# and the Service addresses exist only there, so nothing can route off the
+# machine, whatever a pod does. Pods get routes to the cluster's ranges only.
+# The kubelet sets six kernel tunables (vm.overcommit_memory, kernel.panic,
+# ...); `up` records their values and `down` restores them.
+# Images: containerd keeps its image store in DIR/containerd across runs
+# (scripts/images.sh load imports into it); everything else is per run.
+# Needs root. Every wait is bounded; a failed `up` prints the component logs.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+NS=khorovod-node
+NODE=khorovod-node
+DIR=${KHOROVOD_NODE_DIR:-/var/lib/khorovod-node}
+RUN="$DIR/run"
+SOCK="$RUN/containerd.sock"
+NODE_IP=10.250.0.1
+POD_CIDR=10.244.0.0/16
+POD_SUBNET=10.244.0.0/24
+POD_GW=10.244.0.1
+SVC_CIDR=10.96.0.0/16
+API_SVC_IP=10.96.0.1
+DNS_IP=10.96.0.10
+PAUSE_IMAGE=localhost/khorovod/pause:1
+TUNABLES=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+          kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+export DIR RUN SOCK NODE NODE_IP POD_CIDR POD_SUBNET POD_GW SVC_CIDR DNS_IP PAUSE_IMAGE
+# shellcheck source=real-node/pki.sh
+source "$root/scripts/real-node/pki.sh"
+# shellcheck source=real-node/config.sh
+source "$root/scripts/real-node/config.sh"
+
+in_ns() { nsenter --net="/run/netns/$NS" -- "$@"; }
+say() { echo "real-node: $*" >&2; }
+die() { say "$*"; exit 1; }
+k8s_bin() { bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controller-manager kube-scheduler \
+              kubectl kubelet kube-proxy coredns helm | tail -1; }
+kubectl_admin() { in_ns "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
+
+# What a node needs from this machine; any gap stops `up` with its name.
+preflight() {
+  [ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces, mounts, containers)"
+  local t
+  for t in containerd runc ip nsenter iptables conntrack findmnt openssl; do
+    command -v "$t" >/dev/null || die "missing $t (scripts/install-deps.sh installs it)"
+  done
+  for t in bridge host-local loopback portmap; do
+    [ -x "/usr/lib/cni/$t" ] || die "missing CNI plugin /usr/lib/cni/$t (package containernetworking-plugins)"
+  done
+  grep -qw overlay /proc/filesystems || die "the kernel has no overlay filesystem (containerd's snapshotter needs it)"
+  [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] \
+    || die "the kernel has no br_netfilter (kube-proxy's Service rules must see bridged pod traffic)"
+  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || die "no memory cgroup controller mounted"
+}
+
+start() {  # name command... : runs it in the node's namespace, logs and pid in RUN
+  local name=$1; shift
+  setsid nsenter --net="/run/netns/$NS" -- "$@" >> "$RUN/logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/$name.pid"
+}
+
+dump_logs() {
+  local log
+  for log in "$RUN"/logs/*.log; do [ -f "$log" ] && { echo "---- $log (last 25 lines)"; tail -25 "$log"; }; done >&2
+}
+
+wait_for() {  # description seconds command... : polls once a second
+  local what=$1 secs=$2; shift 2
+  local i
+  for ((i = 0; i < secs; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
+  say "timed out after ${secs}s waiting for $what"; dump_logs; return 1
+}
+
+make_netns() {
+  ip netns add "$NS"
+  ip -n "$NS" link set lo up
+  # The node's address lives on the namespace's loopback device (this kernel
+  # has no dummy links): local to every component, reachable from pods
+  # through the bridge's gateway.
+  ip -n "$NS" addr add "$NODE_IP/32" dev lo
+  # Forwarding between the pod bridge and the node's own address, inside the
+  # namespace only; bridged pod traffic passes iptables for Service DNAT.
+  in_ns sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.ipv4.conf.all.route_localnet=1
+}
+
+start_control_plane() {
+  start etcd "$BIN/etcd" --name "$NODE" --data-dir "$RUN/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster "$NODE=http://127.0.0.1:2380" --unsafe-no-fsync --log-level warn
+  local pki="$RUN/pki"
+  start kube-apiserver "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
+    --bind-address 0.0.0.0 --advertise-address "$NODE_IP" --secure-port 6443 \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" --authorization-mode Node,RBAC \
+    --enable-admission-plugins NodeRestriction \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-cluster-ip-range "$SVC_CIDR" --allow-privileged=true --profiling=false --v=1
+  wait_for "kube-apiserver /readyz" 120 kubectl_admin get --raw /readyz
+  start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --use-service-account-credentials=true --cluster-name "$NODE" --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port 10257 --v=1
+  start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$RUN/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$RUN/scheduler.kubeconfig" --authorization-kubeconfig "$RUN/scheduler.kubeconfig" \
+    --leader-elect=false --bind-address 127.0.0.1 --secure-port 10259 --v=1
+}
+
+# The kubelet's cgroup root (cgroupRoot in its configuration) must exist in
+# every hierarchy; a new cpuset cgroup starts without cpus/mems, so it takes
+# its parent's.
+make_cgroup_root() {
+  local d
+  for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -f "$d/cgroup.procs" ] || continue
+    mkdir -p "$d/khorovod-node"
+  done
+  if [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]; then
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/khorovod-node/cpuset.cpus
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/khorovod-node/cpuset.mems
+  fi
+}
+
+start_node() {
+  make_cgroup_root
+  start containerd containerd --config "$RUN/containerd.toml"
+  wait_for "containerd's socket" 60 ctr --address "$SOCK" version
+  bash "$root/scripts/images.sh" node >&2
+  bash "$root/scripts/images.sh" load "$PAUSE_IMAGE" "localhost/khorovod/coredns:$(cat "$BIN/coredns.version")" >&2
+  start kubelet "$BIN/kubelet" --config "$RUN/kubelet.yaml" --kubeconfig "$RUN/kubelet.kubeconfig" \
+    --hostname-override "$NODE" --node-ip "$NODE_IP" --root-dir "$RUN/kubelet" --v=1
+  wait_for "node $NODE to register" 120 kubectl_admin get node "$NODE"
+  wait_for "node $NODE to be Ready" 120 kubectl_admin wait --for condition=Ready --timeout 1s "node/$NODE"
+  start kube-proxy "$BIN/kube-proxy" --config "$RUN/kube-proxy.yaml" --v=1
+  wait_for "kube-proxy's Service rules" 60 in_ns iptables -t nat -n -L KUBE-SERVICES
+}
+
+start_dns() {
+  sed -e "s/COREDNS_VERSION/$(cat "$BIN/coredns.version")/" -e "s/DNS_IP/$DNS_IP/" \
+    "$root/scripts/real-node/coredns.yaml" | kubectl_admin apply -f - >/dev/null
+  # Prometheus's discovery (real-node.sh prometheus) reads the API as this user: list/watch only.
+  kubectl_admin apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "khorovod-node:prometheus"}
+rules:
+- {apiGroups: [""], resources: [pods, services, endpoints, nodes], verbs: [get, list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
+- {nonResourceURLs: [/metrics], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "khorovod-node:prometheus"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "khorovod-node:prometheus"}
+subjects: [{kind: User, name: "khorovod-node:prometheus", apiGroup: rbac.authorization.k8s.io}]
+EOF
+  kubectl_admin -n kube-system rollout status deployment/coredns --timeout 180s >&2 || { dump_logs; return 1; }
+}
+
+up() {
+  preflight
+  if [ -e "/run/netns/$NS" ] && BIN=$(cat "$RUN/bin" 2>/dev/null) && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
+    say "already up"; return 0
+  fi
+  down_quiet
+  BIN=$(k8s_bin)
+  mkdir -p "$RUN/logs" "$RUN/kubelet"
+  local k
+  for k in "${TUNABLES[@]}"; do echo "$k=$(sysctl -n "$k")"; done > "$DIR/tunables.saved"
+  echo "$BIN" > "$RUN/bin"
+  make_netns
+  make_pki "$RUN" "https://$NODE_IP:6443" "$NODE" "$NODE_IP" "$API_SVC_IP"
+  write_containerd_config; write_kubelet_config; write_kube_proxy_config
+  start_control_plane
+  start_node
+  start_dns
+  kubectl_admin get nodes -o wide
+  say "up: kubectl via '$0 kubectl ...' or 'nsenter --net=/run/netns/$NS kubectl --kubeconfig $RUN/admin.kubeconfig ...'"
+}
+
+stop_pid() {  # name
+  local f="$RUN/$1.pid" pid i
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  kill "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$f"
+}
+
+# Every container containerd runs for the node, with the pod network
+# namespaces its sandboxes hold (removed after the containers).
+remove_containers() {
+  ctr --address "$SOCK" version >/dev/null 2>&1 || return 0
+  local c netns_paths=()
+  for c in $(ctr --address "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
+    local p
+    p=$(ctr --address "$SOCK" -n k8s.io containers info "$c" 2>/dev/null \
+        | python3 -c 'import json,sys; s=json.load(sys.stdin).get("Spec") or {}; print(next((n.get("path","") for n in s.get("linux",{}).get("namespaces",[]) if n.get("type")=="network"),""))' || true)
+    case "$p" in /var/run/netns/cni-*|/run/netns/cni-*) netns_paths+=("$p") ;; esac
+    ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+  done
+  sleep 1
+  for c in $(ctr --address "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
+    ctr --address "$SOCK" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
+    ctr --address "$SOCK" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
+  done
+  for p in "${netns_paths[@]}"; do umount "$p" 2>/dev/null || true; rm -f "$p"; done
+}
+
+# containerd's shims outlive it; ours name our socket on their command line.
+kill_shims() {
+  local d pid
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    tr '\0' ' ' 2>/dev/null < "$d/cmdline" | grep -q -- "containerd-shim.* -address $SOCK " && kill -9 "$pid" 2>/dev/null
+  done
+  return 0
+}
+
+remove_cgroups() {
+  local d
+  for d in /sys/fs/cgroup/*/khorovod-node /sys/fs/cgroup/khorovod-node; do
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+}
+
+down_quiet() {
+  [ -d "$RUN" ] || { ip netns del "$NS" 2>/dev/null || true; return 0; }
+  stop_pid kubelet
+  remove_containers
+  local c
+  for c in prom-discovery prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
+  kill_shims
+  # Mounts under the node's directories (volumes, rootfs, sandbox shm), deepest first.
+  local m
+  for m in $(findmnt -rn -o TARGET | { grep -E "^$RUN/" || true; } | sort -r); do umount -l "$m" 2>/dev/null || true; done
+  ip netns del "$NS" 2>/dev/null || true
+  remove_cgroups
+  if [ -f "$DIR/tunables.saved" ]; then
+    while IFS= read -r kv; do sysctl -qw "$kv" 2>/dev/null || true; done < "$DIR/tunables.saved"
+    rm -f "$DIR/tunables.saved"
+  fi
+  rm -rf "$RUN"
+}
+
+start_prometheus() {
+  BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
+  if [ -f "$RUN/prometheus.pid" ] && kill -0 "$(cat "$RUN/prometheus.pid")" 2>/dev/null; then say "prometheus already running"; return 0; fi
+  command -v prometheus >/dev/null || die "missing prometheus (scripts/install-deps.sh installs it)"
+  mkdir -p "$RUN/logs" "$RUN/prometheus-sd"
+  sed -e "s|/SD_DIR|$RUN/prometheus-sd|g" -e "s|/RULES_FILE|$root/deploy/monitoring/khorovod-rules.yaml|" \
+    "$root/scripts/real-node/prometheus.yml" > "$RUN/prometheus.yml"
+  local kubectl_cmd
+  kubectl_cmd=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \
+    nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/prometheus.kubeconfig" --request-timeout=20s)
+  setsid python3 "$root/scripts/real-node/prom_discovery.py" "$kubectl_cmd" "$RUN/prometheus-sd" 2 \
+    >> "$RUN/logs/prom-discovery.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/prom-discovery.pid"
+  start prometheus prometheus --config.file "$RUN/prometheus.yml" --storage.tsdb.path "$RUN/prometheus" \
+    --web.listen-address 127.0.0.1:9090 --log.level warn
+  wait_for "prometheus /-/ready" 60 in_ns curl -sf http://127.0.0.1:9090/-/ready
+  say "prometheus: 127.0.0.1:9090 in the node (query it with '$0 exec curl ...')"
+}
+
+cmd=${1:-}
+case "$cmd" in
+  up) up ;;
+  down) down_quiet; say "down" ;;
+  status) BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"; kubectl_admin get nodes,pods -A -o wide ;;
+  kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
+           exec nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@" ;;
+  prometheus) start_prometheus ;;
+  exec) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
+        KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" exec nsenter --net="/run/netns/$NS" -- "$@" ;;
+  *) echo "usage: real-node.sh up|down|status|prometheus|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
+esac

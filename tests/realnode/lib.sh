@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Helpers of the real-node user story (sourced by tests/realnode/*.sh):
+# kubectl inside the node's network, bounded waits, ok/FAIL tallies.
+# Expects: root (the repository), work (a scratch directory).
+real_node() { bash "$root/scripts/real-node.sh" "$@"; }
+k() { bash "$root/scripts/real-node.sh" kubectl --request-timeout=30s "$@"; }
+in_node() { bash "$root/scripts/real-node.sh" exec "$@"; }
+passed=${passed:-0}; failed=${failed:-0}
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# wait_for SECONDS COMMAND...: polls every second until COMMAND succeeds.
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do [ $SECONDS -ge $deadline ] && return 1; sleep 1; done
+}
+# expect WHAT SECONDS COMMAND...: a step of a scenario; returns 1 when it failed.
+expect() {
+  local what=$1 secs=$2; shift 2
+  if wait_for "$secs" "$@"; then ok "$what"; else fail "$what (waited ${secs}s)"; return 1; fi
+}
+jp() { k get "$@" 2>/dev/null; }  # jp KIND NAME -n NS -o jsonpath=...
+phase_of() { jp hvdjob "$1" -n "$2" -o jsonpath='{.status.phase}'; }
+phase_is() { [ "$(phase_of "$1" "$2")" = "$3" ]; }
+# The logs of every worker container of a job, current and previous incarnations
+# that still exist (kubectl logs reads them through the kubelet).
+job_logs() {  # job ns
+  local p
+  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1" -o name 2>/dev/null); do
+    k logs -n "$2" "$p" --all-containers 2>/dev/null
+  done
+}
+# Saves what explains a failure: pods, events, job status, logs.
+dump_job() {  # job ns
+  local out="$work/dump-$1.txt"
+  {
+    echo "---- job"; k get hvdjob "$1" -n "$2" -o yaml
+    echo "---- pods"; k get pods -n "$2" -o wide
+    echo "---- events"; k get events -n "$2" --sort-by=.lastTimestamp
+    echo "---- logs"; job_logs "$1" "$2" | tail -200
+  } > "$out" 2>&1
+  echo "  (details: $out)"; tail -60 "$out" | sed 's/^/  | /'
+}

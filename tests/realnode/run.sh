@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The real-node stage of scripts/test.sh: builds the images from BUILD_DIR's
+# binaries (scripts/images.sh prebuilt; cached by content), brings up the
+# real node (scripts/real-node.sh), loads the images into its containerd,
+# runs the user story (user_story.sh) and always takes the node down again.
+# A machine that lacks what the node needs fails here with the reason.
+# Prints the stage's timings and ends with "realnode: N passed, M failed".
+# Usage: tests/realnode/run.sh BUILD_DIR
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build_dir=${1:?usage: run.sh BUILD_DIR}
+work="$root/build/test-logs/realnode"
+rm -rf "$work"; mkdir -p "$work"
+images=(ghcr.io/khorovod/khorovod-operator:0.1.0 ghcr.io/khorovod/khorovod-runtime:0.1.0
+        ghcr.io/khorovod/khorovod-pytorch:0.1.0)
+broken() { echo "realnode: BROKEN: $*"; echo "realnode: 0 passed, 1 failed"; exit 1; }
+t0=$SECONDS
+bash "$root/scripts/images.sh" prebuilt "$build_dir" || broken "building the images failed"
+t_images=$((SECONDS - t0))
+trap 'bash "$root/scripts/real-node.sh" down' EXIT
+# A fresh node every time: a node left from an earlier run holds its state.
+bash "$root/scripts/real-node.sh" down
+bash "$root/scripts/real-node.sh" up || broken "the real node did not come up (see the messages above)"
+t_up=$((SECONDS - t0 - t_images))
+bash "$root/scripts/images.sh" load "${images[@]}" || broken "loading the images into containerd failed"
+t_load=$((SECONDS - t0 - t_images - t_up))
+timeout 2400 bash "$root/tests/realnode/user_story.sh" "$work" 2>&1 | tee "$work/story.log"
+status=${PIPESTATUS[0]}
+t_story=$((SECONDS - t0 - t_images - t_up - t_load))
+echo "realnode: timings: images ${t_images}s, node up ${t_up}s, image load ${t_load}s, story ${t_story}s, total $((SECONDS - t0))s"
+grep -q '^realnode: [0-9]* passed' "$work/story.log" || { echo "realnode: 0 passed, 1 failed (the story ended early, status $status)"; exit 1; }
+exit "$status"

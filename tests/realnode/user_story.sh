@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The user's whole story on a real node (scripts/real-node.sh must be up and
+# the images loaded; tests/realnode/run.sh does both), asserted through the API:
+#   0. the node runs containerd (kubectl get nodes -o wide, in the log) and
+#      nothing in it routes off the machine;
+#   1. helm install of the operator from its image; Prometheus scraping what
+#      the chart's ServiceMonitor and PodMonitor select;
+#   2. deploy/examples/horovodjob-cpu.yaml applied as written: Succeeded;
+#      the GPU example passes server-side validation and its image has a
+#      Dockerfile;
+#   3. a long elastic job: a worker's process killed, another worker deleted
+#      with --force, kubectl scale down and up, the rendezvous pod deleted;
+#      Succeeded with every rank agreeing; phases, conditions, events and the
+#      restart count tell the story;
+#   4. the same worker index failing 3 times: Failed, BackoffLimitExceeded;
+#   5. slotsPerWorker 2 with one slot dying: its pod fails and is replaced;
+#   6. a Horovod PyTorch script on the PyTorch image: Succeeded, and
+#      Prometheus holds its step-efficiency and throughput series.
+# Prints "realnode: N passed, M failed"; exit status 0 only if none failed.
+# Usage: user_story.sh WORK_DIR
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+here="$root/tests/realnode"
+work=${1:?usage: user_story.sh WORK_DIR}
+mkdir -p "$work"
+source "$here/lib.sh"
+source "$here/prometheus.sh"
+source "$here/scenarios.sh"
+STEPS=${REALNODE_STEPS:-4000}
+
+
+echo "== the node"
+nodes=$(k get nodes -o wide)
+echo "$nodes"
+grep -q 'containerd://' <<<"$nodes" && ok "the node runs containerd (kubectl get nodes -o wide)" \
+  || fail "kubectl get nodes -o wide shows no containerd runtime"
+echo "== operator (helm install) and Prometheus"
+install_operator && check_isolation && start_prometheus
+
+echo "== deploy/examples/horovodjob-cpu.yaml as written"
+scenario_cpu_example
+scenario_gpu_manifest
+echo "== elastic story: kill, force-delete, scale, rendezvous loss"
+scenario_story
+echo "== the same worker index failing 3 times"
+scenario_backoff
+echo "== slotsPerWorker 2, one slot dies"
+scenario_slots
+echo "== PyTorch job on the PyTorch image, seen by Prometheus"
+scenario_pytorch
+
+echo "realnode: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
