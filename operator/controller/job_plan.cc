@@ -186,9 +186,13 @@ bool PlanFailures(Planner& p) {
                         " restarts exceed backoffLimit " + to_string(policy.backoff_limit));
     }
     p.plan.delete_pods.push_back({pod.name, pod.uid, "worker failed (" + exit + ")"});
+    // The restart number keeps each failure its own event: the recorder
+    // writes identical events once per window, and `kubectl describe`
+    // should show three failures of one index as three.
     p.plan.events.push_back({"Warning", "WorkerFailed",
                              "worker " + pod.name + " failed (" + exit + (pod.reason.empty() ? "" : ", " + pod.reason) +
-                                 "); replacing it"});
+                                 "); replacing it (restart " + to_string(st.restart_count + new_failures) + " of " +
+                                 to_string(policy.backoff_limit) + " allowed)"});
     p.being_replaced.insert(pod.index);
   }
   st.restart_count += new_failures;
@@ -245,9 +249,15 @@ void PlanConditions(Planner& p) {
                to_string(st.ready_replicas) + " of " + to_string(desired) + " worker(s) ready (min " +
                    to_string(p.spec.min_replicas) + ")",
                p.now);
+  // A job that ran and lost workers below minReplicas (a pod deleted or
+  // evicted rather than failed) is restarting, not newly created.
+  const JobPhase before = p.job.status.phase;
+  const bool started =
+      before == JobPhase::kRunning || before == JobPhase::kScaling || before == JobPhase::kRestarting;
   st.phase = restarting ? JobPhase::kRestarting
-             : scaling  ? JobPhase::kScaling
+             : scaling  ? (running || !started ? JobPhase::kScaling : JobPhase::kRestarting)
              : running  ? JobPhase::kRunning
+             : started  ? JobPhase::kRestarting
                         : JobPhase::kCreated;
 }
 

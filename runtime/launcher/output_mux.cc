@@ -21,12 +21,20 @@ constexpr int kMaxReadsWhenDraining = 64;
 LinePrefixer::LinePrefixer(std::string prefix, std::size_t max_line_bytes)
     : prefix_(std::move(prefix)), max_line_bytes_(std::max<std::size_t>(max_line_bytes, 1)) {}
 
+// Built by appending: GCC 12's -Wrestrict misfires on `"[" + std::string&&`
+// in Release builds, and the newcomer's first build must print no warnings.
 std::string LinePrefixer::stdout_prefix(int rank) {
-  return "[" + std::to_string(rank) + "]<stdout>:";
+  std::string prefix = "[";
+  prefix += std::to_string(rank);
+  prefix += "]<stdout>:";
+  return prefix;
 }
 
 std::string LinePrefixer::stderr_prefix(int rank) {
-  return "[" + std::to_string(rank) + "]<stderr>:";
+  std::string prefix = "[";
+  prefix += std::to_string(rank);
+  prefix += "]<stderr>:";
+  return prefix;
 }
 
 void LinePrefixer::emit(std::string_view line, std::string& out) const {

@@ -76,6 +76,21 @@ TEST_F(JobPlanTest, RunningAndReadyWorkersMakeTheJobRunning) {
   EXPECT_TRUE(HasCondition(plan.status, "Running", "True"));
 }
 
+TEST_F(JobPlanTest, ARunningJobThatLostWorkersBelowMinIsRestartingNotCreated) {
+  job_.status.phase = JobPhase::kRunning;  // two pods were deleted (not failed) under a running job
+  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Pending")});
+  EXPECT_EQ(plan.create_workers, (std::vector<int>{2, 3}));
+  EXPECT_EQ(plan.status.phase, JobPhase::kRestarting);
+}
+
+TEST_F(JobPlanTest, EachFailureOfOneIndexIsItsOwnEvent) {
+  job_.status.restart_count = 1;
+  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Failed", false, 137), Pod(2, "Running", true),
+                       Pod(3, "Running", true)});
+  ASSERT_FALSE(plan.events.empty());
+  EXPECT_NE(plan.events[0].message.find("restart 2 of 2 allowed"), std::string::npos) << plan.events[0].message;
+}
+
 TEST_F(JobPlanTest, TerminatingPodsAreNotCountedAndHoldTheirName) {
   Json dying = Pod(1, "Running", true);
   dying["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z";
