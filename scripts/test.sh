@@ -9,7 +9,8 @@
 #      tests need cpp-httplib, which Debian does not build with TSan);
 #   4. a short libFuzzer run over the rendezvous request handlers (clang;
 #      skipped, and said so, if clang cannot be installed);
-#   5. the real node: the images built from a Release build, a kubelet with
+#   5. `pip install .` of khorovod.torch against PyPI's torch and Debian's;
+#   6. the real node: the images built from a Release build, a kubelet with
 #      containerd, CNI, CoreDNS and kube-proxy, and the user's story asserted
 #      through the API (tests/realnode; fails, never skips, if the machine
 #      lacks what a node needs).
@@ -97,6 +98,11 @@ script_stage() {
   passed=$((passed + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$summary")))
   failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$summary")))
 }
+# khorovod.torch as users install it: `pip install .` into a venv with
+# PyPI's pinned torch and into one over Debian's python3-torch, each running
+# the seed script at 4 ranks (wheels and venvs cached in ~/.cache/khorovod).
+script_stage pip-install bash tests/python/pip_install.sh
+
 # The images copy the binaries of this Release build (CPU only, as the shipped
 # Dockerfiles' from-source stages build them): no compiler runs inside an image
 # build. The from-source image builds are timed apart (docs/benchmarks.md).
