@@ -86,14 +86,20 @@ void Informer::Deliver(EventType type, const ObjectPtr& object) {
   for (const auto& h : handlers_) h(type, object);
 }
 
-void Informer::Apply(EventType type, const Json& object) {
+Json Informer::Trim(const Json& object) const {
+  if (options_.transform) return options_.transform(object);
   // managedFields is often the largest part of an object and no consumer of
   // the cache reads it: drop it, as controller-runtime's caches can.
   Json trimmed = object;
   if (trimmed.contains("metadata") && trimmed["metadata"].is_object()) trimmed["metadata"].erase("managedFields");
-  auto ptr = std::make_shared<const Json>(std::move(trimmed));
-  const std::string key = ObjectKey(object);
-  const std::string owner = ControllerOwnerUid(object);
+  return trimmed;
+}
+
+void Informer::Apply(EventType type, Json object) {
+  auto ptr = std::make_shared<const Json>(std::move(object));
+  const Json& obj = *ptr;
+  const std::string key = ObjectKey(obj);
+  const std::string owner = ControllerOwnerUid(obj);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto old = objects_.find(key);
@@ -124,8 +130,13 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
     if (!cont.empty()) path += "&continue=" + UrlEncode(cont);
     auto result = client_.Get(path);
     if (!result.ok()) return result.status();
-    const Json& list = result.value();
-    for (const auto& item : list.value("items", Json::array())) listed[ObjectKey(item)] = item;
+    Json& list = result.value();
+    if (list.contains("items") && list["items"].is_array())
+      for (auto& item : list["items"]) {
+        Json kept = Trim(item);
+        item = Json();  // free each page's full objects as they are trimmed
+        listed[ObjectKey(kept)] = std::move(kept);
+      }
     const Json& meta = list.at("metadata");
     resource_version = meta.value("resourceVersion", "");
     cont = meta.value("continue", "");
@@ -138,14 +149,14 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
     for (const auto& [key, obj] : objects_)
       if (!listed.count(key)) vanished.push_back(obj);
   }
-  for (const auto& obj : vanished) Apply(EventType::kDeleted, *obj);
-  for (const auto& [key, obj] : listed) {
+  for (const auto& obj : vanished) Apply(EventType::kDeleted, *obj);  // already trimmed
+  for (auto& [key, obj] : listed) {
     bool known;
     {
       std::lock_guard<std::mutex> lock(mu_);
       known = objects_.count(key) > 0;
     }
-    Apply(known ? EventType::kUpdated : EventType::kAdded, obj);
+    Apply(known ? EventType::kUpdated : EventType::kAdded, std::move(obj));
   }
   lists_++;
   {
@@ -176,9 +187,9 @@ ApiStatus Informer::WatchFrom(std::string& resource_version) {
       if (!rv.empty()) resource_version = rv;
       return true;
     }
-    if (type == "ADDED") Apply(EventType::kAdded, object);
-    else if (type == "MODIFIED") Apply(EventType::kUpdated, object);
-    else if (type == "DELETED") Apply(EventType::kDeleted, object);
+    if (type == "ADDED") Apply(EventType::kAdded, Trim(object));
+    else if (type == "MODIFIED") Apply(EventType::kUpdated, Trim(object));
+    else if (type == "DELETED") Apply(EventType::kDeleted, Trim(object));
     if (!rv.empty()) resource_version = rv;
     if (std::chrono::steady_clock::now() - last_resync_ >= options_.resync) return false;
     return !stop_.load();
