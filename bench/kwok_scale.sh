@@ -13,7 +13,7 @@
 # that every job converges to Running again with its workers replaced; with
 # KWOK_FINISH=1, also marks every worker Succeeded (as a kubelet would) and
 # times until every job is Succeeded (slow: one kubectl patch per pod).
-# Scenarios: KWOK_SCENARIOS="many:200:50 big:1:2000" (label:jobs:workers).
+# Scenarios: KWOK_SCENARIOS="big:1:2000 many:200:50" (label:jobs:workers).
 # Usage: bench/kwok_scale.sh [build dir]   (default build/release)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -164,11 +164,13 @@ scenario() {  # label jobs replicas
     "$(reconcile_p99 | awk '{printf "%d, p99 <= %s s", $2, $1}')"
   curl -s "127.0.0.1:$port/metrics" | grep '^khorovod_operator_api_requests_total' | sed "s/^/$label: /"
   stop_operator
+  [ "${4:-}" = last ] && return 0  # the cluster is torn down next
   k delete hvdjob -n sim --all --wait=false >/dev/null
   gone() { [ "$(k get pods -n sim --no-headers 2>/dev/null | wc -l)" -eq 0 ]; }
   wait_until 1200 gone
 }
-for s in ${KWOK_SCENARIOS:-many:200:50 big:1:2000}; do
-  IFS=: read -r label jobs n <<<"$s"
-  scenario "$label" "$jobs" "$n"
+set -- ${KWOK_SCENARIOS:-big:1:2000 many:200:50}
+while [ $# -gt 0 ]; do
+  IFS=: read -r label jobs n <<<"$1"; shift
+  scenario "$label" "$jobs" "$n" "$([ $# -eq 0 ] && echo last)"
 done
