@@ -131,13 +131,15 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
     auto result = client_.Get(path);
     if (!result.ok()) return result.status();
     Json& list = result.value();
+    if (!list.is_object())
+      return ApiStatus(ApiCode::kOther, 200, "list " + type_.plural + ": the answer is not an object");
     if (list.contains("items") && list["items"].is_array())
       for (auto& item : list["items"]) {
         Json kept = Trim(item);
         item = Json();  // free each page's full objects as they are trimmed
         listed[ObjectKey(kept)] = std::move(kept);
       }
-    const Json& meta = list.at("metadata");
+    const Json meta = list.value("metadata", Json::object());
     resource_version = meta.value("resourceVersion", "");
     cont = meta.value("continue", "");
     if (cont.empty()) break;
@@ -209,7 +211,15 @@ void Informer::Run() {
   auto backoff = options_.backoff_initial;
   last_resync_ = std::chrono::steady_clock::now();
   while (!stop_) {
-    ApiStatus status = need_list ? ListAll(rv) : WatchFrom(rv);
+    ApiStatus status;
+    try {
+      status = need_list ? ListAll(rv) : WatchFrom(rv);
+    } catch (const Json::exception& e) {
+      // An object without the shape every object has: never end the
+      // operator for it; start again from a fresh list.
+      status = ApiStatus(ApiCode::kOther, 0, std::string("malformed object: ") + e.what());
+      need_list = true;
+    }
     if (stop_) break;
     if (status.ok()) {
       if (need_list) need_list = false;
