@@ -137,7 +137,10 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
       for (auto& item : list["items"]) {
         Json kept = Trim(item);
         item = Json();  // free each page's full objects as they are trimmed
-        listed[ObjectKey(kept)] = std::move(kept);
+        // The key first: in `listed[ObjectKey(kept)] = std::move(kept)` the
+        // right side (moving `kept` out) is sequenced before the left.
+        std::string key = ObjectKey(kept);
+        listed[key] = std::move(kept);
       }
     const Json meta = list.value("metadata", Json::object());
     resource_version = meta.value("resourceVersion", "");
