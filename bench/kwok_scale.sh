@@ -55,8 +55,8 @@ YAML
 done | k apply -f - >/dev/null
 "$K8S_BIN/kwok" --kubeconfig "$KUBECONFIG" --manage-all-nodes=false \
   --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --cidr 10.200.0.1/16 --node-ip 10.199.0.1 \
-  2>&1 | grep -v '"Patch node"' > "$dir/kwok.log" &
-kwok_pid=$!
+  > >(grep -v '"Patch node"' > "$dir/kwok.log") 2>&1 &
+kwok_pid=$!  # kwok's own pid (a pipeline's $! would be grep's, and kwok would outlive the bench)
 # The API server taints new nodes not-ready; the node lifecycle controller
 # that lifts the taint once kwok reports them Ready is not running here.
 ready_nodes() { [ "$(k get nodes -l type=kwok --no-headers | grep -c ' Ready ')" -eq $nodes ]; }
