@@ -88,14 +88,15 @@ int main(int argc, char** argv) {
   if (options.identity.empty()) options.identity = DefaultIdentity();
 
   op::StopSignals signals;  // before any thread starts
-  kube::RestClient client(config.value());
+  kube::RestClient client(config.value(), op::ToRestClientOptions(options));
+  kube::RestClient lease_client(config.value());  // unthrottled: renewals never queue behind pod writes
   kube::EventRecorder events(client, "khorovod-operator");
   op::Controller controller(client, events, op::ToControllerOptions(options));
-  kube::LeaderElector elector(client, op::ToLeaderElectionOptions(options));
+  kube::LeaderElector elector(lease_client, op::ToLeaderElectionOptions(options));
   op::OperatorMetrics metrics(op::OperatorState{
       [&] { return controller.PhaseCounts(); }, [&] { return controller.QueueDepth(); },
       [&] { return options.leader_elect ? elector.IsLeader() : controller.Ready(); },
-      [&] { return controller.JobListCount(); }});
+      [&] { return controller.JobListCount(); }, [&] { return client.throttled_seconds(); }});
   client.set_observer([&metrics](const std::string& verb, const std::string& resource, int code, double seconds) {
     metrics.ObserveRequest(verb, resource, code, seconds);
   });
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
   elector.Stop();
   if (campaign.joinable()) campaign.join();
   client.StopWatches();
+  lease_client.StopWatches();
   controller.Stop();
   elector.Release();
   http.Stop();

@@ -39,6 +39,13 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_c
       ->capture_default_str();
   app.add_option("--gang-scheduling", o.gang_scheduling, "Create scheduler-plugins PodGroups for gang jobs")
       ->capture_default_str();
+  app.add_option("--kube-api-qps", o.kube_api_qps,
+                 "Sustained API requests per second, all jobs together (0 = unlimited)")
+      ->check(CLI::Range(0.0, 100000.0))
+      ->capture_default_str();
+  app.add_option("--kube-api-burst", o.kube_api_burst, "API requests allowed at once above the sustained rate")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,6 +74,12 @@ ControllerOptions ToControllerOptions(const OperatorOptions& options) {
   c.reconciler.write_parallelism = options.write_parallelism;
   c.reconciler.podgroups_available = options.gang_scheduling;
   return c;
+}
+
+kube::RestClientOptions ToRestClientOptions(const OperatorOptions& options) {
+  kube::RestClientOptions r;
+  r.rate_limit = {options.kube_api_qps, options.kube_api_burst};
+  return r;
 }
 
 kube::LeaderElectionOptions ToLeaderElectionOptions(const OperatorOptions& options) {

@@ -10,6 +10,7 @@
 
 #include "controller/controller.h"
 #include "kube/leader_election.h"
+#include "kube/rest_client.h"
 
 namespace khorovod::op {
 
@@ -30,6 +31,11 @@ struct OperatorOptions {
   int retry_period_seconds = 2;
   std::string metrics_bind = "0.0.0.0:8080";  // /metrics, /healthz, /readyz
   bool gang_scheduling = false;    // PodGroup CRD (scheduler-plugins) installed
+  // Client-side limit on API requests (token bucket); qps 0 = unlimited.
+  // The leader lease has its own, unlimited client: a queue of pod writes
+  // must not delay renewals past the renew deadline.
+  double kube_api_qps = 200;
+  int kube_api_burst = 400;
 };
 
 // Parses argv; on --help or an error, prints and sets `exit_code` (returns false).
@@ -38,5 +44,6 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& options, int& 
 // The components' options, from the parsed ones.
 ControllerOptions ToControllerOptions(const OperatorOptions& options);
 kube::LeaderElectionOptions ToLeaderElectionOptions(const OperatorOptions& options);
+kube::RestClientOptions ToRestClientOptions(const OperatorOptions& options);
 
 }  // namespace khorovod::op

@@ -2,13 +2,15 @@
 
 #include <iostream>
 
+#include "controller/cached_objects.h"
 #include "kube/resource.h"
 
 namespace khorovod::op {
 
 namespace {
-kube::InformerOptions Owned(const ControllerOptions& o) {
+kube::InformerOptions Owned(const ControllerOptions& o, std::function<Json(const Json&)> keep) {
   kube::InformerOptions i;
+  i.transform = std::move(keep);
   i.namespace_ = o.watch_namespace;
   i.label_selector = kLabelJobName;  // only what the operator created
   i.resync = o.resync;
@@ -33,8 +35,8 @@ kube::InformerOptions All(const ControllerOptions& o) {
 Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, ControllerOptions options)
     : options_(options),
       jobs_(client, kHorovodJobs, All(options)),
-      pods_(client, kube::kPods, Owned(options)),
-      services_(client, kube::kServices, Owned(options)),
+      pods_(client, kube::kPods, Owned(options, CachedPod)),
+      services_(client, kube::kServices, Owned(options, CachedService)),
       monitor_(MakeMonitor(options.reconciler, queue_)),
       reconciler_(client, jobs_, pods_, services_, events, monitor_.get(), options.reconciler) {
   jobs_.AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });

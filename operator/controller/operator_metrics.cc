@@ -24,6 +24,9 @@ OperatorMetrics::OperatorMetrics(OperatorState state)
     w.Counter("khorovod_operator_informer_lists_total",
               "Full lists of HorovodJobs: 1 per start, plus 1 per re-list after 410 Gone.",
               static_cast<double>(state.job_lists()));
+    w.Counter("khorovod_operator_api_throttled_seconds_total",
+              "Time API requests waited for the client-side rate limit (--kube-api-qps).",
+              state.throttled_seconds ? state.throttled_seconds() : 0.0);
   });
 }
 

@@ -12,6 +12,8 @@
 //   khorovod_operator_is_leader                                  gauge, at scrape time
 //   khorovod_operator_informer_lists_total                       counter, at scrape time
 //       (1 per informer start; each re-list after 410 Gone adds one)
+//   khorovod_operator_api_throttled_seconds_total                counter, at scrape time
+//       (time requests waited for the client-side rate limit, --kube-api-qps)
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -31,6 +33,7 @@ struct OperatorState {
   std::function<size_t()> queue_depth;
   std::function<bool()> is_leader;
   std::function<uint64_t()> job_lists;
+  std::function<double()> throttled_seconds;
 };
 
 class OperatorMetrics {

@@ -86,14 +86,20 @@ void Informer::Deliver(EventType type, const ObjectPtr& object) {
   for (const auto& h : handlers_) h(type, object);
 }
 
-void Informer::Apply(EventType type, const Json& object) {
+Json Informer::Trim(const Json& object) const {
+  if (options_.transform) return options_.transform(object);
   // managedFields is often the largest part of an object and no consumer of
   // the cache reads it: drop it, as controller-runtime's caches can.
   Json trimmed = object;
   if (trimmed.contains("metadata") && trimmed["metadata"].is_object()) trimmed["metadata"].erase("managedFields");
-  auto ptr = std::make_shared<const Json>(std::move(trimmed));
-  const std::string key = ObjectKey(object);
-  const std::string owner = ControllerOwnerUid(object);
+  return trimmed;
+}
+
+void Informer::Apply(EventType type, Json object) {
+  auto ptr = std::make_shared<const Json>(std::move(object));
+  const Json& obj = *ptr;
+  const std::string key = ObjectKey(obj);
+  const std::string owner = ControllerOwnerUid(obj);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto old = objects_.find(key);
@@ -124,9 +130,19 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
     if (!cont.empty()) path += "&continue=" + UrlEncode(cont);
     auto result = client_.Get(path);
     if (!result.ok()) return result.status();
-    const Json& list = result.value();
-    for (const auto& item : list.value("items", Json::array())) listed[ObjectKey(item)] = item;
-    const Json& meta = list.at("metadata");
+    Json& list = result.value();
+    if (!list.is_object())
+      return ApiStatus(ApiCode::kOther, 200, "list " + type_.plural + ": the answer is not an object");
+    if (list.contains("items") && list["items"].is_array())
+      for (auto& item : list["items"]) {
+        Json kept = Trim(item);
+        item = Json();  // free each page's full objects as they are trimmed
+        // The key first: in `listed[ObjectKey(kept)] = std::move(kept)` the
+        // right side (moving `kept` out) is sequenced before the left.
+        std::string key = ObjectKey(kept);
+        listed[key] = std::move(kept);
+      }
+    const Json meta = list.value("metadata", Json::object());
     resource_version = meta.value("resourceVersion", "");
     cont = meta.value("continue", "");
     if (cont.empty()) break;
@@ -138,14 +154,14 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
     for (const auto& [key, obj] : objects_)
       if (!listed.count(key)) vanished.push_back(obj);
   }
-  for (const auto& obj : vanished) Apply(EventType::kDeleted, *obj);
-  for (const auto& [key, obj] : listed) {
+  for (const auto& obj : vanished) Apply(EventType::kDeleted, *obj);  // already trimmed
+  for (auto& [key, obj] : listed) {
     bool known;
     {
       std::lock_guard<std::mutex> lock(mu_);
       known = objects_.count(key) > 0;
     }
-    Apply(known ? EventType::kUpdated : EventType::kAdded, obj);
+    Apply(known ? EventType::kUpdated : EventType::kAdded, std::move(obj));
   }
   lists_++;
   {
@@ -176,9 +192,9 @@ ApiStatus Informer::WatchFrom(std::string& resource_version) {
       if (!rv.empty()) resource_version = rv;
       return true;
     }
-    if (type == "ADDED") Apply(EventType::kAdded, object);
-    else if (type == "MODIFIED") Apply(EventType::kUpdated, object);
-    else if (type == "DELETED") Apply(EventType::kDeleted, object);
+    if (type == "ADDED") Apply(EventType::kAdded, Trim(object));
+    else if (type == "MODIFIED") Apply(EventType::kUpdated, Trim(object));
+    else if (type == "DELETED") Apply(EventType::kDeleted, Trim(object));
     if (!rv.empty()) resource_version = rv;
     if (std::chrono::steady_clock::now() - last_resync_ >= options_.resync) return false;
     return !stop_.load();
@@ -198,7 +214,15 @@ void Informer::Run() {
   auto backoff = options_.backoff_initial;
   last_resync_ = std::chrono::steady_clock::now();
   while (!stop_) {
-    ApiStatus status = need_list ? ListAll(rv) : WatchFrom(rv);
+    ApiStatus status;
+    try {
+      status = need_list ? ListAll(rv) : WatchFrom(rv);
+    } catch (const Json::exception& e) {
+      // An object without the shape every object has: never end the
+      // operator for it; start again from a fresh list.
+      status = ApiStatus(ApiCode::kOther, 0, std::string("malformed object: ") + e.what());
+      need_list = true;
+    }
     if (stop_) break;
     if (status.ok()) {
       if (need_list) need_list = false;

@@ -8,7 +8,9 @@
 // cached object is delivered again as an update, so a missed edge-trigger
 // cannot leave an object unreconciled forever.
 //
-// The cache is indexed by namespace/name and by controller owner UID.
+// The cache is indexed by namespace/name and by controller owner UID. It holds
+// what InformerOptions::transform keeps of each object, so a cache of
+// thousands of pods costs only the fields the controller reads.
 // Handlers run on the informer's thread, in event order, and must be quick
 // (they normally only enqueue a key).
 //
@@ -46,6 +48,11 @@ struct InformerOptions {
   std::chrono::milliseconds backoff_initial{200};
   std::chrono::milliseconds backoff_max{10000};
   int page_size = 500;
+  // Applied to every object before it is cached (and before the list's
+  // objects are kept): returns the part of the object the consumers read.
+  // Must keep metadata name, namespace and ownerReferences. Unset: the
+  // object minus metadata.managedFields.
+  std::function<Json(const Json&)> transform;
 };
 
 class Informer {
@@ -75,7 +82,9 @@ class Informer {
   ApiStatus ListAll(std::string& resource_version);
   // Returns kGone when a re-list is needed.
   ApiStatus WatchFrom(std::string& resource_version);
-  void Apply(EventType type, const Json& object);
+  // `object` has been through Trim already.
+  void Apply(EventType type, Json object);
+  Json Trim(const Json& object) const;
   void Resync();
   void Deliver(EventType type, const ObjectPtr& object);
   bool SleepFor(std::chrono::milliseconds d);

@@ -49,7 +49,10 @@ class RestClient::Connection {
 };
 
 RestClient::RestClient(ClusterConfig config, RestClientOptions options)
-    : config_(std::move(config)), options_(std::move(options)), tls_(std::make_unique<TlsMaterial>()) {
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      tls_(std::make_unique<TlsMaterial>()),
+      limiter_(options_.rate_limit, options_.clock) {
   if (!config_.client_cert_pem.empty()) {
     BIO* bio = BIO_new_mem_buf(config_.client_cert_pem.data(), static_cast<int>(config_.client_cert_pem.size()));
     tls_->cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
@@ -125,6 +128,8 @@ std::vector<std::pair<std::string, std::string>> RestClient::Headers() {
   return h;
 }
 
+void RestClient::Throttle() { throttled_ns_ += limiter_.Wait().count(); }
+
 void RestClient::Observe(const std::string& verb, const std::string& path, int status,
                          std::chrono::steady_clock::time_point start) {
   RequestObserver observer;
@@ -144,6 +149,7 @@ void RestClient::set_observer(RequestObserver observer) {
 
 ApiResult<Json> RestClient::Send(const std::string& verb, const std::string& path, const std::string& body,
                                  const std::string& content_type) {
+  Throttle();
   auto start = std::chrono::steady_clock::now();
   httplib::Headers headers;
   for (auto& [k, v] : Headers()) headers.emplace(k, v);
@@ -190,6 +196,7 @@ ApiResult<Json> RestClient::Delete(const std::string& path, const Json& body) {
 }
 
 ApiStatus RestClient::Watch(const std::string& path, const std::function<bool(const Json&)>& on_event) {
+  Throttle();
   auto start = std::chrono::steady_clock::now();
   httplib::Headers headers;
   for (auto& [k, v] : Headers()) headers.emplace(k, v);

@@ -8,6 +8,10 @@
 //     its own connection from the pool.
 //   - A bearer token read from a file is re-read at most every
 //     `token_reload_interval`, so rotated service-account tokens are used.
+//   - Every request (watches included) first takes a token from a token
+//     bucket (RestClientOptions::rate_limit, see rate_limiter.h), so the
+//     operator never sends more than `qps` requests a second in the long run.
+//     throttled_seconds() is the total time requests have waited for it.
 //   - An observer, if set, sees every finished request (verb, resource kind
 //     from the path, HTTP status or 0, seconds): the operator's metrics.
 //
@@ -27,6 +31,7 @@
 
 #include "kube/api_status.h"
 #include "kube/cluster_config.h"
+#include "kube/rate_limiter.h"
 
 namespace khorovod::kube {
 
@@ -46,6 +51,10 @@ struct RestClientOptions {
   // Idle connections kept for reuse.
   size_t max_idle_connections = 16;
   std::string user_agent = "khorovod-operator";
+  // Client-side request rate limit; qps <= 0 disables it.
+  RateLimit rate_limit{};
+  // The bucket's clock (tests); nullptr = the steady clock.
+  Clock* clock = nullptr;
 };
 
 using RequestObserver = std::function<void(const std::string& verb, const std::string& resource,
@@ -73,6 +82,8 @@ class RestClient {
 
   void set_observer(RequestObserver observer);
   const ClusterConfig& config() const { return config_; }
+  // Total time requests have waited for the rate limiter.
+  double throttled_seconds() const { return throttled_ns_.load() / 1e9; }
 
  private:
   class Connection;
@@ -81,6 +92,7 @@ class RestClient {
   std::vector<std::pair<std::string, std::string>> Headers();
   ApiResult<Json> Send(const std::string& verb, const std::string& path, const std::string& body,
                        const std::string& content_type);
+  void Throttle();
   void Observe(const std::string& verb, const std::string& path, int status,
                std::chrono::steady_clock::time_point start);
 
@@ -88,6 +100,8 @@ class RestClient {
   const RestClientOptions options_;
   struct TlsMaterial;
   std::unique_ptr<TlsMaterial> tls_;
+  TokenBucket limiter_;
+  std::atomic<int64_t> throttled_ns_{0};
 
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<Connection>> idle_;
