@@ -23,6 +23,7 @@ inline constexpr const char* kUnknownWorker = "unknown_worker";           // 404
 inline constexpr const char* kUnknownGeneration = "unknown_generation";   // 404
 inline constexpr const char* kKeyNotFound = "key_not_found";              // 404
 inline constexpr const char* kGenerationGone = "generation_gone";         // 410
+inline constexpr const char* kGenerationOver = "generation_over";         // 410 (KV wait: it will never form)
 inline constexpr const char* kBadGeneration = "bad_generation";           // 409
 inline constexpr const char* kJobFailed = "job_failed";                   // 409
 inline constexpr const char* kNotAnInteger = "not_an_integer";            // 409
