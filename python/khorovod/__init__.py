@@ -6,7 +6,7 @@ This top-level package holds what is framework-neutral: the lifecycle and
 topology calls, the exceptions, and the elastic ``run`` decorator.
 """
 
-from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, KhorovodError,
+from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
                       NotInitializedError)
 from . import elastic
 from .basics import (cross_rank, cross_size, gloo_enabled, init, is_initialized, local_rank,
@@ -14,7 +14,7 @@ from .basics import (cross_rank, cross_size, gloo_enabled, init, is_initialized,
 
 __all__ = [
     "elastic",
-    "HorovodInternalError", "HostsUpdatedInterrupt", "KhorovodError", "NotInitializedError",
+    "HorovodInternalError", "HostsUpdatedInterrupt", "JobFinishedError", "KhorovodError", "NotInitializedError",
     "cross_rank", "cross_size", "gloo_enabled", "init", "is_initialized", "local_rank",
     "local_size", "mpi_enabled", "nccl_built", "rank", "shutdown", "size",
 ]

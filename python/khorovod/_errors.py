@@ -9,6 +9,9 @@ name. Names follow horovod where Horovod has one:
   re-forming (ABORTED). Elastic ``run`` rolls back and re-forms on it.
 - HostsUpdatedInterrupt: ``commit`` found that workers joined or left
   (MEMBERSHIP_CHANGED). Elastic ``run`` re-forms without rolling back.
+- JobFinishedError: an elastic worker asked to join after another worker's
+  training finished (JOB_FINISHED); there is nothing left to do, so the
+  program should exit 0 (see docs/elastic.md).
 
 Thread-safety: pure functions and classes.
 """
@@ -31,6 +34,10 @@ class HostsUpdatedInterrupt(KhorovodError):
     """Workers joined or left; every rank re-forms at this commit."""
 
 
+class JobFinishedError(KhorovodError):
+    """The elastic job finished training before this worker joined: exit 0."""
+
+
 class NotInitializedError(KhorovodError, ValueError):
     """A call needed init() first (FAILED_PRECONDITION before init)."""
 
@@ -51,4 +58,6 @@ def raise_for_status(status):
         raise HorovodInternalError(name, message)
     if name == "MEMBERSHIP_CHANGED":
         raise HostsUpdatedInterrupt(name, message)
+    if name == "JOB_FINISHED":
+        raise JobFinishedError(name, message)
     raise KhorovodError(name, message)

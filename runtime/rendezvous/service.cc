@@ -112,6 +112,7 @@ Reply RendezvousService::FromMembership(const MembershipResult& r) {
     case MembershipError::kInvalidArgument: return ErrorReply(400, error_code::kInvalidArgument, r.message);
     case MembershipError::kUnknownWorker: return ErrorReply(404, error_code::kUnknownWorker, r.message);
     case MembershipError::kBadGeneration: return ErrorReply(409, error_code::kBadGeneration, r.message);
+    case MembershipError::kJobFinishing: return ErrorReply(409, error_code::kJobFinishing, r.message);
     case MembershipError::kBlacklisted: {
       Reply reply = ErrorReply(429, error_code::kBlacklisted, r.message);
       reply.body["retry_after_ms"] = r.retry_after.count();
@@ -169,7 +170,7 @@ Reply RendezvousService::Heartbeat(const std::string& name) {
 
 Reply RendezvousService::Leave(const std::string& name, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
-  MembershipResult r = membership_.Leave(name, Clock::now());
+  MembershipResult r = membership_.Leave(name, Clock::now(), reason == kLeaveFinished);
   AfterChange();
   if (r.ok()) Log("worker '" + name + "' left" + (reason.empty() ? "" : ": " + reason));
   Reply reply = FromMembership(r);

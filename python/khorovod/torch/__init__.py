@@ -8,7 +8,7 @@ from .. import _errors
 from ..basics import (cross_rank, cross_size, gloo_enabled, init, is_homogeneous,
                       is_initialized, local_rank, local_size, mpi_enabled, mpi_threads_supported,
                       nccl_built, rank, shutdown, size)
-from .._errors import HorovodInternalError, HostsUpdatedInterrupt, KhorovodError
+from .._errors import HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
