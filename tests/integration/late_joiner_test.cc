@@ -1,5 +1,5 @@
-// Late joiners at job end: once a worker's training finished (it left the
-// rendezvous as finished), a worker that comes to join is told the job is
+// Late joiners at job end: once a worker's training finished (elastic::run
+// returned, so shutdown() left the rendezvous as finished), a worker that comes to join is told the job is
 // finishing, and init() returns kJobFinished at once instead of waiting for
 // a generation that never forms. Real worker processes, real
 // khorovod-rendezvous server, at 1 and 2 finishing workers.
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "khorovod/elastic.h"
 #include "multiproc.h"
 #include "rendezvous_process.h"
 
@@ -45,10 +46,15 @@ TEST_P(LateJoinerTest, AWorkerJoiningAfterTrainingFinishedGetsJobFinished) {
     }
     ASSERT_TRUE(s.ok()) << s.ToString();
     int32_t value = 1;
-    TensorView v{&value, DataType::kInt32, {1}, {}};
-    ASSERT_TRUE(rt.allreduce("training", v, v, {ReduceOp::kSum}).ok());
+    elastic::State state(rt);
+    s = elastic::run(rt, state, [&] {
+      value = 1;
+      TensorView v{&value, DataType::kInt32, {1}, {}};
+      return rt.allreduce("training", v, v, {ReduceOp::kSum});
+    });
+    ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(value, finishing);
-    ASSERT_TRUE(rt.shutdown().ok());  // leaves the rendezvous as finished
+    ASSERT_TRUE(rt.shutdown().ok());  // the training loop returned: leaves as finished
     if (ctx.rank == 0) std::ofstream(finished_marker) << "1\n";
   }, opts);
   std::error_code ec;

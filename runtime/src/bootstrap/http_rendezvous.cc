@@ -72,9 +72,9 @@ class HttpRendezvous final : public Rendezvous {
     (void)client_.ReportFailure("generation " + std::to_string(generation) + ": " + reason);
   }
 
-  void Leave() override {
+  void Leave(bool training_finished) override {
     StopHeartbeats();
-    (void)client_.Leave(rendezvous::kLeaveFinished);
+    (void)client_.Leave(training_finished ? rendezvous::kLeaveFinished : "shutdown");
   }
 
   bool elastic() const override { return true; }
