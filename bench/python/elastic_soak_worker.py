@@ -74,7 +74,11 @@ def main():
 
     log = EventLog(o.dir)
     log.write("start")
-    hvd.init()
+    try:
+        hvd.init()
+    except hvd.JobFinishedError as e:  # a late joiner: the job is done
+        print(f"soak worker: {e}", file=sys.stderr)
+        return 0
     model = SoakModel(o.state_mb)
     state = hvd.elastic.TorchState(model=model, step=0)
     state.register_reset_callbacks([lambda: log.write("reset", hvd.rank(), hvd.size(), state.step)])

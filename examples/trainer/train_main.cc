@@ -26,6 +26,7 @@ namespace {
 using khorovod::DataType;
 using khorovod::NamedTensor;
 using khorovod::Status;
+using khorovod::StatusCode;
 using khorovod::TensorView;
 
 struct Options {
@@ -55,9 +56,19 @@ int Fail(const char* what, const Status& s) {
   return 1;
 }
 
+// An elastic worker that came to join after another one finished training
+// (docs/elastic.md, "Late joiners"): the job is done, so this one exits 0.
+int LateForTheEnd(const Status& s) {
+  std::printf("trainer: the job finished before this worker joined; exiting (%s)\n", s.message().c_str());
+  return 0;
+}
+
 int Train(const Options& o) {
   khorovod::Runtime rt;
-  if (Status s = rt.init(); !s.ok()) return Fail("init", s);
+  if (Status s = rt.init(); !s.ok()) {
+    // A late joiner of an elastic job whose training finished: nothing to do.
+    return s.code() == StatusCode::kJobFinished ? LateForTheEnd(s) : Fail("init", s);
+  }
 
   const auto data = khorovod::example::MakeBlobs(o.samples, o.features, o.classes, o.seed);
   // Deliberately different initial weights per rank: the first sync (a
@@ -119,7 +130,9 @@ int Train(const Options& o) {
     }
     return Status::Ok();
   });
-  if (!trained.ok()) return Fail("training", trained);
+  if (!trained.ok()) {
+    return trained.code() == StatusCode::kJobFinished ? LateForTheEnd(trained) : Fail("training", trained);
+  }
 
   const auto final_eval = model.Evaluate(data);
   int64_t checksum = static_cast<int64_t>(model.Checksum());

@@ -13,6 +13,9 @@ name. Names follow horovod where Horovod has one:
   tensor of that name is still in flight on this rank (ALREADY_EXISTS).
 - HostsUpdatedInterrupt: ``commit`` found that workers joined or left
   (MEMBERSHIP_CHANGED). Elastic ``run`` re-forms without rolling back.
+- JobFinishedError: an elastic worker asked to join after another worker's
+  training finished (JOB_FINISHED); there is nothing left to do, so the
+  program should exit 0 (see docs/elastic.md).
 
 Thread-safety: pure functions and classes.
 """
@@ -39,6 +42,10 @@ class InvalidArgumentError(KhorovodError, ValueError):
     """The call's arguments were refused (bad name, dtype, device, duplicate name)."""
 
 
+class JobFinishedError(KhorovodError):
+    """The elastic job finished training before this worker joined: exit 0."""
+
+
 class NotInitializedError(KhorovodError, ValueError):
     """A call needed init() first (FAILED_PRECONDITION before init)."""
 
@@ -61,4 +68,6 @@ def raise_for_status(status):
         raise InvalidArgumentError(name, message)
     if name == "MEMBERSHIP_CHANGED":
         raise HostsUpdatedInterrupt(name, message)
+    if name == "JOB_FINISHED":
+        raise JobFinishedError(name, message)
     raise KhorovodError(name, message)

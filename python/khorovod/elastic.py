@@ -14,7 +14,15 @@ elastic.h), restated:
   On HostsUpdatedInterrupt it does the same without restoring. Any other
   exception propagates. After ``reset_limit`` re-formations (100, as the
   C++ RunOptions) it raises KhorovodError(FAILED_PRECONDITION) naming the
-  last cause.
+  reset limit and the last cause.
+- A reset that fails because a peer died or vanished while the next
+  generation formed, or the rendezvous was briefly unreachable (UNAVAILABLE,
+  DEADLINE_EXCEEDED, ABORTED), is tried again; each try counts towards
+  ``reset_limit``, and the tries stop after the elastic timeout
+  (KHOROVOD_ELASTIC_TIMEOUT_SECONDS) with DEADLINE_EXCEEDED naming it. Only
+  the rendezvous server's verdicts end the job otherwise: the job failed
+  (its reset limit or elastic timeout; FAILED_PRECONDITION, message says
+  which) or training finished (JobFinishedError, JOB_FINISHED).
 - Outside an elastic job (khorovodrun without --min-np/--max-np) commit()
   never interrupts and a failure cannot be recovered: reset raises
   FAILED_PRECONDITION with the runtime's message.
@@ -27,6 +35,7 @@ Thread-safety: a State belongs to the training thread.
 
 import ctypes
 import functools
+import os
 import time
 
 from ._context import CONTEXT
@@ -116,12 +125,49 @@ def run(func=None, *, reset_limit=100):
             if recovering_since is None:
                 recovering_since = time.monotonic()
             CONTEXT.runtime().record_reset(_khorovod.STATUS_CODES.get(cause.code, -1))
-            resets += 1
-            if resets > reset_limit:
-                raise KhorovodError("FAILED_PRECONDITION",
-                                    f"elastic run gave up after {reset_limit} resets; "
-                                    f"last cause: {cause}") from cause
-            raise_for_status(CONTEXT.runtime().reset())
+            resets = _reset(resets, reset_limit, cause)
             state.on_reset()
 
     return wrapper
+
+
+# What a failed reset may report when a peer died or vanished while the next
+# generation formed, or the rendezvous was briefly unreachable: not a reason
+# to end the job. The server's verdicts (job failed: its reset limit or its
+# elastic timeout, FAILED_PRECONDITION) and JOB_FINISHED end the run.
+_RETRYABLE_RESET = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED")
+
+
+def _elastic_timeout_s():
+    # The runtime reads the same variable (config.h) with the same default.
+    try:
+        return max(0.001, float(os.environ.get("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", "600")))
+    except ValueError:
+        return 600.0
+
+
+def _reset(resets, reset_limit, cause):
+    """Re-forms the ring after `cause`; returns the new reset count. Each
+    attempt counts towards reset_limit; failed attempts are retried until the
+    reset limit or the elastic timeout, and the error says which ended it."""
+    give_up_at = time.monotonic() + _elastic_timeout_s()
+    while True:
+        resets += 1
+        if resets > reset_limit:
+            raise KhorovodError("FAILED_PRECONDITION",
+                                f"elastic run gave up: the reset limit of {reset_limit} resets was "
+                                f"reached; last cause: {cause}") from cause
+        try:
+            raise_for_status(CONTEXT.runtime().reset())
+            return resets
+        except KhorovodError as e:
+            if e.code not in _RETRYABLE_RESET:
+                if e.code == "FAILED_PRECONDITION":
+                    raise KhorovodError(e.code, "the rendezvous ended the job (its reset limit or "
+                                        f"elastic timeout, see the reason): {e.runtime_message}") from e
+                raise
+            if time.monotonic() >= give_up_at:
+                raise KhorovodError("DEADLINE_EXCEEDED",
+                                    f"elastic run gave up: no generation formed within the elastic timeout "
+                                    f"of {_elastic_timeout_s():g} s; last cause: {e}") from e
+            cause = e

@@ -96,7 +96,7 @@ PYBIND11_MODULE(_khorovod, m) {
            py::arg("device_kind") = 0, py::arg("device_index") = 0);
 
   py::dict codes;
-  for (int c = 0; c <= static_cast<int>(khorovod::StatusCode::kMembershipChanged); ++c) {
+  for (int c = 0; c <= static_cast<int>(khorovod::StatusCode::kJobFinished); ++c) {
     codes[py::str(khorovod::StatusCodeName(static_cast<khorovod::StatusCode>(c)))] = c;
   }
   m.attr("STATUS_CODES") = codes;

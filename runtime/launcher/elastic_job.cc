@@ -8,6 +8,7 @@
 #include "khorovod/util/random_hex.h"
 #include "host_discovery.h"
 #include "http_server.h"
+#include "protocol.h"
 #include "job_supervisor.h"
 #include "metrics_ports.h"
 #include "worker_env.h"
@@ -71,7 +72,7 @@ class ElasticPolicy {
                         " finished (exit 0); the job is ending, no workers will be started");
       }
       finishing_ = true;
-      (void)service_.Leave(WorkerName(id), "exited 0");
+      (void)service_.Leave(WorkerName(id), rendezvous::kLeaveFinished);  // late joiners are told to exit
       return true;
     }
     // Survivors re-form now instead of after a heartbeat timeout.

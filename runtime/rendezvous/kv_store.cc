@@ -37,20 +37,14 @@ KvStore::Result KvStore::Set(int64_t generation, const std::string& key, std::st
 
 KvStore::Result KvStore::Get(int64_t generation, const std::string& key, Deadline deadline, std::string* value) {
   std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
+  for (bool timed_out = false;; timed_out = cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
     if (shutdown_) return Result::kShutdown;
     if (const std::string* v = Lookup(generation, key)) {
       *value = *v;
       return Result::kOk;
     }
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (shutdown_) return Result::kShutdown;
-      if (const std::string* v = Lookup(generation, key)) {
-        *value = *v;
-        return Result::kOk;
-      }
-      return Result::kNotFound;
-    }
+    if (Closed(generation)) return Result::kClosed;
+    if (timed_out) return Result::kNotFound;
   }
 }
 
@@ -74,20 +68,15 @@ KvStore::Result KvStore::Add(int64_t generation, const std::string& key, int64_t
 KvStore::Result KvStore::Wait(int64_t generation, const std::vector<std::string>& keys, Deadline deadline,
                               std::vector<std::string>* missing) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto all_present = [&] {
+  for (bool timed_out = false;; timed_out = cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+    if (shutdown_) return Result::kShutdown;
     missing->clear();
     for (const auto& k : keys) {
       if (!Lookup(generation, k)) missing->push_back(k);
     }
-    return missing->empty();
-  };
-  for (;;) {
-    if (shutdown_) return Result::kShutdown;
-    if (all_present()) return Result::kOk;
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (shutdown_) return Result::kShutdown;
-      return all_present() ? Result::kOk : Result::kNotFound;
-    }
+    if (missing->empty()) return Result::kOk;
+    if (Closed(generation)) return Result::kClosed;
+    if (timed_out) return Result::kNotFound;
   }
 }
 
@@ -101,6 +90,13 @@ void KvStore::DropGenerationsBelow(int64_t keep_from) {
       ++it;
     }
   }
+}
+
+void KvStore::CloseGenerationsUpTo(int64_t last) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (last <= closed_up_to_) return;
+  closed_up_to_ = last;
+  cv_.notify_all();
 }
 
 void KvStore::Shutdown() {

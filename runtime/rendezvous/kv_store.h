@@ -11,6 +11,13 @@
 // would exceed Limits::max_total_bytes. DropGenerationsBelow() frees old
 // generations (generation 0, the namespace for non-elastic use, is kept).
 //
+// Closing. CloseGenerationsUpTo(g) marks generations 1..g as over (a newer
+// one formed, or g lost a member and will never finish forming): Get() and
+// Wait() on a closed generation no longer block for missing keys but return
+// kClosed at once, so a survivor waiting for a dead peer's address goes back
+// to the rendezvous instead of waiting out its timeout. Keys that exist are
+// still returned; Set/Add keep working.
+//
 // Thread-safety: every method may be called concurrently from any thread.
 #pragma once
 
@@ -38,6 +45,7 @@ class KvStore {
     kNotInteger,   // Add: the stored value is not a decimal int64, or the sum overflows
     kFull,         // Set/Add: the memory limit would be exceeded
     kShutdown,     // the store is shutting down
+    kClosed,       // Get/Wait: the key is missing and its generation is closed
   };
 
   explicit KvStore(Limits limits);
@@ -53,6 +61,8 @@ class KvStore {
 
   // Forgets generations 1 .. keep_from-1.
   void DropGenerationsBelow(int64_t keep_from);
+  // Closes generations 1 .. last (see above) and wakes their waiters.
+  void CloseGenerationsUpTo(int64_t last);
   // Wakes every waiter; later calls return kShutdown.
   void Shutdown();
 
@@ -63,12 +73,14 @@ class KvStore {
   using Space = std::map<std::string, std::string>;
   const std::string* Lookup(int64_t generation, const std::string& key) const;  // mu_ held
   Result Store(int64_t generation, const std::string& key, std::string value);  // mu_ held
+  bool Closed(int64_t generation) const { return generation != 0 && generation <= closed_up_to_; }  // mu_ held
 
   const Limits limits_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<int64_t, Space> spaces_;
   size_t total_bytes_ = 0;
+  int64_t closed_up_to_ = 0;  // generations 1..closed_up_to_ are closed
   bool shutdown_ = false;
 };
 

@@ -106,9 +106,11 @@ MembershipResult Membership::Heartbeat(const std::string& name, TimePoint now, H
   return {};
 }
 
-MembershipResult Membership::Leave(const std::string& name, TimePoint now) {
+MembershipResult Membership::Leave(const std::string& name, TimePoint now, bool finished) {
   if (failed_) return FailedResult();
-  if (!workers_.count(name)) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (finished && IsMember(it->second)) finishing_ = true;
   Remove(name, /*failure=*/false, now);
   Advance(now);
   return {};
@@ -137,6 +139,10 @@ MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, T
                                                       " (did the rendezvous server restart? register again)");
   }
   it->second.last_seen = now;
+  if (finishing_ && !(IsMember(it->second) && after < generation_)) {
+    return Error(MembershipError::kJobFinishing,
+                 "the job is finishing: a worker finished training, so no generation will form any more");
+  }
   if (!(IsMember(it->second) && after < generation_) && !it->second.ready) {
     it->second.ready = true;  // a member finished `after`, or a pending worker wants in
     if (IsMember(it->second) && !reform_started_) reform_started_ = now;
@@ -191,6 +197,7 @@ void Membership::Advance(TimePoint now) {
     for (const auto& name : stuck) Remove(name, /*failure=*/true, now);
   }
 
+  if (finishing_) return;  // nothing forms or times out any more
   if (static_cast<int>(workers_.size()) < policy_.min_workers) {
     if (!below_min_since_) below_min_since_ = now;
     if (now - *below_min_since_ >= policy_.elastic_timeout) {

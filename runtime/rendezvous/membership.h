@@ -31,6 +31,11 @@
 //  * Reset limit. Each generation after the first is a reset; forming one
 //    more than reset_limit (when >= 0) fails the job. Once the limit is used
 //    up, newcomers alone no longer raise membership_changed.
+//  * Finishing. Once a member of the current generation leaves as finished,
+//    the job is finishing: no generation forms any more, the elastic timeout
+//    no longer applies, and AwaitNext answers kJobFinishing to every worker
+//    not already admitted to the generation it asks for (late joiners exit
+//    cleanly instead of waiting for a generation that never comes).
 //  * A failed job stays failed: every call then returns kJobFailed.
 //
 // Thread-safety: not thread-safe. RendezvousService serializes all calls.
@@ -71,7 +76,15 @@ struct MembershipPolicy {
 enum class JobState { kForming, kRunning, kReforming, kFailed };
 const char* JobStateName(JobState state);
 
-enum class MembershipError { kOk, kInvalidArgument, kUnknownWorker, kJobFailed, kBlacklisted, kBadGeneration };
+enum class MembershipError {
+  kOk,
+  kInvalidArgument,
+  kUnknownWorker,
+  kJobFailed,
+  kBlacklisted,
+  kBadGeneration,
+  kJobFinishing,  // AwaitNext: training finished; no generation will form any more
+};
 
 struct MembershipResult {
   MembershipError error = MembershipError::kOk;
@@ -115,7 +128,8 @@ class Membership {
   // the old incarnation is removed as a failure and the new one is pending.
   MembershipResult Register(const WorkerSpec& spec, TimePoint now);
   MembershipResult Heartbeat(const std::string& name, TimePoint now, HeartbeatView* out);
-  MembershipResult Leave(const std::string& name, TimePoint now);
+  // `finished`: the worker's training finished (see Finishing in the policy).
+  MembershipResult Leave(const std::string& name, TimePoint now, bool finished = false);
   MembershipResult ReportFailure(const std::string& name, const std::string& reason, TimePoint now);
 
   // "Give me the generation after `after`." A member of the current
@@ -130,6 +144,7 @@ class Membership {
 
   JobState state() const;
   bool failed() const { return failed_; }
+  bool finishing() const { return finishing_; }
   int64_t generation() const { return generation_; }
   const std::string& failure_reason() const { return failure_reason_; }
   std::shared_ptr<const World> world() const { return world_; }
@@ -171,6 +186,7 @@ class Membership {
   int64_t generation_ = 0;
   std::shared_ptr<const World> world_;
   bool failed_ = false;
+  bool finishing_ = false;
   std::string failure_reason_;
 
   bool member_lost_ = false;                  // since the current generation froze

@@ -23,8 +23,10 @@ inline constexpr const char* kUnknownWorker = "unknown_worker";           // 404
 inline constexpr const char* kUnknownGeneration = "unknown_generation";   // 404
 inline constexpr const char* kKeyNotFound = "key_not_found";              // 404
 inline constexpr const char* kGenerationGone = "generation_gone";         // 410
+inline constexpr const char* kGenerationOver = "generation_over";         // 410 (KV wait: it will never form)
 inline constexpr const char* kBadGeneration = "bad_generation";           // 409
 inline constexpr const char* kJobFailed = "job_failed";                   // 409
+inline constexpr const char* kJobFinishing = "job_finishing";             // 409 (generation: no more will form)
 inline constexpr const char* kNotAnInteger = "not_an_integer";            // 409
 inline constexpr const char* kPayloadTooLarge = "payload_too_large";      // 413
 inline constexpr const char* kUriTooLong = "uri_too_long";                // 414
@@ -45,6 +47,11 @@ inline constexpr int kMaxSlots = 4096;
 // One long-poll asks the server for at most this long; the server may cap it
 // lower and answer early, and the client asks again until its deadline.
 inline constexpr std::chrono::milliseconds kPollSlice{20000};
+
+// The leave reason of a worker whose training finished. Once a member of the
+// current generation leaves with it, the job is finishing: no generation
+// forms any more and waiting workers are told so (409 job_finishing).
+inline constexpr const char* kLeaveFinished = "finished";
 
 // Every request and reply body is JSON.
 inline constexpr const char* kJsonContentType = "application/json";

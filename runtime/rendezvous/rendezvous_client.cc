@@ -1,6 +1,7 @@
 #include "rendezvous_client.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "protocol.h"
 
@@ -58,7 +59,27 @@ Status RendezvousClient::Register() {
   return RegisterLocked();
 }
 
-Status RendezvousClient::RegisterLocked() {
+Status RendezvousClient::Register(milliseconds patience) {
+  const auto deadline = Clock::now() + std::max(patience, milliseconds(0));
+  for (;;) {
+    milliseconds retry_after{0};
+    Status s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s = RegisterLocked(&retry_after);
+    }
+    if (s.ok() || retry_after <= milliseconds(0)) return s;
+    // At least a few ms, so a 0/1 ms cooldown does not spin.
+    const auto wake = Clock::now() + std::max(retry_after, milliseconds(5));
+    if (wake > deadline) {
+      return Status::Unavailable(s.message() + "; still blacklisted beyond the " + std::to_string(patience.count()) +
+                                 " ms this worker may wait (elastic timeout)");
+    }
+    std::this_thread::sleep_until(wake);
+  }
+}
+
+Status RendezvousClient::RegisterLocked(milliseconds* retry_after) {
   const std::string path = WorkersPath(job_);
   json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots}};
   StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
@@ -66,8 +87,9 @@ Status RendezvousClient::RegisterLocked() {
   if (!reply->ok()) {
     Status s = JsonHttpClient::ToStatus("rendezvous register '" + self_.name + "'", *reply);
     if (reply->status == 429) {
-      return Status::Unavailable(s.message() + " (retry after " +
-                                 std::to_string(reply->body.value("retry_after_ms", int64_t(0))) + " ms)");
+      const int64_t ms = reply->body.value("retry_after_ms", int64_t(0));
+      if (retry_after) *retry_after = milliseconds(std::max<int64_t>(1, ms));
+      return Status::Unavailable(s.message() + " (retry after " + std::to_string(ms) + " ms)");
     }
     return s;
   }
@@ -144,14 +166,23 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
         (reply->status == 409 && reply->code() == error_code::kBadGeneration)) {
       // The server restarted (or forgot us): register again unless another
       // thread already did since this request was built.
-      std::lock_guard<std::mutex> lock(mu_);
-      if (registrations_ == registration) {
-        if (reply->status == 409 && !IsUnknownWorker(*reply)) {
-          return JsonHttpClient::ToStatus(what, *reply);
+      milliseconds retry_after{0};
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (registrations_ == registration) {
+          if (reply->status == 409 && !IsUnknownWorker(*reply)) {
+            return JsonHttpClient::ToStatus(what, *reply);
+          }
+          Status s = RegisterLocked(&retry_after);
+          // A blacklisted re-registration waits out its cooldown within the timeout.
+          if (!s.ok() && (retry_after <= milliseconds(0) || Clock::now() + retry_after > deadline)) return s;
         }
-        KH_RETURN_IF_ERROR(RegisterLocked());
       }
+      if (retry_after > milliseconds(0)) std::this_thread::sleep_for(std::max(retry_after, milliseconds(5)));
       continue;
+    }
+    if (reply->status == 409 && reply->code() == error_code::kJobFinishing) {
+      return Status(StatusCode::kJobFinished, what + ": " + reply->error());
     }
     if (!reply->ok()) return JsonHttpClient::ToStatus(what, *reply);
     if (reply->body.value("ready", false)) {

@@ -27,6 +27,8 @@
 //   kUnavailable         server unreachable after retries, or this worker is
 //                        blacklisted (429; the message gives the retry delay)
 //   kDeadlineExceeded    WaitForNextGeneration's timeout passed
+//   kJobFinished         WaitForNextGeneration: a worker finished training
+//                        (left with kLeaveFinished); no generation will form
 // Connection failures are retried with backoff (RetryPolicy) before a call
 // gives up, so a restarting server is ridden out.
 //
@@ -83,8 +85,14 @@ class RendezvousClient {
   RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self, RendezvousClientOptions options = {});
 
   // Registers (or re-registers) this worker; it is pending until a
-  // generation admits it.
+  // generation admits it. A blacklisted name (429) fails at once.
   Status Register();
+  // Like Register(), but a blacklisted registration is tried again after the
+  // server's retry_after while that falls within `patience` (e.g. the
+  // elastic timeout), so a worker whose name failed several times in a row
+  // (a Kubernetes pod restarted under the same name) is not locked out. The
+  // last kUnavailable is returned when the cooldown outlasts the patience.
+  Status Register(std::chrono::milliseconds patience);
 
   // Reports liveness. A failed job is reported in the result (job_failed),
   // not as an error.
@@ -110,7 +118,8 @@ class RendezvousClient {
   std::string server_id() const;
 
  private:
-  Status RegisterLocked();  // mu_ held
+  // mu_ held; *retry_after is the server's cooldown when it answered 429.
+  Status RegisterLocked(std::chrono::milliseconds* retry_after = nullptr);
   std::string WorkerPathFor(const char* verb) const;
 
   JsonHttpClient http_;

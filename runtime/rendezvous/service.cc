@@ -92,6 +92,12 @@ void RendezvousService::AfterChange() {
         std::to_string(world->formation_time.count()) + " ms: [" + names + "]");
     kv_.DropGenerationsBelow(seen_generation_ - 1);
   }
+  // A generation that was replaced, lost a member, or belongs to a failed job
+  // will never finish forming: its KV waits end now (kv_store.h, Closing).
+  const int64_t current = membership_.generation();
+  if (kv_closed_through_ < current - 1) kv_closed_through_ = current - 1;
+  if (kv_closed_through_ < current && membership_.state() != JobState::kRunning) kv_closed_through_ = current;
+  kv_.CloseGenerationsUpTo(kv_closed_through_);
   if (membership_.state() == JobState::kFailed && !seen_failed_) {
     seen_failed_ = true;
     changed = true;
@@ -106,6 +112,7 @@ Reply RendezvousService::FromMembership(const MembershipResult& r) {
     case MembershipError::kInvalidArgument: return ErrorReply(400, error_code::kInvalidArgument, r.message);
     case MembershipError::kUnknownWorker: return ErrorReply(404, error_code::kUnknownWorker, r.message);
     case MembershipError::kBadGeneration: return ErrorReply(409, error_code::kBadGeneration, r.message);
+    case MembershipError::kJobFinishing: return ErrorReply(409, error_code::kJobFinishing, r.message);
     case MembershipError::kBlacklisted: {
       Reply reply = ErrorReply(429, error_code::kBlacklisted, r.message);
       reply.body["retry_after_ms"] = r.retry_after.count();
@@ -163,7 +170,7 @@ Reply RendezvousService::Heartbeat(const std::string& name) {
 
 Reply RendezvousService::Leave(const std::string& name, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
-  MembershipResult r = membership_.Leave(name, Clock::now());
+  MembershipResult r = membership_.Leave(name, Clock::now(), reason == kLeaveFinished);
   AfterChange();
   if (r.ok()) Log("worker '" + name + "' left" + (reason.empty() ? "" : ": " + reason));
   Reply reply = FromMembership(r);
@@ -261,8 +268,16 @@ Reply FromKv(KvStore::Result r, const std::string& key) {
     case KvStore::Result::kFull: return ErrorReply(507, error_code::kStoreFull, "the key-value store is full");
     case KvStore::Result::kShutdown:
       return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
+    case KvStore::Result::kClosed: break;  // KvOver: needs the generation
   }
   return ErrorReply(500, error_code::kInternal, "unexpected store result");
+}
+
+Reply KvOver(int64_t generation) {
+  return ErrorReply(410, error_code::kGenerationOver,
+                    "generation " + std::to_string(generation) +
+                        " will not form: it lost a member or a newer generation replaced it; "
+                        "ask the rendezvous for the next generation");
 }
 }  // namespace
 
@@ -275,6 +290,7 @@ Reply RendezvousService::KvGet(int64_t generation, const std::string& key, Milli
   if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
   std::string value;
   KvStore::Result r = kv_.Get(generation, key, DeadlineFor(timeout), &value);
+  if (r == KvStore::Result::kClosed) return KvOver(generation);
   if (r != KvStore::Result::kOk) return FromKv(r, key);
   Reply reply;
   reply.body = {{"value", Base64Encode(value)}};
@@ -295,6 +311,7 @@ Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::strin
   if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
   std::vector<std::string> missing;
   KvStore::Result r = kv_.Wait(generation, keys, DeadlineFor(timeout), &missing);
+  if (r == KvStore::Result::kClosed) return KvOver(generation);
   if (r != KvStore::Result::kOk && r != KvStore::Result::kNotFound) return FromKv(r, "");
   Reply reply;
   reply.body = {{"ready", r == KvStore::Result::kOk}, {"missing", missing}};

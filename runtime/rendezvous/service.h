@@ -9,7 +9,10 @@
 //
 // Waits: AwaitNext, KvGet and KvWait block for at most
 // min(timeout, ServiceOptions::max_wait), and return at once after
-// Shutdown() (503 shutting_down).
+// Shutdown() (503 shutting_down). KvGet and KvWait in a generation that will
+// never finish forming (replaced by a newer one, lost a member, a member
+// already asked for the next one, or the job failed) answer 410
+// generation_over at once instead of waiting for keys that may never come.
 //
 // Thread-safety: all public methods are thread-safe; many HTTP threads call
 // them concurrently.
@@ -100,6 +103,7 @@ class RendezvousService {
   Membership membership_;
   int64_t seen_generation_ = 0;
   bool seen_failed_ = false;
+  int64_t kv_closed_through_ = 0;  // KV generations 1..this no longer block
   bool stopping_ = false;
 
   KvStore kv_;

@@ -3,7 +3,12 @@ survivors roll back and re-form, a replacement joins at a later commit, and
 every rank ends with exactly the state that applying each step once gives."""
 
 import re
+import time
 
+import pytest
+
+import khorovod
+from khorovod import _khorovod, elastic
 from conftest import run_job, worker
 
 
@@ -85,3 +90,97 @@ def test_fresh_workers_resume_from_the_checkpoint(tmp_path):
     job = run_job(worker("elastic_election.py"), "resume", path, np=3)
     assert job.returncode == 0 and len(job.lines(": resume OK")) == 3, job.output
     assert job.lines("resuming from the checkpoint"), job.output
+
+
+# The run wrapper's reset policy, driven through a stand-in runtime whose
+# reset() answers scripted statuses (the multi-rank tests above cover real
+# re-formations; these pin down which failures are retried and which end).
+
+class _ScriptedRuntime:
+    def __init__(self, answers, delay_s=0.0):
+        self.answers = list(answers)
+        self.resets = 0
+        self.delay_s = delay_s
+
+    # The worker metrics the run wrapper records (no-ops here).
+    def record_reset(self, code):
+        pass
+
+    def record_recovered(self, seconds):
+        pass
+
+    def record_state_sync(self, nbytes, seconds):
+        pass
+
+    def reset(self):
+        self.resets += 1
+        time.sleep(self.delay_s)
+        name, message = self.answers.pop(0)
+        return (_khorovod.STATUS_CODES[name], message)
+
+
+class _PlainState(elastic.State):
+    def save(self):
+        pass
+
+    def restore(self):
+        pass
+
+    def sync(self):
+        pass
+
+
+def _train_failing_once():
+    failures = []
+
+    def train(state):
+        if not failures:
+            failures.append(1)
+            raise khorovod.HorovodInternalError("UNAVAILABLE", "a peer died")
+        return "trained"
+    return train
+
+
+def test_a_reset_failing_while_the_generation_forms_is_retried(monkeypatch):
+    rt = _ScriptedRuntime([("UNAVAILABLE", "generation 3: rank 1 could not connect to its peers"),
+                           ("DEADLINE_EXCEEDED", "no generation within 100 ms"), ("OK", "")])
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    assert elastic.run(_train_failing_once())(_PlainState()) == "trained"
+    assert rt.resets == 3
+
+
+def test_the_rendezvous_verdict_ends_the_run_and_says_which(monkeypatch):
+    verdict = "rendezvous generation 'w': HTTP 409 job_failed: job failed: reset limit of 3 re-formations reached"
+    rt = _ScriptedRuntime([("FAILED_PRECONDITION", verdict)])
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    with pytest.raises(khorovod.KhorovodError) as e:
+        elastic.run(_train_failing_once())(_PlainState())
+    assert e.value.code == "FAILED_PRECONDITION"
+    assert "rendezvous ended the job" in str(e.value) and "reset limit of 3" in str(e.value)
+    assert rt.resets == 1
+
+
+def test_failed_resets_count_towards_the_reset_limit(monkeypatch):
+    rt = _ScriptedRuntime([("UNAVAILABLE", "connection refused")] * 5)
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    with pytest.raises(khorovod.KhorovodError) as e:
+        elastic.run(_train_failing_once(), reset_limit=2)(_PlainState())
+    assert "reset limit of 2" in str(e.value), str(e.value)
+    assert rt.resets == 2
+
+
+def test_failed_resets_stop_at_the_elastic_timeout(monkeypatch):
+    monkeypatch.setenv("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", "0.05")
+    rt = _ScriptedRuntime([("UNAVAILABLE", "connection refused")] * 50, delay_s=0.02)
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    with pytest.raises(khorovod.KhorovodError) as e:
+        elastic.run(_train_failing_once())(_PlainState())
+    assert e.value.code == "DEADLINE_EXCEEDED" and "elastic timeout" in str(e.value), str(e.value)
+    assert 2 <= rt.resets < 10
+
+
+def test_job_finished_is_its_own_exception(monkeypatch):
+    rt = _ScriptedRuntime([("JOB_FINISHED", "the job is finishing")])
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    with pytest.raises(khorovod.JobFinishedError):
+        elastic.run(_train_failing_once())(_PlainState())

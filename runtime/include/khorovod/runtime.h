@@ -49,6 +49,10 @@ class WorkerMetrics;
 namespace detail {
 // The runtime's metrics, for elastic::State and elastic::run (internal).
 WorkerMetrics* MetricsOf(Runtime& runtime);
+// elastic::run returned from the training function: shutdown() then tells
+// the rendezvous the job's training finished, so late joiners are sent away
+// (docs/elastic.md, "Late joiners at job end"). Internal.
+void MarkTrainingFinished(Runtime& runtime);
 }  // namespace detail
 
 // This process's place in the running generation; every field is -1
@@ -147,6 +151,7 @@ class Runtime {
 
  private:
   friend WorkerMetrics* detail::MetricsOf(Runtime& runtime);
+  friend void detail::MarkTrainingFinished(Runtime& runtime);
   std::unique_ptr<RuntimeImpl> impl_;
 };
 

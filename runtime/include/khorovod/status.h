@@ -29,6 +29,7 @@ enum class StatusCode {
   kAborted,             // the runtime was shut down while the operation was pending
   kInternal,            // a bug in khorovod: an invariant did not hold
   kMembershipChanged,   // elastic: workers joined or left; re-form at this commit
+  kJobFinished,         // elastic: the job finished training before this worker joined; exit 0
 };
 
 const char* StatusCodeName(StatusCode code);

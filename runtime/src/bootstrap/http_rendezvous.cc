@@ -13,6 +13,7 @@
 
 #include "bootstrap/rendezvous.h"
 #include "http_store.h"
+#include "protocol.h"
 #include "rendezvous_client.h"
 
 namespace khorovod {
@@ -34,7 +35,7 @@ class HttpRendezvous final : public Rendezvous {
   ~HttpRendezvous() override { StopHeartbeats(); }
 
   StatusOr<Assignment> NextGeneration(int64_t previous) override {
-    if (previous < 0) KH_RETURN_IF_ERROR(client_.Register());
+    if (previous < 0) KH_RETURN_IF_ERROR(client_.Register(elastic_timeout_));
     auto g = client_.WaitForNextGeneration(elastic_timeout_);
     if (!g.ok()) return g.status();
     // Heartbeats answered while this worker waited describe the old world.
@@ -71,9 +72,9 @@ class HttpRendezvous final : public Rendezvous {
     (void)client_.ReportFailure("generation " + std::to_string(generation) + ": " + reason);
   }
 
-  void Leave() override {
+  void Leave(bool training_finished) override {
     StopHeartbeats();
-    (void)client_.Leave("finished");
+    (void)client_.Leave(training_finished ? rendezvous::kLeaveFinished : "shutdown");
   }
 
   bool elastic() const override { return true; }

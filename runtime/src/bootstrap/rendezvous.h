@@ -44,8 +44,9 @@ class Rendezvous {
   virtual bool MembershipChanged() const = 0;
   // This worker saw generation `generation` fail (a peer died).
   virtual void ReportFailure(int64_t generation, const std::string& reason) = 0;
-  // This worker is leaving the job for good.
-  virtual void Leave() = 0;
+  // This worker is leaving the job for good; `training_finished`: because
+  // its training loop ended (late joiners are then told the job is finishing).
+  virtual void Leave(bool training_finished) = 0;
   virtual bool elastic() const = 0;
 };
 

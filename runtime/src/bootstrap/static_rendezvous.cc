@@ -21,7 +21,7 @@ class StaticRendezvous final : public Rendezvous {
 
   bool MembershipChanged() const override { return false; }
   void ReportFailure(int64_t, const std::string&) override {}
-  void Leave() override {}
+  void Leave(bool) override {}
   bool elastic() const override { return false; }
 };
 

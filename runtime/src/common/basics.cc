@@ -23,6 +23,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kAborted: return "ABORTED";
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kMembershipChanged: return "MEMBERSHIP_CHANGED";
+    case StatusCode::kJobFinished: return "JOB_FINISHED";
   }
   return "UNKNOWN";
 }

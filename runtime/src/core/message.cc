@@ -221,7 +221,7 @@ Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
               r.GetDevice(&p.device) && r.Get(&p.prescale) && r.Get(&p.postscale) &&
               r.GetInts(&p.sizes) && r.Get(&p.row_elements) && r.GetString(&p.group) &&
               r.Get(&p.group_size) && r.Get(&p.join_last_rank) && r.Get(&code) &&
-              code <= static_cast<uint8_t>(StatusCode::kMembershipChanged) && r.GetString(&p.error_message);
+              code <= static_cast<uint8_t>(StatusCode::kJobFinished) && r.GetString(&p.error_message);
     if (!ok) return Malformed("response body");
     p.error_code = static_cast<StatusCode>(code);
     out->push_back(std::move(p));

@@ -196,6 +196,7 @@ class RuntimeImpl {
   }
 
   WorkerMetrics& metrics() { return *metrics_; }
+  void MarkTrainingFinished() { training_finished_ = true; }
 
   bool MembershipChanged() const { return rendezvous_ && rendezvous_->MembershipChanged(); }
 
@@ -230,7 +231,10 @@ class RuntimeImpl {
   // Leaves the job for good (elastic) and ends the session.
   Status Finish() {
     Status s = Shutdown();
-    if (rendezvous_) rendezvous_->Leave();
+    // A worker shed mid-run leaves plainly (the others re-form without it);
+    // one whose elastic training loop returned ends the job's formations.
+    if (rendezvous_) rendezvous_->Leave(training_finished_);
+    training_finished_ = false;
     rendezvous_.reset();
     generation_ = -1;
     pinned_device_.reset();  // a later init() starts from its own config
@@ -337,6 +341,7 @@ class RuntimeImpl {
   std::unique_ptr<metrics::MetricsEndpoint> endpoint_;
   std::unique_ptr<Timeline> timeline_;
   bool timeline_opened_ = false;
+  bool training_finished_ = false;  // elastic::run returned; see MarkTrainingFinished
 };
 
 void RuntimeImpl::BackgroundLoop(Session& s) {
@@ -411,6 +416,7 @@ Status Runtime::shutdown() { return impl_->Finish(); }
 void Runtime::begin_step() { impl_->metrics().StepBegin(); }
 void Runtime::end_step(int64_t samples) { impl_->metrics().StepEnd(samples); }
 WorkerMetrics* detail::MetricsOf(Runtime& runtime) { return &runtime.impl_->metrics(); }
+void detail::MarkTrainingFinished(Runtime& runtime) { runtime.impl_->MarkTrainingFinished(); }
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }

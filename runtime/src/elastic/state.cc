@@ -183,7 +183,10 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
   while (true) {
     Status s = synced ? train() : state.sync();
     if (s.ok()) {
-      if (synced) return s;
+      if (synced) {
+        detail::MarkTrainingFinished(runtime);
+        return s;
+      }
       synced = true;
       if (recovering_since) metrics->Recovered(std::chrono::steady_clock::now() - *recovering_since);
       recovering_since.reset();

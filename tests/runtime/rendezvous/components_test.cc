@@ -76,6 +76,34 @@ TEST(KvStore, WaitReportsMissingKeysAfterItsDeadline) {
   EXPECT_EQ(kv.Wait(0, {"a", "b", "c"}, start, &missing), KvStore::Result::kOk);
 }
 
+TEST(KvStore, ClosingAGenerationEndsItsWaitsButKeepsItsKeys) {
+  KvStore kv;
+  ASSERT_EQ(kv.Set(2, "rank_0", "addr0"), KvStore::Result::kOk);
+  auto start = Clock::now();
+  auto waiting = std::async(std::launch::async, [&] {
+    std::vector<std::string> missing;
+    return kv.Wait(2, {"rank_0", "rank_1"}, Clock::now() + std::chrono::seconds(30), &missing);
+  });
+  auto getting = std::async(std::launch::async, [&] {
+    std::string v;
+    return kv.Get(2, "rank_1", Clock::now() + std::chrono::seconds(30), &v);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kv.CloseGenerationsUpTo(2);
+  EXPECT_EQ(waiting.get(), KvStore::Result::kClosed);
+  EXPECT_EQ(getting.get(), KvStore::Result::kClosed);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10)) << "the waits ended at the close, not at their deadline";
+  std::string v;
+  EXPECT_EQ(kv.Get(2, "rank_0", Clock::now() + std::chrono::seconds(30), &v), KvStore::Result::kOk);
+  EXPECT_EQ(v, "addr0");
+  std::vector<std::string> missing;
+  EXPECT_EQ(kv.Wait(2, {"rank_0"}, Clock::now(), &missing), KvStore::Result::kOk);
+  // Newer generations and the permanent namespace 0 still block.
+  EXPECT_EQ(kv.Get(3, "rank_1", Clock::now() + std::chrono::milliseconds(20), &v), KvStore::Result::kNotFound);
+  kv.CloseGenerationsUpTo(5);
+  EXPECT_EQ(kv.Get(0, "rank_1", Clock::now() + std::chrono::milliseconds(20), &v), KvStore::Result::kNotFound);
+}
+
 TEST(KvStore, AddIsAnAtomicDecimalCounter) {
   KvStore kv;
   std::vector<std::thread> threads;

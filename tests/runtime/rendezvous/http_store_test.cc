@@ -134,6 +134,77 @@ TEST(HttpStore, GenerationsAreSeparateNamespaces) {
   EXPECT_EQ(gen1.get("k"), Bytes("one"));
 }
 
+// Three workers form generation 1; one dies before publishing its address
+// (the launcher reports it). The two survivors, blocked in connectFullMesh on
+// its key with a 60 s transport timeout, get generation_over within seconds
+// and can ask for the next generation, which forms without the dead one.
+TEST(HttpStore, SurvivorsWaitingForADeadPeersAddressGiveUpAtOnce) {
+  ServerOptions options = testing::DefaultOptions();
+  options.service.policy.min_workers = 2;
+  options.service.policy.max_workers = 3;
+  testing::TestServer server(options);
+  constexpr int kWorkers = 3;
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  std::vector<GenerationInfo> infos(kWorkers);
+  for (int w = 0; w < kWorkers; ++w) {
+    clients.push_back(std::make_unique<RendezvousClient>(server.endpoint(), testing::kJob,
+                                                         WorkerIdentity{"worker-" + std::to_string(w), "127.0.0.1", 4}));
+    ASSERT_TRUE(clients.back()->Register().ok());
+  }
+  std::vector<std::thread> formers;
+  for (int w = 0; w < kWorkers; ++w) {
+    formers.emplace_back([&, w] {
+      auto g = clients[w]->WaitForNextGeneration(milliseconds(30000));
+      if (g.ok()) infos[w] = *g;
+    });
+  }
+  for (auto& t : formers) t.join();
+  ASSERT_EQ(infos[0].generation, 1);
+  ASSERT_EQ(infos[0].size, kWorkers);
+  const int dead = 2;  // never connects
+  std::vector<std::string> errors(kWorkers);
+  std::vector<Clock::duration> took(kWorkers);
+  std::vector<std::thread> survivors;
+  for (int w = 0; w < kWorkers; ++w) {
+    if (w == dead) continue;
+    survivors.emplace_back([&, w] {
+      auto start = Clock::now();
+      try {
+        HttpStore store(server.endpoint(), testing::kJob, infos[w].generation, Fast(milliseconds(60000)));
+        gloo::transport::tcp::attr attr;
+        attr.hostname = "127.0.0.1";
+        auto context = std::make_shared<gloo::rendezvous::Context>(infos[w].rank, infos[w].size);
+        context->setTimeout(milliseconds(60000));
+        auto device = gloo::transport::tcp::CreateDevice(attr);
+        context->connectFullMesh(store, device);
+      } catch (const std::exception& e) {
+        errors[w] = e.what();
+      }
+      took[w] = Clock::now() - start;
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(300));  // the survivors are waiting for the dead one's key
+  ASSERT_TRUE(clients[dead]->ReportFailure("killed").ok());
+  for (auto& t : survivors) t.join();
+  for (int w = 0; w < kWorkers; ++w) {
+    if (w == dead) continue;
+    EXPECT_NE(errors[w].find("generation_over"), std::string::npos) << "worker " << w << ": " << errors[w];
+    EXPECT_LT(took[w], std::chrono::seconds(20)) << "worker " << w << " waited for the transport timeout";
+  }
+  std::vector<std::thread> reformers;
+  std::vector<int64_t> next(kWorkers, 0);
+  for (int w = 0; w < kWorkers; ++w) {
+    if (w == dead) continue;
+    reformers.emplace_back([&, w] {
+      auto g = clients[w]->WaitForNextGeneration(milliseconds(30000));
+      if (g.ok() && g->size == kWorkers - 1) next[w] = g->generation;
+    });
+  }
+  for (auto& t : reformers) t.join();
+  EXPECT_EQ(next[0], 2);
+  EXPECT_EQ(next[1], 2);
+}
+
 // Four workers register, get a generation from the server, connect a Gloo
 // full mesh through HttpStore and allreduce.
 TEST(HttpStore, FourThreadsFormAGlooContextAndAllreduce) {

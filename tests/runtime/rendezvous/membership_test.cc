@@ -20,6 +20,35 @@ TEST_F(MembershipTest, PolicyValidation) {
   EXPECT_NE(p.Validate(), "");
 }
 
+// A member leaving as finished ends the job's formations: waiting and later
+// newcomers are told kJobFinishing, and the elastic timeout no longer fails
+// the job. A plain leave (e.g. a host removed) does not.
+TEST_F(MembershipTest, AFinishedMemberTellsLateJoinersTheJobIsFinishing) {
+  MembershipPolicy p = Policy();
+  p.min_workers = 3;
+  p.elastic_timeout = Millis(5000);
+  Start(p);
+  FormFirst({"a", "b", "c"});
+  ASSERT_TRUE(m_->Leave("c", now_).ok());
+  EXPECT_FALSE(m_->finishing()) << "a leave that is not a finish";
+  Register("late");
+  EXPECT_EQ(Await("late", 0), -1);
+  ASSERT_TRUE(m_->Leave("a", now_, /*finished=*/true).ok());
+  EXPECT_TRUE(m_->finishing());
+  NextView v;
+  MembershipResult r = m_->AwaitNext("late", 0, now_, &v);
+  EXPECT_EQ(r.error, MembershipError::kJobFinishing) << r.message;
+  Register("later");
+  r = m_->AwaitNext("later", 0, now_, &v);
+  EXPECT_EQ(r.error, MembershipError::kJobFinishing) << r.message;
+  EXPECT_EQ(Await("b", 0), 1) << "a member still gets the generation it belongs to";
+  ASSERT_TRUE(m_->Leave("b", now_, /*finished=*/true).ok());
+  Advance(60000);
+  m_->Tick(now_);
+  EXPECT_FALSE(m_->failed()) << "a finishing job does not fail for lack of workers";
+  EXPECT_EQ(m_->generation(), 1) << "nothing forms after the finish";
+}
+
 TEST_F(MembershipTest, FirstGenerationWaitsForMinWorkersThenTheSettleWindow) {
   MembershipPolicy p = Policy();
   p.min_workers = 2;

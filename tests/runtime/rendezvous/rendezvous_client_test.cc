@@ -152,6 +152,34 @@ TEST(RendezvousClient, ErrorsMapToStatusCodes) {
   EXPECT_TRUE(Contains(s.message(), "after 3 attempts")) << s.message();
 }
 
+// A worker name in blacklist cooldown (e.g. a pod that failed twice and was
+// restarted under the same name) registers once the cooldown is over when it
+// may wait that long, and fails clearly when it may not.
+TEST(RendezvousClient, ABlacklistedRegistrationIsRetriedAfterItsCooldown) {
+  ServerOptions options = testing::DefaultOptions();
+  options.service.policy.blacklist_threshold = 1;
+  options.service.policy.blacklist_base = milliseconds(600);
+  options.service.policy.blacklist_max = milliseconds(600);
+  testing::TestServer server(options);
+  RendezvousClient a(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
+  ASSERT_TRUE(a.Register().ok());
+  ASSERT_TRUE(a.ReportFailure("crashed").ok());
+
+  auto start = std::chrono::steady_clock::now();
+  Status s = a.Register(milliseconds(100));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(Contains(s.message(), "blacklisted")) << s.message();
+  EXPECT_TRUE(Contains(s.message(), "elastic timeout")) << s.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(400)) << "it must not sleep past its patience";
+
+  s = a.Register(milliseconds(20000));
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(500)) << "it registered during the cooldown";
+  StatusOr<GenerationInfo> g = a.WaitForNextGeneration(kLong);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->size, 1);
+}
+
 TEST(RendezvousClient, AFailedJobIsReportedToWorkers) {
   ServerOptions options = testing::DefaultOptions();
   options.service.policy.min_workers = 2;
