@@ -200,6 +200,10 @@ TEST(Message, WrongProtocolVersionIsRejected) {
 // name (8 + 1), dtype (1), reduce op (1), root (4), device kind (1).
 constexpr size_t kReqOp = 16, kReqDtype = 26, kReqReduceOp = 27, kReqDeviceKind = 32;
 
+// One past the last value of each wire enum (update when appending one).
+constexpr uint8_t kPastLastDtype = static_cast<uint8_t>(DataType::kBool) + 1;
+constexpr uint8_t kPastLastStatusCode = static_cast<uint8_t>(StatusCode::kJobFinished) + 1;
+
 TEST(Message, RequestWithABadEnumValueIsRejected) {
   Request q;
   q.name = "n";
@@ -216,7 +220,8 @@ TEST(Message, RequestWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[kReqReduceOp], static_cast<char>(ReduceOp::kMin));
   ASSERT_EQ(good[kReqDeviceKind], static_cast<char>(DeviceKind::kCUDA));
   const std::pair<size_t, uint8_t> corruptions[] = {
-      {kReqOp, 7}, {kReqOp, 0xff}, {kReqDtype, 8}, {kReqDtype, 0x80}, {kReqReduceOp, 5}, {kReqDeviceKind, 2}};
+      {kReqOp, 7},        {kReqOp, 0xff},         {kReqDtype, kPastLastDtype}, {kReqDtype, 0x80},
+      {kReqReduceOp, 5}, {kReqDeviceKind, 2}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
@@ -240,8 +245,8 @@ TEST(Message, ResponseWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[12], 1);
   ASSERT_EQ(good[13], static_cast<char>(OpType::kJoin));
   ASSERT_EQ(good[code], static_cast<char>(StatusCode::kStalled));
-  const std::pair<size_t, uint8_t> corruptions[] = {{12, 2},  {13, 7}, {31, 8},   {32, 5},
-                                                    {37, 2},  {code, static_cast<uint8_t>(StatusCode::kMembershipChanged) + 1}, {code, 0xff}};
+  const std::pair<size_t, uint8_t> corruptions[] = {
+      {12, 2}, {13, 7}, {31, kPastLastDtype}, {32, 5}, {37, 2}, {code, kPastLastStatusCode}, {code, 0xff}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
