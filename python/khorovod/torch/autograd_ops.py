@@ -41,15 +41,19 @@ class _Allreduce(torch.autograd.Function):
                          postscale_factor=postscale), None, None, None, None
 
 
+def _compressed(function, tensor, name, compression, op, prescale_factor, postscale_factor):
+    """Runs a reducing autograd function on the compressed tensor, then decompresses."""
+    compressed, ctx = compression.compress(tensor)
+    out = function.apply(compressed, name, op, float(prescale_factor), float(postscale_factor))
+    return compression.decompress(out, ctx)
+
+
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces ``tensor`` over all ranks (default: average) and returns the result."""
     mpi_ops.process_sets.check(process_set)
-    op = mpi_ops._op_code(op, average)
-    compressed, ctx = compression.compress(tensor)
-    reduced = _Allreduce.apply(compressed, name, op, float(prescale_factor),
-                               float(postscale_factor))
-    return compression.decompress(reduced, ctx)
+    return _compressed(_Allreduce, tensor, name, compression, mpi_ops._op_code(op, average),
+                       prescale_factor, postscale_factor)
 
 
 class _GroupedAllreduce(torch.autograd.Function):
@@ -199,11 +203,8 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=None,
                   prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces, then returns this rank's slice along dimension 0."""
     mpi_ops.process_sets.check(process_set)
-    op = mpi_ops._op_code(op, None)
-    compressed, ctx = compression.compress(tensor)
-    out = _Reducescatter.apply(compressed, name, op, float(prescale_factor),
-                               float(postscale_factor))
-    return compression.decompress(out, ctx)
+    return _compressed(_Reducescatter, tensor, name, compression, mpi_ops._op_code(op, None),
+                       prescale_factor, postscale_factor)
 
 
 class _GroupedReducescatter(torch.autograd.Function):
