@@ -12,7 +12,7 @@
 
 #include "cmd/health_server.h"
 #include "cmd/options.h"
-#include "cmd/stop_signals.h"
+#include "khorovod/util/stop_signals.h"
 #include "controller/controller.h"
 #include "controller/operator_metrics.h"
 #include "controller/token.h"
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   if (options.lease_namespace.empty()) options.lease_namespace = config->default_namespace;
   if (options.identity.empty()) options.identity = DefaultIdentity();
 
-  op::StopSignals signals;  // before any thread starts
+  khorovod::StopSignals signals;  // before any thread starts
   kube::RestClient client(config.value(), op::ToRestClientOptions(options));
   kube::RestClient lease_client(config.value());  // unthrottled: renewals never queue behind pod writes
   kube::EventRecorder events(client, "khorovod-operator");

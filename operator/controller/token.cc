@@ -1,19 +1,13 @@
 #include "controller/token.h"
 
-#include <openssl/rand.h>
+#include "khorovod/util/random_hex.h"
 
 namespace khorovod::op {
 
 std::optional<std::string> NewToken() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) return std::nullopt;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
+  StatusOr<std::string> hex = RandomHex(64);
+  if (!hex.ok()) return std::nullopt;
+  return *hex;
 }
 
 }  // namespace khorovod::op

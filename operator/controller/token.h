@@ -1,8 +1,9 @@
-// NewToken: a job's rendezvous token, 32 random bytes from OpenSSL,
-// hex-encoded. nullopt when the random generator fails (the caller retries
-// or falls back; nothing throws).
+// NewToken: a job's rendezvous token, 64 random hex digits (256 bits) from
+// the project's one generator (khorovod/util/random_hex.h, the system's
+// random device). nullopt when it fails (the caller retries or falls back;
+// nothing throws).
 //
-// Thread-safety: reentrant (OpenSSL's RAND_bytes is thread-safe).
+// Thread-safety: reentrant.
 #pragma once
 
 #include <optional>
