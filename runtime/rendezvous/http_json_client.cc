@@ -81,8 +81,12 @@ StatusOr<JsonReply> JsonHttpClient::Send(const std::string& method, const std::s
 Status JsonHttpClient::ToStatus(const std::string& what, const JsonReply& reply) {
   if (reply.ok()) return Status::Ok();
   std::string message = what + ": HTTP " + std::to_string(reply.status);
-  if (!reply.code().empty()) message += " " + reply.code();
-  // Two appends: GCC 12's -Wrestrict misfires on `": " + std::string&&` in Release builds.
+  // Appends only: GCC 12's -Wrestrict misfires on `" " + std::string&&` in
+  // Release builds, and command 1 must build without warnings.
+  if (!reply.code().empty()) {
+    message += ' ';
+    message += reply.code();
+  }
   message += ": ";
   message += reply.error().empty() ? std::string("(no error text)") : reply.error();
   if (reply.status == 400) return Status::InvalidArgument(message);
