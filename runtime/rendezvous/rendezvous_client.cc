@@ -115,7 +115,11 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
     }
     if (IsUnknownWorker(*reply) && round == 0) {
       std::lock_guard<std::mutex> lock(mu_);
-      KH_RETURN_IF_ERROR(RegisterLocked());
+      if (Status s = RegisterLocked(); !s.ok()) {
+        info.forgotten = true;
+        info.refusal = s.message();
+        return info;
+      }
       info.reregistered = true;
       continue;
     }

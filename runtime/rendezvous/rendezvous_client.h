@@ -74,6 +74,11 @@ struct HeartbeatInfo {
   bool job_failed = false;          // the job failed: stop with failure_reason
   std::string failure_reason;
   bool reregistered = false;        // the server had forgotten this worker (restart)
+  // The server had forgotten this worker and refused it again (e.g. a
+  // blacklist cooldown): its world is gone, and only the generation wait,
+  // which honours retry-after, can bring it back.
+  bool forgotten = false;
+  std::string refusal;
 };
 
 struct RendezvousClientOptions {

@@ -2,8 +2,6 @@
 // khorovod-rendezvous server; Gloo contexts meet through its key-value store.
 // A heartbeat thread keeps this worker alive on the server and records when
 // the server announces a membership change.
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
@@ -11,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bootstrap/gloo_mesh.h"
 #include "bootstrap/rendezvous.h"
 #include "http_store.h"
 #include "protocol.h"
@@ -56,13 +55,18 @@ class HttpRendezvous final : public Rendezvous {
       rendezvous::HttpStoreOptions options;
       options.timeout = config.transport_timeout;
       HttpStore store(endpoint_, job_, a.generation, options);
-      auto context = std::make_shared<gloo::rendezvous::Context>(a.rank, a.size);
-      context->setTimeout(config.transport_timeout);
-      context->connectFullMesh(store, device);
-      return std::shared_ptr<gloo::Context>(context);
+      MeshOptions mesh;
+      mesh.rank = a.rank;
+      mesh.size = a.size;
+      mesh.timeout = config.transport_timeout;
+      // A peer that died after publishing its address would otherwise hold
+      // this survivor in Gloo's connect long after the rendezvous moved on.
+      mesh.abandon = [this] { return changed_.load(); };
+      auto context = ConnectAbandonableMesh(store, device, mesh);
+      if (context.ok()) return context;
+      return Failed(a, context.status().message());
     } catch (const std::exception& e) {
-      return Status::Unavailable("generation " + std::to_string(a.generation) + ": rank " +
-                                 std::to_string(a.rank) + " could not connect to its peers: " + e.what());
+      return Failed(a, e.what());
     }
   }
 
@@ -96,10 +100,15 @@ class HttpRendezvous final : public Rendezvous {
     });
   }
 
+  static Status Failed(const Assignment& a, const std::string& why) {
+    return Status::Unavailable("generation " + std::to_string(a.generation) + ": rank " + std::to_string(a.rank) +
+                               " could not connect to its peers: " + why);
+  }
+
   // Whether a heartbeat answer means the running generation must re-form.
   bool Outdated(const rendezvous::HeartbeatInfo& info) const {
     const int64_t mine = generation_.load();
-    if (info.job_failed || info.reregistered || info.generation > mine) return true;
+    if (info.job_failed || info.reregistered || info.forgotten || info.generation > mine) return true;
     return info.generation == mine && (info.membership_changed || !info.active);
   }
 

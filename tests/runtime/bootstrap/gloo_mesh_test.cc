@@ -1,0 +1,125 @@
+// ConnectAbandonableMesh: a full mesh forms and carries data; a peer that
+// published its address and died no longer holds the others in Gloo's
+// connect (five times the timeout), because the abandon predicate or the
+// connect deadline fails the pending pairs.
+#include "bootstrap/gloo_mesh.h"
+
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+namespace khorovod {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<gloo::transport::Device> LoopbackDevice() {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  return gloo::transport::tcp::CreateDevice(attr);
+}
+
+MeshOptions Options(int rank, int size, milliseconds timeout) {
+  MeshOptions o;
+  o.rank = rank;
+  o.size = size;
+  o.timeout = timeout;
+  return o;
+}
+
+class MeshSizes : public ::testing::TestWithParam<int> {};
+
+TEST_P(MeshSizes, FormsAndReduces) {
+  const int size = GetParam();
+  gloo::rendezvous::HashStore store;
+  std::vector<std::future<float>> sums;
+  for (int rank = 0; rank < size; ++rank) {
+    sums.push_back(std::async(std::launch::async, [&store, rank, size] {
+      auto context = ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, size, milliseconds(20000)));
+      EXPECT_TRUE(context.ok()) << context.status().message();
+      if (!context.ok()) return -1.0f;
+      float value = static_cast<float>(rank + 1);
+      gloo::AllreduceOptions opts(*context);
+      opts.setOutput(&value, 1);
+      opts.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+      gloo::allreduce(opts);
+      return value;
+    }));
+  }
+  const float expected = static_cast<float>(size * (size + 1) / 2);
+  for (auto& s : sums) EXPECT_EQ(s.get(), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, MeshSizes, ::testing::Values(1, 2, 3, 5));
+
+// Rank 2 publishes its addresses and vanishes, as a worker SIGKILLed right
+// after it did. The survivors return when `abandon` turns true, not 5x later.
+TEST(GlooMesh, DeadPeerIsAbandonedWhenTheWorldChanges) {
+  const int size = 3;
+  gloo::rendezvous::HashStore store;
+  {
+    auto device = LoopbackDevice();
+    auto transport = device->createContext(2, size);
+    std::vector<char> addresses;
+    for (int peer = 0; peer < 2; ++peer) {
+      auto bytes = transport->createPair(peer)->address().bytes();
+      addresses.insert(addresses.end(), bytes.begin(), bytes.end());
+    }
+    store.set("mesh/2", addresses);
+  }  // its pairs and listening sockets are gone
+  std::atomic<bool> world_changed{false};
+  std::vector<std::future<Status>> survivors;
+  const auto start = Clock::now();
+  for (int rank = 0; rank < 2; ++rank) {
+    survivors.push_back(std::async(std::launch::async, [&, rank] {
+      MeshOptions o = Options(rank, size, milliseconds(60000));
+      o.abandon = [&] { return world_changed.load(); };
+      return ConnectAbandonableMesh(store, LoopbackDevice(), o).status();
+    }));
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  world_changed = true;
+  for (auto& s : survivors) {
+    ASSERT_EQ(s.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    Status st = s.get();
+    // Gloo may also refuse at once (the side that dials a closed port).
+    EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.message();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+}
+
+// With no news from the rendezvous, the connect deadline (not Gloo's 5x)
+// bounds the wait for a dead peer. Which side of a pair dials depends on the
+// random ports, so several rounds make sure the waiting side is exercised.
+TEST(GlooMesh, DeadPeerIsAbandonedAtTheDeadline) {
+  int waited = 0;
+  for (int round = 0; round < 6; ++round) {
+    gloo::rendezvous::HashStore store;
+    {
+      auto device = LoopbackDevice();
+      auto transport = device->createContext(1, 2);
+      store.set("mesh/1", transport->createPair(0)->address().bytes());
+    }
+    const auto start = Clock::now();
+    auto context = ConnectAbandonableMesh(store, LoopbackDevice(), Options(0, 2, milliseconds(1000)));
+    const auto took = Clock::now() - start;
+    ASSERT_FALSE(context.ok());
+    EXPECT_EQ(context.status().code(), StatusCode::kUnavailable);
+    EXPECT_LT(took, std::chrono::seconds(4)) << "Gloo alone would wait 5 s: " << context.status().message();
+    if (took >= milliseconds(900)) ++waited;
+  }
+  RecordProperty("rounds_that_waited_for_the_deadline", waited);
+}
+
+}  // namespace
+}  // namespace khorovod
