@@ -38,5 +38,12 @@ dump_job() {  # job ns
     echo "---- events"; k get events -n "$2" --sort-by=.lastTimestamp
     echo "---- logs"; job_logs "$1" "$2" | tail -200
   } > "$out" 2>&1
-  echo "  (details: $out)"; tail -60 "$out" | sed 's/^/  | /'
+  # Every pod's whole log, current and previous container, one file each.
+  local p
+  for p in $(k get pods -n "$2" -o name 2>/dev/null); do
+    k logs -n "$2" "$p" --all-containers --timestamps > "$work/log-$1-${p#pod/}.txt" 2>&1
+    k logs -n "$2" "$p" --all-containers --timestamps --previous > "$work/log-$1-${p#pod/}.previous.txt" 2>/dev/null ||
+      rm -f "$work/log-$1-${p#pod/}.previous.txt"
+  done
+  echo "  (details: $out and $work/log-$1-*.txt)"; tail -60 "$out" | sed 's/^/  | /'
 }

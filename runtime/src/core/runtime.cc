@@ -6,6 +6,7 @@
 #include <gloo/context.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <csignal>
 #include <shared_mutex>
 #include <thread>
@@ -146,6 +147,9 @@ class RuntimeImpl {
       if (!assignment.ok()) return assignment.status();
       Status s = EnterGeneration(*assignment);
       if (s.ok() || !rendezvous_->elastic() || !FormationFailure(s)) return s;
+      // One line per failed formation: what a user reads to see why a
+      // re-formation took longer than usual.
+      std::fprintf(stderr, "khorovod elastic: %s; back to the rendezvous\n", s.message().c_str());
       if (Clock::now() >= give_up) {
         return Status(s.code(), s.message() + " (still failing to form a generation after the elastic timeout, " +
                                     std::to_string(base_config_.elastic_timeout.count()) + " ms)");
