@@ -56,6 +56,7 @@ std::string RendezvousClient::WorkerPathFor(const char* verb) const { return Wor
 
 Status RendezvousClient::Register() {
   std::lock_guard<std::mutex> lock(mu_);
+  left_ = false;
   return RegisterLocked();
 }
 
@@ -66,6 +67,7 @@ Status RendezvousClient::Register(milliseconds patience) {
     Status s;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      left_ = false;
       s = RegisterLocked(&retry_after);
     }
     if (s.ok() || retry_after <= milliseconds(0)) return s;
@@ -80,6 +82,7 @@ Status RendezvousClient::Register(milliseconds patience) {
 }
 
 Status RendezvousClient::RegisterLocked(milliseconds* retry_after) {
+  if (left_) return Status::FailedPrecondition("rendezvous register '" + self_.name + "': this worker left the job");
   const std::string path = WorkersPath(job_);
   json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots}};
   StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
@@ -134,6 +137,10 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
 }
 
 Status RendezvousClient::Leave(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left_ = true;
+  }
   json body = json::object();
   if (!reason.empty()) body["reason"] = reason.substr(0, kMaxReasonLength);
   StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("leave"), body, milliseconds(0), true);

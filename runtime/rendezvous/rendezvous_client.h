@@ -103,7 +103,9 @@ class RendezvousClient {
   // not as an error.
   StatusOr<HeartbeatInfo> Heartbeat();
 
-  // Leaves the job (not counted as a failure). Leaving twice is fine.
+  // Leaves the job (not counted as a failure). Leaving twice is fine. Until
+  // the next explicit Register(), heartbeats and generation waits no longer
+  // register this worker again when the server answers that it is unknown.
   Status Leave(const std::string& reason = "");
 
   // Tells the server this worker failed; it is removed and the failure
@@ -134,6 +136,7 @@ class RendezvousClient {
   mutable std::mutex mu_;
   int64_t last_generation_ = 0;
   uint64_t registrations_ = 0;  // bumped by every successful Register
+  bool left_ = false;           // Leave() called since the last Register()
   std::chrono::milliseconds heartbeat_interval_{1000};
   std::string server_id_;
 };

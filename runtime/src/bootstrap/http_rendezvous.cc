@@ -11,6 +11,7 @@
 
 #include "bootstrap/gloo_mesh.h"
 #include "bootstrap/rendezvous.h"
+#include "bootstrap/termination_watch.h"
 #include "http_store.h"
 #include "protocol.h"
 #include "rendezvous_client.h"
@@ -29,7 +30,11 @@ class HttpRendezvous final : public Rendezvous {
         job_(config.job_id),
         elastic_timeout_(config.elastic_timeout),
         client_(endpoint_, config.job_id,
-                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots}) {}
+                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots}),
+        // Kubernetes stops a scaled-down pod with SIGTERM: leave at once so
+        // the survivors re-form now, not after the grace period and a
+        // missed heartbeat.
+        termination_(TerminationWatch::Install([this] { (void)client_.Leave("terminated by SIGTERM"); })) {}
 
   ~HttpRendezvous() override { StopHeartbeats(); }
 
@@ -131,6 +136,8 @@ class HttpRendezvous final : public Rendezvous {
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread heartbeat_;
+  // Last: destroyed first, so its thread never sees a half-destroyed client.
+  std::unique_ptr<TerminationWatch> termination_;
 };
 
 }  // namespace
