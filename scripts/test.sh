@@ -10,7 +10,7 @@
 #   4. a short libFuzzer run over the rendezvous request handlers (clang;
 #      skipped, and said so, if clang cannot be installed);
 #   5. `pip install .` of khorovod.torch against PyPI's torch and Debian's;
-#   6. (with KHOROVOD_TEST_REALNODE=1) the real node: the images built from a Release build, a kubelet with
+#   6. the real node: the images built from a Release build, a kubelet with
 #      containerd, CNI, CoreDNS and kube-proxy, and the user's story asserted
 #      through the API (tests/realnode; fails, never skips, if the machine
 #      lacks what a node needs).
@@ -106,18 +106,10 @@ script_stage pip-install bash tests/python/pip_install.sh
 # The images copy the binaries of this Release build (CPU only, as the shipped
 # Dockerfiles' from-source stages build them): no compiler runs inside an image
 # build. The from-source image builds are timed apart (docs/benchmarks.md).
-# Not in the default run yet: its story fails in about one run of three on a
-# known re-formation bug (a replaced worker blacklisted under its pod name
-# keeps a scale-down from re-forming for 60 s; docs/install.md, "Known
-# issues"). KHOROVOD_TEST_REALNODE=1 runs it.
-if [ "${KHOROVOD_TEST_REALNODE:-0}" = 1 ]; then
-  if build_stage image -DCMAKE_BUILD_TYPE=Release -DKHOROVOD_BUILD_TESTS=OFF -DKHOROVOD_BUILD_BENCHMARKS=OFF \
-       -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
-       -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
-    script_stage realnode bash tests/realnode/run.sh build/image
-  fi
-else
-  echo "suite: NOTE: the real-node stage did not run (KHOROVOD_TEST_REALNODE=1 runs it; see scripts/test.sh)"
+if build_stage image -DCMAKE_BUILD_TYPE=Release -DKHOROVOD_BUILD_TESTS=OFF -DKHOROVOD_BUILD_BENCHMARKS=OFF \
+     -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
+     -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
+  script_stage realnode bash tests/realnode/run.sh build/image
 fi
 
 for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done

@@ -153,7 +153,9 @@ scenario_backoff() {
   n=$(event_count "$job" "$ns" "^WorkerFailed: worker $job-worker-1 failed \(exit code 3")
   [ "$n" -ge 2 ] && ok "WorkerFailed events for worker-1 exit code 3 ($n, the third ended the job)" \
     || fail "WorkerFailed events for worker-1: $n"
-  events_of "$job" "$ns" | grep -q "BackoffLimitExceeded" && ok "event BackoffLimitExceeded" || fail "no BackoffLimitExceeded event"
+  # The operator records a phase's events after writing the status.
+  has_backoff_event() { events_of "$job" "$ns" | grep -q "BackoffLimitExceeded"; }
+  expect "event BackoffLimitExceeded" 30 has_backoff_event
   k delete namespace "$ns" --wait=false >/dev/null
 }
 
