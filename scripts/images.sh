@@ -114,6 +114,9 @@ khorovod_wheel() {
   echo "$dir"
 }
 
+# Images carry no debug info, whatever the build type of the binaries.
+strip_debug() { find "$1/prebuilt" -type f \( -path '*/bin/*' -o -name '*.so*' \) -exec strip --strip-debug {} +; }
+
 prebuilt_images() {
   local build_dir=${1:?usage: images.sh prebuilt BUILD_DIR}
   build_dir=$(cd "$build_dir" && pwd)
@@ -125,12 +128,14 @@ prebuilt_images() {
   local ctx="$cache/ctx-operator"
   rm -rf "$ctx"; mkdir -p "$ctx/prebuilt/bin"
   cp "$build_dir/bin/khorovod-operator" "$ctx/prebuilt/bin/"
+  strip_debug "$ctx"
   build "$REGISTRY/khorovod-operator:$TAG" "$root/deploy/docker/operator.Dockerfile" "$ctx" --target prebuilt
   ctx="$cache/ctx-runtime"
   rm -rf "$ctx"; mkdir -p "$ctx/prebuilt/bin" "$ctx/prebuilt/lib" "$ctx/deploy/docker"
   cp "$build_dir"/bin/{khorovodrun,khorovod-rendezvous,khorovod-example-trainer} "$ctx/prebuilt/bin/"
   cp -P "$build_dir"/lib/libkhorovod*.so* "$ctx/prebuilt/lib/"
   cp "$root/deploy/docker/slot-entrypoint.sh" "$ctx/deploy/docker/"
+  strip_debug "$ctx"
   build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$ctx" --target prebuilt
   pytorch_image "$REGISTRY/khorovod-runtime:$TAG"
 }
