@@ -35,55 +35,83 @@ struct ProdOp {
   }
 };
 
-template <typename T, typename Op>
-void NativeReduce(void* out, const void* a, const void* b, size_t n) {
-  T* o = static_cast<T*>(out);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) o[i] = Op::apply(x[i], y[i]);
+// How one dtype's elements are stored and computed with: native types as
+// themselves, the 16-bit floats stored as uint16_t and computed as float.
+template <typename T>
+struct NativeElem {
+  using Stored = T;
+  using Compute = T;
+  static T Load(T v) { return v; }
+  static T Store(T v) { return v; }
+};
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+struct Float16Elem {
+  using Stored = uint16_t;
+  using Compute = float;
+  static float Load(uint16_t v) { return ToFloat(v); }
+  static uint16_t Store(float v) { return FromFloat(v); }
+};
+
+// Calls visit.template operator()<Elem>() with the element codec of `dtype`:
+// the one place that maps dtypes to C++ types.
+template <typename Visit>
+decltype(auto) VisitDtype(DataType dtype, Visit&& visit) {
+  switch (dtype) {
+    case DataType::kFloat32: return visit.template operator()<NativeElem<float>>();
+    case DataType::kFloat64: return visit.template operator()<NativeElem<double>>();
+    case DataType::kFloat16: return visit.template operator()<Float16Elem<HalfToFloat, FloatToHalf>>();
+    case DataType::kBFloat16: return visit.template operator()<Float16Elem<BFloat16ToFloat, FloatToBFloat16>>();
+    case DataType::kInt8: return visit.template operator()<NativeElem<int8_t>>();
+    case DataType::kUInt8: return visit.template operator()<NativeElem<uint8_t>>();
+    case DataType::kInt32: return visit.template operator()<NativeElem<int32_t>>();
+    case DataType::kInt64: return visit.template operator()<NativeElem<int64_t>>();
+    case DataType::kInt16: return visit.template operator()<NativeElem<int16_t>>();
+    case DataType::kBool: return visit.template operator()<NativeElem<bool>>();
+  }
+  KH_ENFORCE(false, "invalid dtype " << static_cast<int>(dtype));
+  __builtin_unreachable();
 }
 
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float), typename Op>
-void Reduce16(void* out, const void* a, const void* b, size_t n) {
-  uint16_t* o = static_cast<uint16_t*>(out);
-  const uint16_t* x = static_cast<const uint16_t*>(a);
-  const uint16_t* y = static_cast<const uint16_t*>(b);
-  for (size_t i = 0; i < n; ++i) o[i] = FromFloat(Op::apply(ToFloat(x[i]), ToFloat(y[i])));
+template <typename E, typename Op>
+void ReduceElems(void* out, const void* a, const void* b, size_t n) {
+  using S = typename E::Stored;
+  S* o = static_cast<S*>(out);
+  const S* x = static_cast<const S*>(a);
+  const S* y = static_cast<const S*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = E::Store(Op::apply(E::Load(x[i]), E::Load(y[i])));
 }
 
 template <typename Op>
 ReduceFn ForDtype(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: return &NativeReduce<float, Op>;
-    case DataType::kFloat64: return &NativeReduce<double, Op>;
-    case DataType::kFloat16: return &Reduce16<HalfToFloat, FloatToHalf, Op>;
-    case DataType::kBFloat16: return &Reduce16<BFloat16ToFloat, FloatToBFloat16, Op>;
-    case DataType::kInt8: return &NativeReduce<int8_t, Op>;
-    case DataType::kUInt8: return &NativeReduce<uint8_t, Op>;
-    case DataType::kInt32: return &NativeReduce<int32_t, Op>;
-    case DataType::kInt64: return &NativeReduce<int64_t, Op>;
-    case DataType::kInt16: return &NativeReduce<int16_t, Op>;
-    case DataType::kBool: return &NativeReduce<bool, Op>;
-  }
-  return nullptr;
+  return VisitDtype(dtype, []<typename E>() -> ReduceFn { return &ReduceElems<E, Op>; });
 }
 
-template <typename T>
-void ScaleNative(void* data, size_t n, double factor) {
-  T* p = static_cast<T*>(data);
-  if constexpr (std::is_floating_point_v<T>) {
-    const T f = static_cast<T>(factor);
-    for (size_t i = 0; i < n; ++i) p[i] *= f;
+// Floating types scale in their own precision; integers and bool through
+// double, so that e.g. a 0.5 factor rounds toward zero as a cast does.
+template <typename E>
+void ScaleElems(void* data, size_t n, double factor) {
+  using C = typename E::Compute;
+  auto* p = static_cast<typename E::Stored*>(data);
+  if constexpr (std::is_floating_point_v<C>) {
+    const C f = static_cast<C>(factor);
+    for (size_t i = 0; i < n; ++i) p[i] = E::Store(E::Load(p[i]) * f);
   } else {
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<double>(p[i]) * factor);
+    for (size_t i = 0; i < n; ++i) p[i] = E::Store(static_cast<C>(static_cast<double>(E::Load(p[i])) * factor));
   }
 }
 
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void Scale16(void* data, size_t n, double factor) {
-  uint16_t* p = static_cast<uint16_t*>(data);
-  const float f = static_cast<float>(factor);
-  for (size_t i = 0; i < n; ++i) p[i] = FromFloat(ToFloat(p[i]) * f);
+// Integers divide in int64, so a divisor beyond the type's range (e.g. 256
+// ranks for uint8) neither wraps nor becomes zero.
+template <typename E>
+void DivideElems(void* data, size_t n, int64_t divisor) {
+  using C = typename E::Compute;
+  auto* p = static_cast<typename E::Stored*>(data);
+  if constexpr (std::is_floating_point_v<C>) {
+    const C d = static_cast<C>(divisor);
+    for (size_t i = 0; i < n; ++i) p[i] = E::Store(E::Load(p[i]) / d);
+  } else {
+    for (size_t i = 0; i < n; ++i) p[i] = E::Store(static_cast<C>(static_cast<int64_t>(E::Load(p[i])) / divisor));
+  }
 }
 
 }  // namespace
@@ -104,58 +132,13 @@ ReduceFn GetReduceFn(DataType dtype, ReduceOp op) {
 
 void Scale(void* data, size_t count, DataType dtype, double factor) {
   if (factor == 1.0 || count == 0) return;
-  switch (dtype) {
-    case DataType::kFloat32: return ScaleNative<float>(data, count, factor);
-    case DataType::kFloat64: return ScaleNative<double>(data, count, factor);
-    case DataType::kFloat16: return Scale16<HalfToFloat, FloatToHalf>(data, count, factor);
-    case DataType::kBFloat16: return Scale16<BFloat16ToFloat, FloatToBFloat16>(data, count, factor);
-    case DataType::kInt8: return ScaleNative<int8_t>(data, count, factor);
-    case DataType::kUInt8: return ScaleNative<uint8_t>(data, count, factor);
-    case DataType::kInt32: return ScaleNative<int32_t>(data, count, factor);
-    case DataType::kInt64: return ScaleNative<int64_t>(data, count, factor);
-    case DataType::kInt16: return ScaleNative<int16_t>(data, count, factor);
-    case DataType::kBool: return ScaleNative<bool>(data, count, factor);
-  }
-  KH_ENFORCE(false, "Scale: invalid dtype");
+  VisitDtype(dtype, [&]<typename E>() { ScaleElems<E>(data, count, factor); });
 }
-
-namespace {
-template <typename T>
-void DivideNative(void* data, size_t n, int64_t divisor) {
-  T* p = static_cast<T*>(data);
-  if constexpr (std::is_floating_point_v<T>) {
-    const T d = static_cast<T>(divisor);
-    for (size_t i = 0; i < n; ++i) p[i] /= d;
-  } else {
-    // Divide in int64 so a divisor beyond T's range (e.g. 256 ranks for
-    // uint8) neither wraps nor becomes zero.
-    for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<int64_t>(p[i]) / divisor);
-  }
-}
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void Divide16(void* data, size_t n, int64_t divisor) {
-  uint16_t* p = static_cast<uint16_t*>(data);
-  const float d = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) p[i] = FromFloat(ToFloat(p[i]) / d);
-}
-}  // namespace
 
 void Divide(void* data, size_t count, DataType dtype, int64_t divisor) {
   if (divisor == 1 || count == 0) return;
   KH_ENFORCE(divisor > 0, "Divide by " << divisor);
-  switch (dtype) {
-    case DataType::kFloat32: return DivideNative<float>(data, count, divisor);
-    case DataType::kFloat64: return DivideNative<double>(data, count, divisor);
-    case DataType::kFloat16: return Divide16<HalfToFloat, FloatToHalf>(data, count, divisor);
-    case DataType::kBFloat16: return Divide16<BFloat16ToFloat, FloatToBFloat16>(data, count, divisor);
-    case DataType::kInt8: return DivideNative<int8_t>(data, count, divisor);
-    case DataType::kUInt8: return DivideNative<uint8_t>(data, count, divisor);
-    case DataType::kInt32: return DivideNative<int32_t>(data, count, divisor);
-    case DataType::kInt64: return DivideNative<int64_t>(data, count, divisor);
-    case DataType::kInt16: return DivideNative<int16_t>(data, count, divisor);
-    case DataType::kBool: return DivideNative<bool>(data, count, divisor);
-  }
-  KH_ENFORCE(false, "Divide: invalid dtype");
+  VisitDtype(dtype, [&]<typename E>() { DivideElems<E>(data, count, divisor); });
 }
 
 void FillZeros(void* data, size_t count, DataType dtype) {
