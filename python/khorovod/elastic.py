@@ -116,7 +116,11 @@ def run(func=None, *, reset_limit=100):
                 if recovering_since is not None:
                     CONTEXT.runtime().record_recovered(time.monotonic() - recovering_since)
                     recovering_since = None
-                return func(state, *args, **kwargs)
+                result = func(state, *args, **kwargs)
+                # Late joiners are now told the job is finishing (JobFinishedError)
+                # instead of waiting for a generation that will never form.
+                CONTEXT.runtime().mark_training_finished()
+                return result
             except HorovodInternalError as e:
                 state.restore()
                 cause = e

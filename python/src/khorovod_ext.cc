@@ -131,6 +131,9 @@ PYBIND11_MODULE(_khorovod, m) {
         py::gil_scoped_release release;
         return ToTuple(rt.reset());
       })
+      // elastic.run's training function returned: shutdown() then tells the
+      // rendezvous the training finished, so late joiners are sent away.
+      .def("mark_training_finished", [](Runtime& rt) { khorovod::detail::MarkTrainingFinished(rt); })
       .def("is_initialized", &Runtime::is_initialized)
       .def("membership_changed", &Runtime::membership_changed)
       .def("rank", &Runtime::rank)

@@ -101,6 +101,7 @@ class _ScriptedRuntime:
         self.answers = list(answers)
         self.resets = 0
         self.delay_s = delay_s
+        self.training_finished = False
 
     # The worker metrics the run wrapper records (no-ops here).
     def record_reset(self, code):
@@ -111,6 +112,9 @@ class _ScriptedRuntime:
 
     def record_state_sync(self, nbytes, seconds):
         pass
+
+    def mark_training_finished(self):
+        self.training_finished = True
 
     def reset(self):
         self.resets += 1
@@ -184,3 +188,18 @@ def test_job_finished_is_its_own_exception(monkeypatch):
     monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
     with pytest.raises(khorovod.JobFinishedError):
         elastic.run(_train_failing_once())(_PlainState())
+
+
+def test_a_finished_run_tells_the_runtime_so_late_joiners_are_sent_away(monkeypatch):
+    rt = _ScriptedRuntime([("OK", "")])
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    assert elastic.run(_train_failing_once())(_PlainState()) == "trained"
+    assert rt.training_finished
+
+
+def test_a_failed_run_does_not_mark_the_training_finished(monkeypatch):
+    rt = _ScriptedRuntime([("FAILED_PRECONDITION", "job failed: reset limit")])
+    monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
+    with pytest.raises(Exception):
+        elastic.run(_train_failing_once())(_PlainState())
+    assert not rt.training_finished
