@@ -7,10 +7,12 @@
 namespace khorovod::op {
 namespace {
 
+// Points into `workload` (never into a copy: value() would return one).
 const Json* FindCondition(const Json& workload, const char* type) {
-  const Json& status = workload.value("status", Json::object());
-  auto it = status.find("conditions");
-  if (it == status.end() || !it->is_array()) return nullptr;
+  auto status = workload.find("status");
+  if (status == workload.end() || !status->is_object()) return nullptr;
+  auto it = status->find("conditions");
+  if (it == status->end() || !it->is_array()) return nullptr;
   for (const auto& c : *it)
     if (c.is_object() && c.value("type", "") == type) return &c;
   return nullptr;
