@@ -27,8 +27,9 @@ eco_tools kueue
 manifests="$K8S_BIN/manifests/kueue/bases"
 
 k apply --server-side -f "$manifests" >/dev/null
-k wait --for condition=established --timeout=60s crd/workloads.kueue.x-k8s.io crd/clusterqueues.kueue.x-k8s.io \
-  crd/localqueues.kueue.x-k8s.io crd/resourceflavors.kueue.x-k8s.io >/dev/null
+# (a CRD just created may have no conditions yet, which kubectl wait refuses)
+wait_until 60 k wait --for condition=established --timeout=5s crd/workloads.kueue.x-k8s.io \
+  crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io crd/resourceflavors.kueue.x-k8s.io
 k create namespace kueue-system >/dev/null
 # Kueue's own cert management fills this Secret and the certificate directory.
 k create secret generic kueue-webhook-server-cert -n kueue-system >/dev/null
@@ -49,9 +50,17 @@ integrations:
 YAML
 # Kueue runs with the admin identity of the test cluster (its release RBAC is
 # a kustomize overlay); it reads KUBECONFIG like any controller-runtime manager.
+# Its on-demand visibility API is an aggregated API server that needs
+# in-cluster configuration: off here (nothing in the test reads it).
 KUBECONFIG="$dir/cluster/admin.kubeconfig" "$K8S_BIN/kueue" --config "$dir/kueue-config.yaml" \
-  --zap-log-level=2 > "$dir/kueue.log" 2>&1 &
+  --feature-gates=VisibilityOnDemand=false --zap-log-level=2 > "$dir/kueue.log" 2>&1 &
 eco_track $! kueue
+# Kueue's cert rotator fills the Secret and waits for its files in certDir,
+# where a kubelet would mount the Secret: write them as the kubelet would.
+mkdir -p "$dir/kueue-certs"
+secret_key() { k get secret kueue-webhook-server-cert -n kueue-system -o jsonpath="{.data.$1}"; }
+check "Kueue's cert rotator fills its Secret" wait_until 60 eval '[ -n "$(secret_key tls\\.key)" ]'
+for f in ca.crt tls.crt tls.key; do secret_key "${f//./\\.}" | base64 -d > "$dir/kueue-certs/$f"; done
 
 eco_start_kwok
 eco_add_nodes kueue 1 4 "1500m" "dedicated: kueue"
@@ -158,7 +167,7 @@ check "alpha: still 1 worker 3 s later (replicas 3 capped by the admission)" eva
 
 # 5. beta finishes: its Workload is Finished.
 for p in beta-worker-0 beta-worker-1; do
-  k patch pod "$p" -n team --subresource status --type merge -p '{"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False"}],"containerStatuses":[{"name":"trainer","image":"i","imageID":"","ready":false,"restartCount":0,"state":{"terminated":{"exitCode":0}}}]}}' >/dev/null
+  k patch pod "$p" -n team --subresource status --type merge -p '{"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False"}],"containerStatuses":[{"name":"trainer","image":"i","imageID":"","ready":false,"restartCount":0,"state":{"terminated":{"exitCode":0}}}]}}' >/dev/null || true
 done
 check "beta: Succeeded and its Workload Finished" wait_until 60 eval \
   '[ "$(phase beta)" = Succeeded ] && [ "$(wl_cond beta Finished)" = True ]'
