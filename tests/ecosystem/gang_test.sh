@@ -57,7 +57,13 @@ profiles:
   - name: Coscheduling
     args: {permitWaitingTimeSeconds: $permit_wait}
 YAML
+# Coscheduling (v0.33.5) re-queues the pods it rejected only on Pod and
+# PodGroup events, not on a new node: new room is seen at the scheduler's
+# periodic flush of unschedulable pods, 5 min by default. 20 s here
+# (docs/kueue.md, "Gang scheduling").
+flush=20
 "$K8S_BIN/coscheduler" --config "$dir/coscheduler.yaml" --bind-address 127.0.0.1 --secure-port 0 \
+  --pod-max-in-unschedulable-pods-duration=${flush}s \
   --authentication-kubeconfig "$dir/cluster/scheduler.kubeconfig" \
   --authorization-kubeconfig "$dir/cluster/scheduler.kubeconfig" --v=3 > "$dir/coscheduler.log" 2>&1 &
 eco_track $! coscheduler
@@ -106,7 +112,7 @@ check "the coscheduler held workers at Permit (its log says so), so the wait is 
 
 # 2. A third node: three bind together; the fourth has no room.
 eco_add_nodes worker 3 3 "1500m"
-check "a third node: three workers bind and run" wait_until 60 eval '[ "$(running)" -eq 3 ]'
+check "a third node: three workers bind and run" wait_until $((3 * flush + 60)) eval '[ "$(running)" -eq 3 ]'
 scheduled_span() {  # seconds between the first and last PodScheduled=True of the bound workers
   k get pods -n gang -l khorovod.dev/role=worker -o json | python3 -c '
 import datetime, json, sys
@@ -120,7 +126,7 @@ check "the fourth worker stays Pending without a node" eval '[ "$(bound)" -eq 3 
 
 # 3. A fourth node: the worker beyond minMember binds.
 eco_add_nodes worker 4 4 "1500m"
-check "a fourth node: the worker beyond minMember binds and runs" wait_until 60 eval '[ "$(running)" -eq 4 ]'
+check "a fourth node: the worker beyond minMember binds and runs" wait_until $((3 * flush + 60)) eval '[ "$(running)" -eq 4 ]'
 check "the job reports 4 ready workers" \
   wait_until 60 eval '[ "$(k get hvdjob gangjob -n gang -o jsonpath={.status.readyReplicas})" = 4 ]'
 
@@ -141,7 +147,7 @@ k scale hvdjob gangjob -n gang --replicas 4 >/dev/null
 check "scaled back to 4: the new worker waits without a node" \
   eval 'wait_until 30 eval "[ \$(workers) -eq 4 ]" && sleep $((2 * permit_wait)) && [ "$(bound)" -eq 3 ]'
 k delete pod squatter -n gang --wait=false >/dev/null
-check "the node frees up: the new worker binds and runs" wait_until 60 eval '[ "$(running)" -eq 4 ]'
+check "the node frees up: the new worker binds and runs" wait_until $((3 * flush + 60)) eval '[ "$(running)" -eq 4 ]'
 
 # Control: the same scheduler without a PodGroup binds half a job, which is
 # what the gang prevents (so the checks above can fail).

@@ -18,7 +18,7 @@ eco_cleanup() {
     kill -9 "$pid" 2>/dev/null || true
   done
   bash "$root/tests/operator/cluster/cluster.sh" stop "$dir/cluster" || true
-  if [ "${KHOROVOD_ECO_KEEP:-0}" = 1 ]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
+  if [ "${KHOROVOD_ECO_KEEP:-0}" = 1 ] || [ "$eco_failed" -gt 0 ]; then echo "logs kept in $dir"; else rm -rf "$dir"; fi
 }
 
 eco_start_cluster() {  # name
