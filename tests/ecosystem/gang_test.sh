@@ -24,7 +24,7 @@ eco_tools coscheduler
 manifests="$K8S_BIN/manifests/coscheduler"
 
 k apply -f "$manifests/scheduling.x-k8s.io_podgroups.yaml" >/dev/null
-wait_until 60 k wait --for condition=established --timeout=5s crd/podgroups.scheduling.x-k8s.io
+wait_until 120 crds_established podgroups.scheduling.x-k8s.io || { echo "FAIL: the PodGroup CRD is not established"; exit 1; }
 # The second scheduler runs as system:kube-scheduler, which may also read and
 # update PodGroups (what scheduler-plugins' own install grants it).
 k apply -f - >/dev/null <<'YAML'

@@ -27,9 +27,8 @@ eco_tools kueue
 manifests="$K8S_BIN/manifests/kueue/bases"
 
 k apply --server-side -f "$manifests" >/dev/null
-# (a CRD just created may have no conditions yet, which kubectl wait refuses)
-wait_until 60 k wait --for condition=established --timeout=5s crd/workloads.kueue.x-k8s.io \
-  crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io crd/resourceflavors.kueue.x-k8s.io
+wait_until 120 crds_established workloads.kueue.x-k8s.io clusterqueues.kueue.x-k8s.io localqueues.kueue.x-k8s.io \
+  resourceflavors.kueue.x-k8s.io || { echo "FAIL: Kueue's CRDs are not established"; exit 1; }
 k create namespace kueue-system >/dev/null
 # Kueue's own cert management fills this Secret and the certificate directory.
 k create secret generic kueue-webhook-server-cert -n kueue-system >/dev/null
@@ -54,13 +53,25 @@ YAML
 # in-cluster configuration: off here (nothing in the test reads it).
 KUBECONFIG="$dir/cluster/admin.kubeconfig" "$K8S_BIN/kueue" --config "$dir/kueue-config.yaml" \
   --feature-gates=VisibilityOnDemand=false --zap-log-level=2 > "$dir/kueue.log" 2>&1 &
-eco_track $! kueue
+kueue_pid=$!
+eco_track $kueue_pid kueue
 # Kueue's cert rotator fills the Secret and waits for its files in certDir,
-# where a kubelet would mount the Secret: write them as the kubelet would.
+# where a kubelet would mount the Secret: write them as the kubelet would,
+# all three from one read, and only a certificate that matches its key (the
+# rotator may rewrite the Secret while it starts).
 mkdir -p "$dir/kueue-certs"
-secret_key() { k get secret kueue-webhook-server-cert -n kueue-system -o jsonpath="{.data.$1}"; }
-check "Kueue's cert rotator fills its Secret" wait_until 60 eval '[ -n "$(secret_key tls\\.key)" ]'
-for f in ca.crt tls.crt tls.key; do secret_key "${f//./\\.}" | base64 -d > "$dir/kueue-certs/$f"; done
+copy_certs() {
+  k get secret kueue-webhook-server-cert -n kueue-system -o json | python3 -c '
+import base64, json, os, sys
+data = json.load(sys.stdin).get("data") or {}
+names = ["ca.crt", "tls.crt", "tls.key"]
+if not all(data.get(n) for n in names): sys.exit(1)
+for n in names:
+    with open(os.path.join(sys.argv[1], n), "wb") as f: f.write(base64.b64decode(data[n]))' "$dir/kueue-certs" &&
+  [ "$(openssl x509 -noout -pubkey -in "$dir/kueue-certs/tls.crt" | sha256sum)" = \
+    "$(openssl pkey -pubout -in "$dir/kueue-certs/tls.key" | sha256sum)" ]
+}
+check "Kueue's cert rotator fills its Secret (copied where a kubelet would mount it)" wait_until 60 copy_certs
 
 eco_start_kwok
 eco_add_nodes kueue 1 4 "1500m" "dedicated: kueue"
@@ -98,6 +109,10 @@ spec: {clusterQueue: cq}
 YAML
 check "Kueue's ClusterQueue becomes active" \
   wait_until 120 eval '[ "$(k get clusterqueue cq -o jsonpath="{.status.conditions[?(@.type==\"Active\")].status}")" = True ]'
+# Nothing below can pass without Kueue: stop here, with its log, if it died.
+if ! kill -0 "$kueue_pid" 2>/dev/null; then
+  echo "FAIL: Kueue's controller manager exited"; eco_failed=$((eco_failed + 1)); eco_finish kueue; exit 1
+fi
 
 job() {  # name replicas min max [extra spec lines]
   cat <<YAML

@@ -53,6 +53,13 @@ check() {  # description command...
   fi
 }
 
+crds_established() {  # crd...
+  local c
+  for c in "$@"; do
+    [ "$(k get crd "$c" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] || return 1
+  done
+}
+
 eco_finish() {  # name
   [ "$eco_failed" -eq 0 ] || eco_dump_logs
   echo "$1: $eco_passed passed, $eco_failed failed"
