@@ -5,7 +5,11 @@
 #     from scripts/k8s/go.mod (k8s.io/kubernetes with each staging module
 #     replaced by its published v0.x release);
 #     and, for the real node (scripts/real-node.sh), kubelet and kube-proxy;
-#   helm, kwok and CoreDNS with `go install <module>@<version>`.
+#   helm, kwok and CoreDNS with `go install <module>@<version>`;
+#   and, for the ecosystem stage (tests/ecosystem/, opt-in), Kueue's manager
+#   and scheduler-plugins' scheduler (coscheduling) from their own modules at
+#   a pinned version (their go.mod/go.sum, replace directives included), with
+#   the CRDs they ship copied beside them under manifests/.
 # Prints the cache's bin directory on its last line. Idempotent: a binary
 # already in the cache for its version is not rebuilt.
 # Usage: scripts/k8s-tools.sh [binary...]   (default: all of them)
@@ -16,6 +20,8 @@ ETCD_VERSION=v3.6.4
 HELM_VERSION=v3.19.0
 KWOK_VERSION=v0.7.0
 COREDNS_VERSION=v1.12.4
+KUEUE_VERSION=v0.14.0
+SCHEDULER_PLUGINS_VERSION=v0.33.5   # built on k8s 1.33; the scheduler API it uses is served by 1.34
 cache=${KHOROVOD_K8S_CACHE:-$HOME/.cache/khorovod/k8s}
 # BUILD_REV changes when the way the binaries are built changes.
 BUILD_REV=2
@@ -35,6 +41,17 @@ version_flags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.i
 build_from_wrapper() {  # name package
   (cd "$root/scripts/k8s" && go build -ldflags="-s -w $version_flags" -o "$bin/$1.tmp" "$2") && mv "$bin/$1.tmp" "$bin/$1"
 }
+# Ecosystem builds are opt-in and big: low priority, two compile jobs.
+build_from_module() {  # name module@version package-dir manifests-subdir...
+  local name=$1 modver=$2 pkg=$3; shift 3
+  local src tmp; src=$(GOFLAGS=-mod=mod go mod download -json "$modver" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$src" ] || { echo "k8s-tools: could not download $modver" >&2; return 1; }
+  tmp=$(mktemp -d); cp -r "$src/." "$tmp/"; chmod -R u+w "$tmp"
+  (cd "$tmp" && GOMAXPROCS=2 nice -n 15 go build -p 2 -ldflags="-s -w" -o "$bin/$name.tmp" "./$pkg") || { rm -rf "$tmp"; return 1; }
+  rm -rf "$bin/manifests/$name"; mkdir -p "$bin/manifests/$name"
+  local m; for m in "$@"; do cp -r "$tmp/$m" "$bin/manifests/$name/"; done
+  rm -rf "$tmp"; mv "$bin/$name.tmp" "$bin/$name"
+}
 install_module() {  # name module@version
   local tmp; tmp=$(mktemp -d)
   GOBIN="$tmp" go install -ldflags="-s -w" "$2" && mv "$tmp/$1" "$bin/$1"; rm -rf "$tmp"
@@ -43,6 +60,9 @@ install_module() {  # name module@version
 for b in "${wanted[@]}"; do
   # CoreDNS's version is not in the directory name: a stamp beside it says which it is.
   if [ "$b" = coredns ]; then [ "$(cat "$bin/coredns.version" 2>/dev/null)" = "$COREDNS_VERSION" ] && continue
+  elif [ "$b" = kueue ]; then [ "$(cat "$bin/kueue.version" 2>/dev/null)" = "$KUEUE_VERSION" ] && continue
+  elif [ "$b" = coscheduler ]; then
+    [ "$(cat "$bin/coscheduler.version" 2>/dev/null)" = "$SCHEDULER_PLUGINS_VERSION" ] && continue
   elif [ -x "$bin/$b" ]; then continue; fi
   echo "k8s-tools: building $b" >&2
   case "$b" in
@@ -53,6 +73,11 @@ for b in "${wanted[@]}"; do
     kwok) install_module kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" ;;
     coredns) install_module coredns "github.com/coredns/coredns@$COREDNS_VERSION"
              echo "$COREDNS_VERSION" > "$bin/coredns.version" ;;
+    kueue) build_from_module kueue "sigs.k8s.io/kueue@$KUEUE_VERSION" cmd/kueue config/components/crd/bases
+           echo "$KUEUE_VERSION" > "$bin/kueue.version" ;;
+    coscheduler) build_from_module coscheduler "sigs.k8s.io/scheduler-plugins@$SCHEDULER_PLUGINS_VERSION" cmd/scheduler \
+                   config/crd/bases/scheduling.x-k8s.io_podgroups.yaml
+                 echo "$SCHEDULER_PLUGINS_VERSION" > "$bin/coscheduler.version" ;;
     *) echo "k8s-tools: unknown binary $b" >&2; exit 2 ;;
   esac
 done

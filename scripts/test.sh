@@ -13,7 +13,10 @@
 #   6. the real node: the images built from a Release build, a kubelet with
 #      containerd, CNI, CoreDNS and kube-proxy, and the user's story asserted
 #      through the API (tests/realnode; fails, never skips, if the machine
-#      lacks what a node needs).
+#      lacks what a node needs);
+#   7. (with KHOROVOD_TEST_ECOSYSTEM=1) the operator with Kueue and with
+#      scheduler-plugins' coscheduling, each built from its Go module
+#      (tests/ecosystem; cold Go builds: docs/benchmarks.md).
 # Ends with one line: "suite: N passed, M failed, K skipped".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -121,6 +124,19 @@ if build_stage image -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKH
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
      -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
   script_stage realnode bash tests/realnode/run.sh build/image
+fi
+
+# Kueue admission and gang scheduling by a real coscheduling scheduler, on the
+# ci build's operator. Opt-in until the lead decides: the two cold Go builds
+# cost minutes on a fresh machine (docs/benchmarks.md, "Ecosystem stage").
+if [ "${KHOROVOD_TEST_ECOSYSTEM:-0}" = 1 ]; then
+  if [ -x build/ci/bin/khorovod-operator ]; then
+    script_stage ecosystem bash tests/ecosystem/run.sh build/ci/bin/khorovod-operator
+  else
+    broken+=("ecosystem: build/ci/bin/khorovod-operator missing")
+  fi
+else
+  echo "suite: NOTE: the ecosystem stage did not run (KHOROVOD_TEST_ECOSYSTEM=1 runs it; see scripts/test.sh)"
 fi
 
 for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done

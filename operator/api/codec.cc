@@ -74,11 +74,14 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
   job.generation = meta.value("generation", int64_t{0});
   job.creation_timestamp = meta.value("creationTimestamp", "");
   job.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  const Json& labels = Child(meta, "labels");
+  Read(labels, "kueue.x-k8s.io/queue-name", "metadata.labels", job.queue_name, errors);
 
   const Json& spec = Child(object, "spec");
   HorovodJobSpec& s = job.spec;
   bool replicas_set = spec.contains("replicas");
   Read(spec, "replicas", "spec", s.replicas, errors);
+  Read(spec, "managedBy", "spec", s.managed_by, errors);
   bool min_set = spec.contains("minReplicas"), max_set = spec.contains("maxReplicas");
   Read(spec, "minReplicas", "spec", s.min_replicas, errors);
   Read(spec, "maxReplicas", "spec", s.max_replicas, errors);

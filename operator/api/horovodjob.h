@@ -78,6 +78,10 @@ struct HorovodJobSpec {
   // them out: a job without them is not elastic (mpi-operator and PyTorchJob
   // manifests run as written).
   int32_t replicas = 1;
+  // The controller that reconciles the job: unset or "khorovod.dev/operator"
+  // for this operator; any other value (e.g. Kueue's MultiKueue) leaves the
+  // job alone. Immutable (CEL in the CRD).
+  std::string managed_by;
   int32_t min_replicas = 1;
   int32_t max_replicas = 1;
   int32_t slots_per_worker = 1;
@@ -124,6 +128,8 @@ struct HorovodJob {
   int64_t generation = 0;
   std::string creation_timestamp;
   bool deleting = false;
+  // metadata.labels["kueue.x-k8s.io/queue-name"]: Kueue admits the job first.
+  std::string queue_name;
   HorovodJobSpec spec;
   HorovodJobStatus status;
 };

@@ -39,6 +39,9 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_c
       ->capture_default_str();
   app.add_option("--gang-scheduling", o.gang_scheduling, "Create scheduler-plugins PodGroups for gang jobs")
       ->capture_default_str();
+  app.add_option("--kueue", o.kueue,
+                 "Kueue's CRDs are installed: jobs labelled kueue.x-k8s.io/queue-name wait for admission")
+      ->capture_default_str();
   app.add_option("--kube-api-qps", o.kube_api_qps,
                  "Sustained API requests per second, all jobs together (0 = unlimited)")
       ->check(CLI::Range(0.0, 100000.0))
@@ -73,6 +76,7 @@ ControllerOptions ToControllerOptions(const OperatorOptions& options) {
   c.watch_timeout = std::chrono::seconds(options.watch_timeout_seconds);
   c.reconciler.write_parallelism = options.write_parallelism;
   c.reconciler.podgroups_available = options.gang_scheduling;
+  c.reconciler.kueue_available = options.kueue;
   return c;
 }
 

@@ -31,6 +31,7 @@ struct OperatorOptions {
   int retry_period_seconds = 2;
   std::string metrics_bind = "0.0.0.0:8080";  // /metrics, /healthz, /readyz
   bool gang_scheduling = false;    // PodGroup CRD (scheduler-plugins) installed
+  bool kueue = false;              // Kueue's CRDs installed (Workloads for queued jobs)
   // Client-side limit on API requests (token bucket); qps 0 = unlimited.
   // The leader lease has its own, unlimited client: a queue of pod writes
   // must not delay renewals past the renew deadline.

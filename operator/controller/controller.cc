@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "controller/cached_objects.h"
+#include "controller/kueue_workload.h"
 #include "kube/resource.h"
 
 namespace khorovod::op {
@@ -23,6 +24,15 @@ std::unique_ptr<RendezvousMonitor> MakeMonitor(const ReconcilerOptions& o, kube:
       RendezvousMonitorOptions{o.rendezvous_refresh, o.probe_timeout},
       [&queue](const std::string& key) { queue.Add(key); });
 }
+std::unique_ptr<kube::Informer> MakeWorkloads(kube::RestClient& client, const ControllerOptions& o) {
+  if (!o.reconciler.kueue_available) return nullptr;
+  kube::InformerOptions i;
+  i.namespace_ = o.watch_namespace;
+  i.label_selector = kLabelJobName;  // only the Workloads the operator created
+  i.resync = o.resync;
+  i.watch_timeout = o.watch_timeout;
+  return std::make_unique<kube::Informer>(client, kWorkloads, i);
+}
 kube::InformerOptions All(const ControllerOptions& o) {
   kube::InformerOptions i;
   i.namespace_ = o.watch_namespace;
@@ -37,12 +47,14 @@ Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, Co
       jobs_(client, kHorovodJobs, All(options)),
       pods_(client, kube::kPods, Owned(options, CachedPod)),
       services_(client, kube::kServices, Owned(options, CachedService)),
+      workloads_(MakeWorkloads(client, options)),
       monitor_(MakeMonitor(options.reconciler, queue_)),
-      reconciler_(client, jobs_, pods_, services_, events, monitor_.get(), options.reconciler) {
+      reconciler_(client, jobs_, pods_, services_, workloads_.get(), events, monitor_.get(), options.reconciler) {
   jobs_.AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });
   auto owner = [this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueOwner(obj); };
   pods_.AddHandler(owner);
   services_.AddHandler(owner);
+  if (workloads_) workloads_->AddHandler(owner);
 }
 
 Controller::~Controller() { Stop(); }
@@ -59,8 +71,10 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   jobs_.Start();
   pods_.Start();
   services_.Start();
+  if (workloads_) workloads_->Start();
   const auto deadline = std::chrono::steady_clock::now() + sync_timeout;
-  for (kube::Informer* inf : {&jobs_, &pods_, &services_}) {
+  for (kube::Informer* inf : {&jobs_, &pods_, &services_, workloads_.get()}) {
+    if (!inf) continue;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (!inf->WaitForSync(std::max(left, std::chrono::milliseconds(1)))) {
       std::cerr << "controller: the " << inf->type().plural << " cache did not sync\n";
@@ -83,6 +97,7 @@ void Controller::Stop() {
   jobs_.Stop();
   pods_.Stop();
   services_.Stop();
+  if (workloads_) workloads_->Stop();
 }
 
 void Controller::Work() {

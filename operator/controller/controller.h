@@ -59,6 +59,7 @@ class Controller {
   kube::Informer jobs_;
   kube::Informer pods_;
   kube::Informer services_;
+  std::unique_ptr<kube::Informer> workloads_;  // Kueue Workloads; null without --kueue
   kube::WorkQueue queue_;
   std::unique_ptr<RendezvousMonitor> monitor_;  // null with rendezvous_refresh 0
   Reconciler reconciler_;

@@ -21,7 +21,9 @@ using std::to_string;
 // being built.
 struct Planner {
   explicit Planner(const PlanInput& input)
-      : in(input), job(*input.job), spec(input.job->spec), now(FormatTime(input.now)) {
+      : in(input), job(*input.job), spec(input.job->spec), now(FormatTime(input.now)),
+        desired(input.admission && input.admission->admitted ? std::min(spec.replicas, input.admission->workers)
+                                                             : spec.replicas) {
     plan.status = job.status;
     for (const auto& w : in.workers) pods.push_back(View(w));
     std::sort(pods.begin(), pods.end(), [](const PodView& a, const PodView& b) { return a.index > b.index; });
@@ -32,6 +34,7 @@ struct Planner {
   const HorovodJob& job;
   const HorovodJobSpec& spec;
   const std::string now;
+  const int desired;               // spec.replicas, capped by Kueue's admitted worker count
   std::vector<PodView> pods;       // highest worker index first
   JobPlan plan;
   std::set<int> being_replaced;    // indices of failed workers deleted by this plan
@@ -113,22 +116,26 @@ bool PlanInvalidSpec(Planner& p) {
 
 bool PlanSuspend(Planner& p) {
   HorovodJobStatus& st = p.st();
-  if (p.spec.run_policy.suspend) {
+  const bool held = p.in.admission && !p.in.admission->admitted;
+  if (p.spec.run_policy.suspend || held) {
     for (const auto& pod : p.pods)
       if (!pod.deleting) p.plan.delete_pods.push_back({pod.name, pod.uid, "job suspended"});
     if (p.in.rendezvous) {
       PodView r = View(*p.in.rendezvous);
       if (!r.deleting) p.plan.delete_pods.push_back({r.name, r.uid, "job suspended"});
     }
+    const std::string reason = p.spec.run_policy.suspend ? "Suspended" : "WaitingForAdmission";
+    const std::string why = p.spec.run_policy.suspend ? "spec.runPolicy.suspend is true" : p.in.admission->message;
     if (!IsTrue(st, cond::kSuspended))
-      p.plan.events.push_back({"Normal", "Suspended", "HorovodJob suspended: pods deleted"});
-    SetCondition(st, cond::kSuspended, true, "Suspended", "spec.runPolicy.suspend is true", p.now);
+      p.plan.events.push_back({"Normal", reason, "HorovodJob suspended: " + why});
+    SetCondition(st, cond::kSuspended, true, reason, why, p.now);
     SetCondition(st, cond::kRunning, false, "Suspended", "the job is suspended", p.now);
     st.phase = JobPhase::kSuspended;
     return true;
   }
   if (IsTrue(st, cond::kSuspended)) {
-    SetCondition(st, cond::kSuspended, false, "Resumed", "spec.runPolicy.suspend is false", p.now);
+    SetCondition(st, cond::kSuspended, false, "Resumed",
+                 p.in.admission ? "admitted by Kueue" : "spec.runPolicy.suspend is false", p.now);
     p.plan.events.push_back({"Normal", "Resumed", "HorovodJob resumed: re-creating pods"});
   }
   if (st.start_time.empty()) st.start_time = p.now;
@@ -200,7 +207,7 @@ bool PlanFailures(Planner& p) {
 }
 
 void PlanScaling(Planner& p) {
-  const int desired = p.spec.replicas;
+  const int desired = p.desired;
   std::set<int> present;
   for (const auto& pod : p.pods) {
     if (pod.index < 0) continue;
@@ -222,7 +229,7 @@ void PlanScaling(Planner& p) {
 
 void PlanConditions(Planner& p) {
   HorovodJobStatus& st = p.st();
-  const int desired = p.spec.replicas;
+  const int desired = p.desired;
   const bool restarting =
       !p.being_replaced.empty() || (IsTrue(st, cond::kRestarting) && st.ready_replicas < desired);
   // Filling a new job is not scaling; changing the size of a running one is.

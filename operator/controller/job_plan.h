@@ -11,7 +11,8 @@
 //                 the job with reason InvalidSpec: terminal, never a crash loop.
 //   3. suspend    runPolicy.suspend deletes every pod and keeps the job;
 //                 resuming re-creates them. The first unsuspended plan sets
-//                 startTime.
+//                 startTime. A job queued in Kueue is held the same way
+//                 until its Workload is admitted, and again once evicted.
 //   4. deadline   activeDeadlineSeconds after startTime fails the job.
 //   5. completion once any worker exited 0 training is over: nothing is
 //                 created or replaced, and the job is Succeeded when no worker
@@ -22,7 +23,8 @@
 //                 fails the job instead, ExitCode fails it for exit codes
 //                 1-127. Each failed pod is counted once: its UID is kept in
 //                 status.countedFailures until the pod is seen gone.
-//   7. scaling    desired workers = spec.replicas: missing indices in
+//   7. scaling    desired workers = spec.replicas (at most the worker count
+//                 Kueue admitted, for a queued job): missing indices in
 //                 [0, desired) are created, indices >= desired deleted,
 //                 highest first; a failed rendezvous pod is re-created.
 //   8. conditions Running/Restarting/Scaling and the phase. A worker counts
@@ -69,12 +71,21 @@ struct JobPlan {
   std::optional<std::chrono::seconds> requeue_after;
 };
 
+// For a job queued in Kueue (controller/kueue_workload.h): may it run, and
+// with how many workers at most.
+struct AdmissionGate {
+  bool admitted = false;
+  int32_t workers = 0;    // the admitted worker count
+  std::string message;    // why the job is held
+};
+
 struct PlanInput {
   const HorovodJob* job = nullptr;
   std::vector<Json> workers;        // worker pods owned by the job
   std::optional<Json> rendezvous;   // the rendezvous pod, if it exists
   std::vector<FieldError> spec_errors;  // decoding and Validate(job) errors: the job cannot run
   std::optional<int64_t> rendezvous_generation;  // last read from the rendezvous server, if any
+  std::optional<AdmissionGate> admission;  // set only for a job queued in Kueue
   std::chrono::system_clock::time_point now;
 };
 

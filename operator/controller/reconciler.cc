@@ -3,26 +3,20 @@
 #include <atomic>
 
 #include "controller/builders.h"
+#include "controller/kueue_workload.h"
+#include "controller/reconciler_attempt.h"
 #include "controller/token.h"
 
 namespace khorovod::op {
 
-struct Reconciler::Attempt {
-  std::string key, ns, name;
-  kube::ObjectPtr object;  // the job as last read or written
-  HorovodJob job;
-  kube::ObjectRef ref;
-  PlanInput input;
-  JobPlan plan;
-};
-
 Reconciler::Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods,
-                       kube::Informer& services, kube::EventRecorder& events, RendezvousMonitor* monitor,
-                       ReconcilerOptions options)
+                       kube::Informer& services, kube::Informer* workloads, kube::EventRecorder& events,
+                       RendezvousMonitor* monitor, ReconcilerOptions options)
     : client_(client),
       jobs_(jobs),
       pods_(pods),
       services_(services),
+      workloads_(workloads),
       events_(events),
       monitor_(monitor),
       options_(options),
@@ -43,8 +37,9 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
   if (!Load(key, a)) return {};
   Observe(a);
   a.plan = PlanJob(a.input);
-  for (Step step : {&Reconciler::RecordRestarts, &Reconciler::DeleteExpiredJob, &Reconciler::EnsureRendezvous,
-                    &Reconciler::DeletePods, &Reconciler::CreateWorkers, &Reconciler::WriteStatus})
+  for (Step step : {&Reconciler::RecordRestarts, &Reconciler::DeleteExpiredJob, &Reconciler::SyncWorkload,
+                    &Reconciler::ResolveFlavors, &Reconciler::EnsureRendezvous, &Reconciler::DeletePods,
+                    &Reconciler::CreateWorkers, &Reconciler::WriteStatus})
     if (std::optional<ReconcileOutcome> outcome = (this->*step)(a)) return *outcome;
   return Finish(a);
 }
@@ -60,7 +55,7 @@ bool Reconciler::Load(const std::string& key, Attempt& a) {
     return false;  // deleted: its pods, services and secret are garbage-collected
   }
   a.job = DecodeHorovodJob(*a.object, a.input.spec_errors);
-  if (a.job.deleting) return false;
+  if (a.job.deleting || ManagedElsewhere(a.job)) return false;
   a.ref = {kApiVersion, kKind, a.job.namespace_, a.job.name, a.job.uid};
   return true;
 }
@@ -74,6 +69,7 @@ void Reconciler::Observe(Attempt& a) {
     if (role == "worker") a.input.workers.push_back(*pod);
     else if (role == "rendezvous") a.input.rendezvous = *pod;
   }
+  ObserveWorkload(a);
   if (!monitor_) return;
   // The monitor watches a running rendezvous pod of a job that may still train.
   const Json* pod = a.input.rendezvous ? &*a.input.rendezvous : nullptr;
@@ -153,7 +149,8 @@ std::optional<ReconcileOutcome> Reconciler::EnsureRendezvous(Attempt& a) {
     events_.Record(a.ref, "Warning", "RendezvousRestarted", "the rendezvous pod failed; re-creating it");
   } else if (!a.input.rendezvous) {
     bool created = false;
-    if (auto s = writer_.EnsureCreated(kube::kPods, a.ns, BuildRendezvousPod(a.job), &created); !s.ok())
+    const HorovodJob& shape = a.rendezvous_job ? *a.rendezvous_job : a.job;
+    if (auto s = writer_.EnsureCreated(kube::kPods, a.ns, BuildRendezvousPod(shape), &created); !s.ok())
       return Failed(a, s, "creating the rendezvous pod");
     if (created)
       events_.Record(a.ref, "Normal", "SuccessfulCreatePod", "created rendezvous pod " + RendezvousName(a.job));

@@ -4,8 +4,9 @@
 // reconcile.Reconciler):
 //   1. load       read the job from the informer cache; a job that is gone
 //                 or being deleted needs nothing (garbage collection removes
-//                 what it owns);
-//   2. observe    its pods from the cache, decoding and validation errors
+//                 what it owns), nor does one whose spec.managedBy names
+//                 another controller;
+//   2. observe    its pods (and Kueue Workload) from the cache, decoding and validation errors
 //                 (api/validation), and the rendezvous generation last read by
 //                 the RendezvousMonitor (never a network call here);
 //   3. plan       PlanJob (pure, controller/job_plan.h);
@@ -14,12 +15,17 @@
 //                 those pods, so a failure is counted once even if the
 //                 operator dies in between;
 //   5. ttl        delete a finished job whose TTL expired;
-//   6. rendezvous token Secret, Services, rendezvous pod (re-created when it
+//   6. kueue      for a job queued in Kueue (controller/kueue_workload.h):
+//                 create its Workload; give an evicted Workload's quota back
+//                 once the job's pods are gone; mark it Finished with the job;
+//                 read the admitted ResourceFlavors for the pods about to be
+//                 created (reconciler_kueue.cc);
+//   7. rendezvous token Secret, Services, rendezvous pod (re-created when it
 //                 failed), PodGroup;
-//   7. pods       deletions (highest worker index first), then creations;
-//   8. status     PUT the status subresource when it changed, with the
+//   8. pods       deletions (highest worker index first), then creations;
+//   9. status     PUT the status subresource when it changed, with the
 //                 resourceVersion read in 1 (a stale view loses with 409);
-//   9. events     the plan's Events.
+//  10. events     the plan's Events.
 // It is level-triggered and idempotent: running it twice, or after an
 // operator restart, creates and counts nothing twice (names are
 // deterministic; AlreadyExists/NotFound answers count as success).
@@ -71,6 +77,9 @@ struct ReconcilerOptions {
   int write_parallelism = 16;
   // Gang scheduling needs the scheduler-plugins PodGroup CRD installed.
   bool podgroups_available = false;
+  // Kueue's CRDs are installed: jobs labelled kueue.x-k8s.io/queue-name wait
+  // for their Workload's admission (the controller then watches Workloads).
+  bool kueue_available = false;
   // How often the RendezvousMonitor reads each live job's rendezvous status
   // (0: never), and its bound on one read.
   std::chrono::seconds rendezvous_refresh{15};
@@ -79,9 +88,11 @@ struct ReconcilerOptions {
 
 class Reconciler {
  public:
-  // `monitor` may be null (no rendezvous status in the job's status).
+  // `monitor` may be null (no rendezvous status in the job's status);
+  // `workloads` (Kueue Workloads the operator created) is null without Kueue.
   Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods, kube::Informer& services,
-             kube::EventRecorder& events, RendezvousMonitor* monitor, ReconcilerOptions options = {});
+             kube::Informer* workloads, kube::EventRecorder& events, RendezvousMonitor* monitor,
+             ReconcilerOptions options = {});
 
   ReconcileOutcome Reconcile(const std::string& key);
 
@@ -90,13 +101,16 @@ class Reconciler {
   std::map<JobPhase, int> PhaseCounts() const;
 
  private:
-  struct Attempt;  // one Reconcile call's state (reconciler.cc)
+  struct Attempt;  // one Reconcile call's state (reconciler_attempt.h)
   using Step = std::optional<ReconcileOutcome> (Reconciler::*)(Attempt&);
 
   bool Load(const std::string& key, Attempt& a);
   void Observe(Attempt& a);
   std::optional<ReconcileOutcome> RecordRestarts(Attempt& a);
   std::optional<ReconcileOutcome> DeleteExpiredJob(Attempt& a);
+  void ObserveWorkload(Attempt& a);
+  std::optional<ReconcileOutcome> SyncWorkload(Attempt& a);
+  std::optional<ReconcileOutcome> ResolveFlavors(Attempt& a);
   std::optional<ReconcileOutcome> EnsureRendezvous(Attempt& a);
   std::optional<ReconcileOutcome> EnsureTokenSecret(Attempt& a);
   std::optional<ReconcileOutcome> DeletePods(Attempt& a);
@@ -113,6 +127,7 @@ class Reconciler {
   kube::Informer& jobs_;
   kube::Informer& pods_;
   kube::Informer& services_;
+  kube::Informer* const workloads_;
   kube::EventRecorder& events_;
   RendezvousMonitor* const monitor_;
   const ReconcilerOptions options_;

@@ -62,4 +62,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   resources: [podgroups]
   verbs: [create]
 {{- end }}
+{{- if .Values.operator.kueue }}
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [get, list, watch, create]
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads/status]
+  verbs: [update]
+# Cluster-scoped: read only through the ClusterRole (rbac.namespaced=false).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [resourceflavors]
+  verbs: [get]
+{{- end }}
 {{- end -}}
