@@ -10,6 +10,9 @@
 //   resnet:  one step = the 161 ResNet-50 gradients as separate named
 //            allreduces (fused by the runtime) vs one allreduce of the same
 //            total bytes.
+//   algos:   the data path alone, no runtime: Gloo's ring (gloo::allreduce),
+//            khorovod's span ring and the one-hop direct exchange, on the
+//            raw context, alternating; times relative to Gloo's.
 //   latency: a 4-byte allreduce per step; the difference to raw Gloo is the
 //            per-step cost of negotiation and the thread hand-off.
 // Times are the median over --reps blocks of each rank's mean, maxed over ranks.
@@ -25,6 +28,8 @@
 #include <functional>
 #include <vector>
 
+#include "backend/gloo/gloo_direct.h"
+#include "backend/gloo/gloo_ring.h"
 #include "bootstrap/gloo_bootstrap.h"
 #include "khorovod/runtime.h"
 #include "resnet50_shapes.h"
@@ -121,6 +126,38 @@ class Bench {
     }
   }
 
+  void Algos() {
+    const int n = rt_.size();
+    Print("# algos: data path only on the raw context, float32 sum, %d ranks; time in us\n", n);
+    Print("# %12s | %10s | %10s %6s | %10s %6s\n", "bytes", "gloo_us", "ring_us", "ratio", "direct_us",
+          "ratio");
+    const ReduceFn sum = GetReduceFn(DataType::kFloat32, ReduceOp::kSum);
+    std::vector<std::byte> scratch, direct_scratch;
+    uint64_t slot = uint64_t{0x11} << 56;
+    for (int64_t bytes = o_.min_bytes; bytes <= o_.max_bytes; bytes *= 2) {
+      const size_t count = static_cast<size_t>(std::max<int64_t>(bytes / 4, 1));
+      std::vector<float> data(count, 1.0f);
+      const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
+      auto check = [](const Status& s) {
+        if (!s.ok()) throw std::runtime_error(s.ToString());
+      };
+      auto ring = [&] {
+        std::vector<Backend::Span> spans{{data.data(), count}};
+        check(gloo_ops::RingAllreduceSpans(raw_, spans, 4, sum, slot, &scratch));
+        slot += 2 * static_cast<uint64_t>(n);
+      };
+      auto direct = [&] {
+        check(gloo_ops::DirectAllreduce(raw_, data.data(), data.data(), count, 4, sum, slot++, &direct_scratch));
+      };
+      auto gloo = [&] { RawAllreduce(data.data(), count); };
+      auto [ring_t, gloo_a] = Compare(iters, ring, gloo);
+      auto [direct_t, gloo_b] = Compare(iters, direct, gloo);
+      const double g = (gloo_a + gloo_b) / 2;
+      Print("  %12zu | %10.1f | %10.1f %6.3f | %10.1f %6.3f\n", count * 4, g * 1e6, ring_t * 1e6,
+            gloo_a / ring_t, direct_t * 1e6, gloo_b / direct_t);
+    }
+  }
+
   void Resnet() {
     auto shapes = bench::ResNet50ParameterShapes();
     std::vector<std::vector<float>> grads;
@@ -181,8 +218,8 @@ class Bench {
 int main(int argc, char** argv) {
   CLI::App app{"khorovod allreduce benchmark (run under khorovodrun)"};
   Options o;
-  app.add_option("--mode", o.mode, "sweep, resnet, latency or all")
-      ->check(CLI::IsMember({"sweep", "resnet", "latency", "all"}));
+  app.add_option("--mode", o.mode, "sweep, resnet, latency, algos or all")
+      ->check(CLI::IsMember({"sweep", "resnet", "latency", "algos", "all"}));
   app.add_option("--min-bytes", o.min_bytes)->check(CLI::PositiveNumber);
   app.add_option("--max-bytes", o.max_bytes)->check(CLI::PositiveNumber);
   app.add_option("--reps", o.reps, "alternating blocks per measurement")->check(CLI::PositiveNumber);
@@ -210,6 +247,7 @@ int main(int argc, char** argv) {
     if (o.mode == "latency" || o.mode == "all") b.Latency();
     if (o.mode == "resnet" || o.mode == "all") b.Resnet();
     if (o.mode == "sweep" || o.mode == "all") b.Sweep();
+    if (o.mode == "algos") b.Algos();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;
