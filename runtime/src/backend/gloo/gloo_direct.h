@@ -44,7 +44,7 @@ Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in
 // `size` ranks: the direct exchange below these bounds, Gloo's ring above.
 // Same answer on every rank (it depends on the call alone).
 inline constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
-inline constexpr size_t kDirectAllreduceTwoRanksMaxBytes = 8 << 20;
+inline constexpr size_t kDirectAllreduceTwoRanksMaxBytes = 2 << 20;
 inline bool PreferDirectAllreduce(int size, size_t bytes) {
   return bytes <= (size == 2 ? kDirectAllreduceTwoRanksMaxBytes : kDirectAllreduceMaxBytes);
 }
