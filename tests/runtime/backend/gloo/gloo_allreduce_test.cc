@@ -50,7 +50,12 @@ std::vector<int> RunRanks(int size, std::chrono::milliseconds timeout, const Ran
     if (pid == 0) {
       int rc = 90;
       try {
-        rc = fn(Connect(dir, rank, size, timeout));
+        auto ctx = Connect(dir, rank, size, timeout);
+        // Every rank is through connecting before any of them can exit:
+        // one that left early would fail a peer's connect, not the test.
+        if (!Barrier(ctx).ok()) std::_Exit(91);
+        rc = fn(ctx);
+        if (rc == 0 && !Barrier(ctx).ok()) rc = 92;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
       }
@@ -132,15 +137,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(GlooDirectAllreduce, APeerThatDiesSurfacesAsUnavailableOnTheSurvivor) {
   const auto codes = RunRanks(2, std::chrono::seconds(3), [](const auto& ctx) {
-    if (ctx->rank == 1) std::_Exit(0);  // dies before sending anything
+    if (ctx->rank == 1) std::_Exit(0);  // dies connected, before sending any data
     const size_t count = 1 << 20;        // several pieces
     std::vector<float> data(count, 1.0f);
     std::vector<std::byte> scratch;
     const Status s = DirectAllreduce(ctx, data.data(), data.data(), count, 4,
                                      GetReduceFn(DataType::kFloat32, ReduceOp::kSum), 7, &scratch);
-    return s.code() == StatusCode::kUnavailable ? 0 : 1;
+    // Nonzero skips the closing barrier, which the dead peer cannot join.
+    return s.code() == StatusCode::kUnavailable ? 100 : 1;
   });
-  EXPECT_EQ(codes[0], 0) << "the survivor returns kUnavailable, neither crashing nor hanging";
+  EXPECT_EQ(codes[0], 100) << "the survivor returns kUnavailable, neither crashing nor hanging";
   EXPECT_EQ(codes[1], 0);
 }
 
