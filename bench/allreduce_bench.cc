@@ -6,10 +6,15 @@
 // Gloo context with Gloo's own sum) in alternating blocks within the same
 // run, so their ratio is not skewed by machine noise between runs.
 //   sweep:   float32 sum allreduce from --min-bytes to --max-bytes, doubling;
-//            time, algbw and busbw = algbw * 2(n-1)/n for both.
+//            time, algbw and busbw = algbw * 2(n-1)/n for both, and the
+//            GB/s of a memcpy of the same bytes on every rank at once.
+//            KHOROVOD_CPU_OPERATIONS picks khorovod's backend (gloo, shm).
 //   resnet:  one step = the 161 ResNet-50 gradients as separate named
 //            allreduces (fused by the runtime) vs one allreduce of the same
 //            total bytes.
+//   algos:   the data path alone, no runtime: Gloo's ring (gloo::allreduce),
+//            khorovod's span ring and the one-hop direct exchange, on the
+//            raw context, alternating; times relative to Gloo's.
 //   latency: a 4-byte allreduce per step; the difference to raw Gloo is the
 //            per-step cost of negotiation and the thread hand-off.
 // Times are the median over --reps blocks of each rank's mean, maxed over ranks.
@@ -22,9 +27,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <vector>
 
+#include "backend/gloo/gloo_direct.h"
+#include "backend/gloo/gloo_ring.h"
 #include "bootstrap/gloo_bootstrap.h"
 #include "khorovod/runtime.h"
 #include "resnet50_shapes.h"
@@ -83,41 +91,86 @@ class Bench {
     return v;
   }
 
-  // Median over reps of alternating (ours, raw) blocks.
+  // Median over reps of alternating blocks, one block of each fn per rep.
+  std::vector<double> CompareAll(int iters, const std::vector<std::function<void()>>& fns) {
+    std::vector<std::vector<double>> t(fns.size());
+    for (const auto& fn : fns) fn();  // warm-up: negotiation, cache fill, buffer allocation
+    for (int r = 0; r < o_.reps; ++r) {
+      for (size_t i = 0; i < fns.size(); ++i) t[i].push_back(Time(iters, fns[i]));
+    }
+    std::vector<double> medians;
+    for (auto& v : t) {
+      std::sort(v.begin(), v.end());
+      medians.push_back(v[v.size() / 2]);
+    }
+    return medians;
+  }
+
   std::pair<double, double> Compare(int iters, const std::function<void()>& ours,
                                     const std::function<void()>& raw) {
-    std::vector<double> a, b;
-    ours();  // warm-up: negotiation, cache fill, buffer allocation
-    raw();
-    for (int r = 0; r < o_.reps; ++r) {
-      a.push_back(Time(iters, ours));
-      b.push_back(Time(iters, raw));
-    }
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    return {a[a.size() / 2], b[b.size() / 2]};
+    const auto m = CompareAll(iters, {ours, raw});
+    return {m[0], m[1]};
   }
 
   void Sweep() {
     const int n = rt_.size();
     Print("# sweep: float32 sum allreduce, %d ranks; time in us, bandwidth in GB/s\n", n);
-    Print("# %12s %12s | %10s %8s %8s | %10s %8s %8s | %6s\n", "bytes", "count", "ours_us",
-          "algbw", "busbw", "gloo_us", "algbw", "busbw", "ratio");
+    Print("# %12s %12s | %10s %8s %8s | %10s %8s %8s | %6s | %8s\n", "bytes", "count", "ours_us",
+          "algbw", "busbw", "gloo_us", "algbw", "busbw", "ratio", "memcpy");
     for (int64_t bytes = o_.min_bytes; bytes <= o_.max_bytes; bytes *= 2) {
       const size_t count = static_cast<size_t>(std::max<int64_t>(bytes / 4, 1));
-      std::vector<float> data(count, 1.0f);
+      std::vector<float> data(count, 1.0f), copy(count);
       const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
-      auto [ours, raw] = Compare(
-          iters, [&] { Ours("sweep", data.data(), count); }, [&] { RawAllreduce(data.data(), count); });
+      // memcpy: every rank copies the same bytes at once, the stream a
+      // shared-memory transport competes with.
+      const auto m = CompareAll(iters, {[&] { Ours("sweep", data.data(), count); },
+                                        [&] { RawAllreduce(data.data(), count); },
+                                        [&] {
+                                          std::memcpy(copy.data(), data.data(), count * 4);
+                                          asm volatile("" : : "r"(copy.data()) : "memory");  // keep the copy
+                                        }});
+      const double ours = m[0], raw = m[1], memcpy_s = m[2];
       const double gb = static_cast<double>(count * 4) / 1e9;
       const double factor = 2.0 * (n - 1) / n;
-      Print("  %12zu %12zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f\n", count * 4, count,
+      Print("  %12zu %12zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f | %8.3f\n", count * 4, count,
             ours * 1e6, gb / ours, gb / ours * factor, raw * 1e6, gb / raw, gb / raw * factor,
-            (gb / ours) / (gb / raw));
+            (gb / ours) / (gb / raw), gb / memcpy_s);
       if (bytes == o_.max_bytes) {
         Print("RESULT sweep_large_busbw_ratio=%.3f bytes=%zu ours_busbw=%.3f gloo_busbw=%.3f\n",
               raw / ours, count * 4, gb / ours * factor, gb / raw * factor);
       }
+    }
+  }
+
+  void Algos() {
+    const int n = rt_.size();
+    Print("# algos: data path only on the raw context, float32 sum, %d ranks; time in us\n", n);
+    Print("# %12s | %10s | %10s %6s | %10s %6s\n", "bytes", "gloo_us", "ring_us", "ratio", "direct_us",
+          "ratio");
+    const ReduceFn sum = GetReduceFn(DataType::kFloat32, ReduceOp::kSum);
+    std::vector<std::byte> scratch, direct_scratch;
+    uint64_t slot = uint64_t{0x11} << 56;
+    for (int64_t bytes = o_.min_bytes; bytes <= o_.max_bytes; bytes *= 2) {
+      const size_t count = static_cast<size_t>(std::max<int64_t>(bytes / 4, 1));
+      std::vector<float> data(count, 1.0f);
+      const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
+      auto check = [](const Status& s) {
+        if (!s.ok()) throw std::runtime_error(s.ToString());
+      };
+      auto ring = [&] {
+        std::vector<Backend::Span> spans{{data.data(), count}};
+        check(gloo_ops::RingAllreduceSpans(raw_, spans, 4, sum, slot, &scratch));
+        slot += 2 * static_cast<uint64_t>(n);
+      };
+      auto direct = [&] {
+        check(gloo_ops::DirectAllreduce(raw_, data.data(), data.data(), count, 4, sum, slot++, &direct_scratch));
+      };
+      auto gloo = [&] { RawAllreduce(data.data(), count); };
+      auto [ring_t, gloo_a] = Compare(iters, ring, gloo);
+      auto [direct_t, gloo_b] = Compare(iters, direct, gloo);
+      const double g = (gloo_a + gloo_b) / 2;
+      Print("  %12zu | %10.1f | %10.1f %6.3f | %10.1f %6.3f\n", count * 4, g * 1e6, ring_t * 1e6,
+            gloo_a / ring_t, direct_t * 1e6, gloo_b / direct_t);
     }
   }
 
@@ -181,8 +234,8 @@ class Bench {
 int main(int argc, char** argv) {
   CLI::App app{"khorovod allreduce benchmark (run under khorovodrun)"};
   Options o;
-  app.add_option("--mode", o.mode, "sweep, resnet, latency or all")
-      ->check(CLI::IsMember({"sweep", "resnet", "latency", "all"}));
+  app.add_option("--mode", o.mode, "sweep, resnet, latency, algos or all")
+      ->check(CLI::IsMember({"sweep", "resnet", "latency", "algos", "all"}));
   app.add_option("--min-bytes", o.min_bytes)->check(CLI::PositiveNumber);
   app.add_option("--max-bytes", o.max_bytes)->check(CLI::PositiveNumber);
   app.add_option("--reps", o.reps, "alternating blocks per measurement")->check(CLI::PositiveNumber);
@@ -210,6 +263,7 @@ int main(int argc, char** argv) {
     if (o.mode == "latency" || o.mode == "all") b.Latency();
     if (o.mode == "resnet" || o.mode == "all") b.Resnet();
     if (o.mode == "sweep" || o.mode == "all") b.Sweep();
+    if (o.mode == "algos") b.Algos();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;

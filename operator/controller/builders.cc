@@ -64,6 +64,31 @@ void AddMetricsPort(Json& container, int port) {
   ports.push_back({{"name", "metrics"}, {"containerPort", port}});
 }
 
+// Slots of one pod exchange data through POSIX shared memory, and the
+// container runtime's default /dev/shm is 64 MiB: too small for fused
+// gradients. A memory-backed emptyDir replaces it, unless the user's
+// template already mounts something there (their choice wins).
+void MountSharedMemory(Json& spec) {
+  auto mounts_dev_shm = [](const Json& container) {
+    if (!container.contains("volumeMounts") || !container["volumeMounts"].is_array()) return false;
+    for (const auto& m : container["volumeMounts"])
+      if (m.value("mountPath", "") == "/dev/shm") return true;
+    return false;
+  };
+  if (!spec.contains("containers") || !spec["containers"].is_array()) return;
+  Json& volumes = spec["volumes"];
+  if (!volumes.is_array()) volumes = Json::array();
+  bool declared = false;
+  for (const auto& v : volumes) declared = declared || v.value("name", "") == kSharedMemoryVolume;
+  if (!declared) volumes.push_back({{"name", kSharedMemoryVolume}, {"emptyDir", {{"medium", "Memory"}}}});
+  for (auto& container : spec["containers"]) {
+    if (mounts_dev_shm(container)) continue;
+    Json& mounts = container["volumeMounts"];
+    if (!mounts.is_array()) mounts = Json::array();
+    mounts.push_back({{"name", kSharedMemoryVolume}, {"mountPath", "/dev/shm"}});
+  }
+}
+
 }  // namespace
 
 std::string WorkerPodName(const HorovodJob& job, int index) { return job.name + "-worker-" + std::to_string(index); }
@@ -195,6 +220,7 @@ Json BuildWorkerPod(const HorovodJob& job, int index) {
     SetEnvDefault(trainer, FieldEnv("KHOROVOD_METRICS_HOST", "status.podIP"));
     AddMetricsPort(trainer, kWorkerMetricsPort);
   }
+  if (job.spec.slots_per_worker > 1) MountSharedMemory(spec);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}};
 }
 

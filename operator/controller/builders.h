@@ -8,7 +8,8 @@
 //   <job>-token        Secret: the per-job rendezvous token
 //   <job>-rendezvous   Pod + Service: khorovod-rendezvous for this job
 //   <job>-worker       headless Service: stable DNS for worker pods
-//   <job>-worker-<i>   Pod: worker i (hostname <job>-worker-<i>, subdomain <job>-worker)
+//   <job>-worker-<i>   Pod: worker i (hostname <job>-worker-<i>, subdomain <job>-worker;
+//                      a memory-backed /dev/shm when slotsPerWorker > 1)
 //   <job>              PodGroup (scheduler-plugins), only with schedulingPolicy.gang
 //
 // Thread-safety: pure functions.
@@ -23,6 +24,9 @@ namespace khorovod::op {
 // Default metrics ports (container port name "metrics" on both pods).
 inline constexpr int kWorkerMetricsPort = 29500;
 inline constexpr int kRendezvousMetricsPort = 29401;
+// Worker pods with slotsPerWorker > 1 get this memory-backed emptyDir at
+// /dev/shm (the runtime's shared-memory transport between a pod's slots).
+inline constexpr const char* kSharedMemoryVolume = "khorovod-shm";
 
 std::string WorkerPodName(const HorovodJob& job, int index);
 std::string WorkersServiceName(const HorovodJob& job);

@@ -64,6 +64,10 @@ StatusOr<Device> BackendRegistry::ResolveDevice(const std::string& name, const C
 
 StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& name,
                                                            const BackendInit& init) {
+  if (name == "auto") {
+    const bool local_peers = init.config && init.config->local_size > 1;
+    return Create(local_peers && Has("shm") ? "shm" : "gloo", init);
+  }
   BackendFactory factory;
   {
     auto& r = Registry();

@@ -41,6 +41,8 @@ class BackendRegistry {
  public:
   static void Register(const std::string& name, BackendFactory factory);
   static void RegisterDevice(const std::string& name, DeviceResolver resolver);
+  // "auto" names the host backend for this placement: "shm" when it is
+  // registered and this host runs several ranks, else "gloo".
   static StatusOr<std::unique_ptr<Backend>> Create(const std::string& name, const BackendInit& init);
   // kInvalidArgument for an unknown name or a backend without a resolver
   // (a host backend).

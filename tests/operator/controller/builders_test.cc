@@ -68,6 +68,53 @@ TEST(Builders, WorkerPodIsRankedAndWired) {
       << "a user's choice (0 turns metrics off) wins";
 }
 
+bool MountsSharedMemory(const Json& container) {
+  if (!container.contains("volumeMounts")) return false;
+  for (const auto& m : container["volumeMounts"])
+    if (m["mountPath"] == "/dev/shm" && m["name"] == kSharedMemoryVolume) return true;
+  return false;
+}
+
+int SharedMemoryVolumes(const Json& pod) {
+  int n = 0;
+  if (!pod["spec"].contains("volumes")) return 0;
+  for (const auto& v : pod["spec"]["volumes"]) {
+    if (v["name"] != kSharedMemoryVolume) continue;
+    EXPECT_EQ(v["emptyDir"]["medium"], "Memory");
+    ++n;
+  }
+  return n;
+}
+
+TEST(Builders, SeveralSlotsPerWorkerGetAMemoryBackedDevShm) {
+  HorovodJob job = Job();  // slotsPerWorker: 2
+  Json pod = BuildWorkerPod(job, 0);
+  EXPECT_EQ(SharedMemoryVolumes(pod), 1);
+  for (const auto& c : pod["spec"]["containers"]) EXPECT_TRUE(MountsSharedMemory(c)) << c["name"];
+  EXPECT_EQ(pod, BuildWorkerPod(job, 0)) << "still a pure function";
+}
+
+TEST(Builders, OneSlotPerWorkerKeepsTheDefaultDevShm) {
+  HorovodJob job = Job();
+  job.spec.slots_per_worker = 1;
+  Json pod = BuildWorkerPod(job, 0);
+  EXPECT_EQ(SharedMemoryVolumes(pod), 0);
+  for (const auto& c : pod["spec"]["containers"]) EXPECT_FALSE(MountsSharedMemory(c));
+}
+
+TEST(Builders, AUsersOwnDevShmMountWins) {
+  HorovodJob job = Job();
+  Json& spec = job.spec.worker_template["spec"];
+  spec["volumes"] = Json::array({{{"name", "mine"}, {"emptyDir", {{"sizeLimit", "1Gi"}}}}});
+  spec["containers"][0]["volumeMounts"] = Json::array({{{"name", "mine"}, {"mountPath", "/dev/shm"}}});
+  Json pod = BuildWorkerPod(job, 0);
+  const Json& trainer = pod["spec"]["containers"][0];
+  ASSERT_EQ(trainer["volumeMounts"].size(), 1u) << "no second mount at /dev/shm";
+  EXPECT_EQ(trainer["volumeMounts"][0]["name"], "mine");
+  EXPECT_TRUE(MountsSharedMemory(pod["spec"]["containers"][1])) << "the sidecar still gets one";
+  EXPECT_EQ(pod["spec"]["volumes"][0]["name"], "mine") << "the user's volumes are kept";
+}
+
 TEST(Builders, SameInputSameObject) {
   HorovodJob job = Job();
   EXPECT_EQ(BuildWorkerPod(job, 1), BuildWorkerPod(job, 1));

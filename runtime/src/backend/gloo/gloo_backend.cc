@@ -2,6 +2,7 @@
 // It runs every collective on the Gloo context the bootstrap connected.
 #include <gloo/context.h>
 
+#include "backend/gloo/gloo_direct.h"
 #include "backend/gloo/gloo_ops.h"
 #include "backend/gloo/gloo_ring.h"
 #include "backend/registry.h"
@@ -18,9 +19,10 @@ class GlooBackend final : public Backend {
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
     const size_t esize = DataTypeSize(dtype);
-    if (count * esize <= gloo_ops::kDirectAllreduceMaxBytes) {
+    if (gloo_ops::PreferDirectAllreduce(ctx_->size, count * esize)) {
       const uint64_t slot = (uint64_t{0x7d} << 56) | (next_direct_slot_++ & ((uint64_t{1} << 56) - 1));
-      return gloo_ops::DirectAllreduce(ctx_, in, out, count, esize, GetReduceFn(dtype, op), slot);
+      return gloo_ops::DirectAllreduce(ctx_, in, out, count, esize, GetReduceFn(dtype, op), slot,
+                                       &direct_scratch_);
     }
     return gloo_ops::Allreduce(ctx_, in, out, count, esize, GetReduceFn(dtype, op));
   }
@@ -61,7 +63,8 @@ class GlooBackend final : public Backend {
   std::shared_ptr<gloo::Context> ctx_;
   uint64_t next_ring_slot_ = 0;
   uint64_t next_direct_slot_ = 0;
-  std::vector<std::byte> ring_scratch_;  // reused by every fused allreduce
+  std::vector<std::byte> ring_scratch_;    // reused by every fused allreduce
+  std::vector<std::byte> direct_scratch_;  // reused by every direct allreduce
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeGlooBackend(const BackendInit& init) {

@@ -80,24 +80,6 @@ Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in
   });
 }
 
-Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
-                       size_t count, size_t element_size, ReduceFn reduce, uint64_t slot) {
-  const size_t bytes = count * element_size;
-  if (bytes == 0) return Status::Ok();
-  const int size = ctx->size;
-  if (size == 1) {
-    if (in != out) std::memcpy(out, in, bytes);
-    return Status::Ok();
-  }
-  // Contributions land in rank order and are reduced in that order, so every
-  // rank computes bit-identical results.
-  std::vector<std::byte> all(bytes * size);
-  KH_RETURN_IF_ERROR(DirectAllgather(ctx, in, bytes, all.data(), slot));
-  std::memcpy(out, all.data(), bytes);
-  for (int peer = 1; peer < size; ++peer) reduce(out, out, all.data() + bytes * peer, count);
-  return Status::Ok();
-}
-
 Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
                        const std::vector<size_t>& bytes) {
   if (std::accumulate(bytes.begin(), bytes.end(), size_t{0}) == 0) return Status::Ok();

@@ -25,22 +25,12 @@ namespace khorovod::gloo_ops {
 
 Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out, size_t count,
                  size_t element_size, ReduceFn reduce);
-// Latency-optimal allreduce for small buffers: every rank sends its whole
-// buffer to every peer at once (one network hop instead of the ring's
-// 2(n-1)) and reduces all contributions in rank order, so every rank
-// computes bit-identical results. `slot` must be the same on every rank for
-// this call and unused by any other call in flight.
-Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
-                       size_t count, size_t element_size, ReduceFn reduce, uint64_t slot);
-
 // Every rank sends its `bytes` bytes to every peer at once (one hop); `out`
 // receives bytes * size bytes, rank r's contribution at offset r * bytes.
-// `in` may point into `out` at this rank's offset. Same `slot` rule as above.
+// `in` may point into `out` at this rank's offset. `slot` must be the same on
+// every rank for this call and unused by any other call in flight.
 Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in, size_t bytes,
                        void* out, uint64_t slot);
-
-// Below this many bytes DirectAllreduce beats the ring on loopback.
-inline constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
 
 // Byte-granular allgatherv: out receives bytes[r] bytes from each rank r.
 Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,

@@ -55,7 +55,10 @@ StatusOr<std::unique_ptr<Backend>> MakeStagingBackend(const BackendInit& init) {
   if (!device.ok()) return device.status();
   auto stream = cuda::CudaStream::Create(*device);
   if (!stream.ok()) return stream.status();
-  auto host = BackendRegistry::Create(init.config->cpu_backend, init);
+  // The staging path stays on Gloo under "auto": the host backend of the
+  // runtime already owns this host's shared-memory segment.
+  const std::string& host_name = init.config->cpu_backend == "auto" ? "gloo" : init.config->cpu_backend;
+  auto host = BackendRegistry::Create(host_name, init);
   if (!host.ok()) return host.status();
   if (!(*host)->SupportsDevice(Device{})) {
     return Status::InvalidArgument("KHOROVOD_CPU_OPERATIONS='" + init.config->cpu_backend +
