@@ -13,9 +13,18 @@ from ._context import CONTEXT
 from . import _build_info
 
 
-def init():
-    """Joins the job (blocks until every rank of the first generation joined)."""
-    CONTEXT.init()
+def init(comm=None, process_sets=None):
+    """Joins the job (blocks until every rank of the first generation joined).
+
+    ``process_sets``: ProcessSets (or rank lists) to register on every rank
+    right away, or "dynamic" to allow add_process_set/remove_process_set
+    later (as HOROVOD_DYNAMIC_PROCESS_SETS=1 does). ``comm`` (an MPI
+    communicator in Horovod) must be None: there is no MPI here."""
+    if comm is not None:
+        raise ValueError("khorovod: init(comm=...) takes no MPI communicator (khorovod runs without MPI)")
+    if CONTEXT.init():
+        from . import process_sets as _process_sets  # noqa: PLC0415 (it imports this package)
+        _process_sets.setup_at_init(process_sets)
 
 
 def shutdown():

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <map>
 #include <shared_mutex>
 #include <thread>
 
@@ -18,6 +19,8 @@
 #include "backend/device_backend.h"
 #include "core/negotiator.h"
 #include "core/executor.h"
+#include "core/process_set_comm.h"
+#include "core/process_set_table.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
 #include "khorovod/metrics/http_endpoint.h"
@@ -87,6 +90,12 @@ struct Session {
   TensorQueue queue;
   std::unique_ptr<Negotiator> negotiator;
   std::unique_ptr<Executor> executor;
+  // Process sets: the table every thread reads, and the comms of the sets
+  // this rank is a member of (background thread only; destroyed before the
+  // queue and context they use).
+  std::shared_ptr<ProcessSetTable> sets;
+  std::map<int, std::unique_ptr<ProcessSetComm>> set_comms;
+  Timeline* timeline = nullptr;
   WorkerMetrics* metrics = nullptr;  // owned by RuntimeImpl, outlives the session
   std::thread thread;
 };
@@ -222,6 +231,8 @@ class RuntimeImpl {
                                              s->backend.get(), s->device.get(), &s->queue, metrics_.get(),
                                              timeline_.get());
     s->metrics = metrics_.get();
+    s->timeline = timeline_.get();
+    s->sets = std::make_shared<ProcessSetTable>(config.rank, config.size);
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
     session_ = std::move(s);
@@ -275,6 +286,7 @@ class RuntimeImpl {
     }
     for (const PendingOp& op : ops) {
       if (Status s = CheckDevice(op); !s.ok()) return Handle(detail::Completion::Failed(s));
+      if (Status s = CheckProcessSet(op); !s.ok()) return Handle(detail::Completion::Failed(s));
     }
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
     if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
@@ -299,8 +311,29 @@ class RuntimeImpl {
     return Status::Ok();
   }
 
+  std::shared_ptr<const ProcessSetTable> process_sets() const {
+    std::shared_lock lock(mu_);
+    return session_ ? session_->sets : nullptr;
+  }
+
  private:
   static void BackgroundLoop(Session& s);
+  static Status ExecuteRound(Session& s, const std::vector<Response>& responses);
+  static Status AddProcessSet(Session& s, const Response& r);
+  static void RemoveProcessSet(Session& s, const Response& r);
+
+  // An operation on a process set: this rank a member, a host tensor, a
+  // broadcast root in the set. Caller holds mu_.
+  Status CheckProcessSet(const PendingOp& op) const {
+    const Request& q = op.request;
+    if (q.process_set == 0) return Status::Ok();
+    const std::string what(OpTypeName(q.op));
+    if (q.device.kind != DeviceKind::kCPU) {
+      return Status::InvalidArgument(what + " '" + q.name + "': process sets other than the global one take host tensors only");
+    }
+    return session_->sets->CheckSubmit(q.process_set, what.c_str(), q.name,
+                                       q.op == OpType::kBroadcast ? &q.root : nullptr);
+  }
 
   // A device tensor must be on the device this rank's runtime is pinned to
   // (and an allreduce's output on its input's device). Caller holds mu_.
@@ -371,7 +404,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
         break;
       }
       s.executor->CompleteEager(round.eager, *s.negotiator);
-      fatal = s.executor->Execute(round.responses, *s.negotiator);
+      fatal = ExecuteRound(s, round.responses);
       if (!fatal.ok()) break;
     }
   } catch (const std::exception& e) {
@@ -388,6 +421,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // Close every connection now rather than at shutdown: peers blocked on
     // this rank then see EOF at once instead of waiting for their timeout,
     // so one failure reaches every rank quickly.
+    s.set_comms.clear();
     s.executor.reset();
     s.negotiator.reset();
     // Only its backend: user threads may still reach the DeviceBackend
@@ -397,6 +431,60 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     s.channel.reset();
     s.context.reset();
   }
+}
+
+// Global responses first, then registrations, each set's responses (by id),
+// and removals last: every rank follows the same order on the comms it is
+// a member of, so no two ranks wait for each other on different comms.
+Status RuntimeImpl::ExecuteRound(Session& s, const std::vector<Response>& responses) {
+  const bool only_global = std::all_of(responses.begin(), responses.end(), [](const Response& r) {
+    return r.process_set == 0 && r.op != OpType::kProcessSet;
+  });
+  if (only_global) return s.executor->Execute(responses, *s.negotiator);
+  std::vector<Response> global;
+  std::vector<const Response*> changes;
+  std::map<int, std::vector<Response>> by_set;
+  for (const Response& r : responses) {
+    if (r.op == OpType::kProcessSet) {
+      changes.push_back(&r);
+    } else {
+      (r.process_set == 0 ? global : by_set[r.process_set]).push_back(r);
+    }
+  }
+  KH_RETURN_IF_ERROR(s.executor->Execute(global, *s.negotiator));
+  for (const Response* r : changes) {
+    if (!r->members.empty()) KH_RETURN_IF_ERROR(AddProcessSet(s, *r));
+  }
+  for (const auto& [id, list] : by_set) {
+    auto comm = s.set_comms.find(id);
+    if (comm != s.set_comms.end()) KH_RETURN_IF_ERROR(comm->second->executor->Execute(list, *s.negotiator));
+  }
+  for (const Response* r : changes) {
+    if (r->members.empty()) RemoveProcessSet(s, *r);
+  }
+  return Status::Ok();
+}
+
+// The set's id reaches add_process_set through the completion's integer
+// result (the one join uses for the last rank).
+Status RuntimeImpl::AddProcessSet(Session& s, const Response& r) {
+  const std::vector<int> members(r.members.begin(), r.members.end());
+  ProcessSetCommInit init{&s.config, s.context, s.channel.get(), &s.queue, s.metrics, s.timeline};
+  auto comm = ConnectProcessSet(members, init);
+  if (!comm.ok()) return comm.status();
+  if (*comm) s.set_comms[r.process_set] = std::move(*comm);
+  s.sets->Add(r.process_set, members);
+  if (auto op = s.negotiator->Take(r.names.front())) {
+    op->completion->SetJoinLastRank(r.process_set);
+    s.queue.Complete(*op, Status::Ok());
+  }
+  return Status::Ok();
+}
+
+void RuntimeImpl::RemoveProcessSet(Session& s, const Response& r) {
+  s.set_comms.erase(r.process_set);
+  s.sets->Remove(r.process_set);
+  if (auto op = s.negotiator->Take(r.names.front())) s.queue.Complete(*op, Status::Ok());
 }
 
 // --- Runtime: lifecycle -------------------------------------------------------
@@ -431,6 +519,7 @@ int Runtime::cross_size() const { return topology().cross_size; }
 namespace detail {
 Handle Submit(RuntimeImpl& impl, std::vector<PendingOp> ops) { return impl.Submit(std::move(ops)); }
 Status CheckRoot(const RuntimeImpl& impl, int root) { return impl.CheckRoot(root); }
+std::shared_ptr<const ProcessSetTable> ProcessSets(const RuntimeImpl& impl) { return impl.process_sets(); }
 }  // namespace detail
 
 }  // namespace khorovod
