@@ -76,7 +76,7 @@ void Coordinator::Add(const Request& request, Clock::time_point now) {
 }
 
 bool Coordinator::Ready(const Entry& e) const {
-  if (e.members.empty()) return true;  // an unregistered set: reported at once
+  if (e.members.empty()) return false;  // an unregistered set: reported by Collect's sweep
   if (e.submitted == static_cast<int>(e.members.size())) return true;
   if (joined_count_ == 0) return false;
   for (int r : e.members) {
@@ -347,12 +347,7 @@ std::vector<Response> Coordinator::Collect(Clock::time_point now) {
   for (auto it = table_.begin(); it != table_.end();) {
     Entry& e = *it;
     bool release = false;
-    if (Ready(e) && e.members.empty()) {
-      out.push_back(ErrorFor(e, StatusCode::kFailedPrecondition,
-                             "process set " + std::to_string(e.process_set) +
-                                 " is not registered (removed, or never added)"));
-      release = true;
-    } else if (Ready(e)) {
+    if (Ready(e)) {
       if (auto conflict = JoinConflict(e)) {
         out.push_back(ErrorFor(e, StatusCode::kFailedPrecondition, *conflict));
         release = true;
@@ -397,6 +392,19 @@ std::vector<Response> Coordinator::Collect(Clock::time_point now) {
     } else {
       ++it;
     }
+  }
+  // Operations on a set that is not registered (never was, or a removal,
+  // maybe in this very round, dropped it).
+  for (auto it = table_.begin(); it != table_.end();) {
+    if (!it->members.empty()) {
+      ++it;
+      continue;
+    }
+    out.push_back(ErrorFor(*it, StatusCode::kFailedPrecondition,
+                           "process set " + std::to_string(it->process_set) +
+                               " is not registered (removed, or never added)"));
+    by_name_.erase({it->process_set, it->name});
+    it = table_.erase(it);
   }
   if (joined_count_ == size_) {
     Response p;
