@@ -139,6 +139,17 @@ class Runtime {
   // Returns the last rank to join in *last_rank.
   Status join(int* last_rank = nullptr);
 
+  // --- timeline (docs/observability.md) -------------------------------------
+  // Writes a Chrome-trace timeline to `path` from now until stop_timeline()
+  // (or shutdown), as KHOROVOD_TIMELINE does from init(): "{rank}" in the
+  // path becomes the rank, else only rank 0 writes. A running timeline is
+  // completed first. `mark_cycles` adds a CYCLE_START mark per negotiation
+  // round that did work. kFailedPrecondition before init(),
+  // kInvalidArgument when the file cannot be created.
+  Status start_timeline(const std::string& path, bool mark_cycles = false);
+  // Completes the file (a valid JSON array). Idempotent.
+  Status stop_timeline();
+
   // --- process sets (khorovod/process_set.h) -------------------------------
   // Collective over the whole job: every rank passes the same ranks
   // (ascending, distinct, within [0, size)). Returns the new set's id;

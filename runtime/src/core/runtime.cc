@@ -180,10 +180,8 @@ class RuntimeImpl {
     if (!timeline_opened_ && !base_config_.timeline_path.empty()) {
       timeline_opened_ = true;
       const std::string path = TimelinePath(base_config_.timeline_path, config.rank);
-      if (!path.empty()) {
-        auto timeline = Timeline::Open(path, "khorovod " + base_config_.worker_name);
-        if (!timeline.ok()) return timeline.status();
-        timeline_ = std::move(*timeline);
+      if (Status st = path.empty() ? Status::Ok() : timeline_->Start(path); !st.ok()) {
+        return Status(st.code(), "KHOROVOD_TIMELINE: " + st.message());
       }
     }
     KH_RETURN_IF_ERROR(StartSession(config, assignment));
@@ -194,6 +192,9 @@ class RuntimeImpl {
   // The metrics registry and endpoint live as long as the Runtime: created
   // at the first init(), kept across generations and re-inits.
   Status StartObservability(const Config& config) {
+    // Kept across generations and re-inits, like the metrics; stopped
+    // until KHOROVOD_TIMELINE or start_timeline starts it.
+    if (!timeline_) timeline_ = std::make_unique<Timeline>("khorovod " + config.worker_name);
     metrics_->Configure(config.baseline_samples_per_second, config.fusion_threshold_bytes);
     if (config.metrics_port > 0 && !endpoint_) {
       auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
@@ -249,7 +250,7 @@ class RuntimeImpl {
     rendezvous_.reset();
     generation_ = -1;
     pinned_device_.reset();  // a later init() starts from its own config
-    if (timeline_) timeline_->Close();
+    if (timeline_) timeline_->Stop();
     return s;
   }
 
@@ -308,6 +309,23 @@ class RuntimeImpl {
       return Status::InvalidArgument("root rank " + std::to_string(root) + " outside [0, " +
                                      std::to_string(session_->config.size) + ")");
     }
+    return Status::Ok();
+  }
+
+  // Runtime::start_timeline: the file rule of KHOROVOD_TIMELINE ("{rank}",
+  // else rank 0 only), applied with the current rank.
+  Status StartTimeline(const std::string& pattern, bool mark_cycles) {
+    const int rank = topology().rank;
+    if (rank < 0) return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    if (pattern.empty()) return Status::InvalidArgument("start_timeline needs a file path");
+    const std::string path = TimelinePath(pattern, rank);
+    if (path.empty()) return Status::Ok();
+    return timeline_->Start(path, mark_cycles);
+  }
+
+  Status StopTimeline() {
+    if (!initialized()) return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    timeline_->Stop();
     return Status::Ok();
   }
 
@@ -399,6 +417,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       fatal = s.negotiator->RunRound(s.queue.shutdown_requested(), last_start, &round);
       if (!fatal.ok()) break;
       if (s.metrics && !round.idle) s.metrics->NegotiationRound(Clock::now() - last_start);
+      if (s.timeline && !round.idle) s.timeline->MarkCycle(last_start);
       if (round.shutdown) {
         fatal = Status::Aborted("khorovod was shut down before the operation completed");
         break;
@@ -508,6 +527,10 @@ void detail::MarkTrainingFinished(Runtime& runtime) { runtime.impl_->MarkTrainin
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }
+Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  return impl_->StartTimeline(path, mark_cycles);
+}
+Status Runtime::stop_timeline() { return impl_->StopTimeline(); }
 Topology Runtime::topology() const { return impl_->topology(); }
 int Runtime::rank() const { return topology().rank; }
 int Runtime::size() const { return topology().size; }
