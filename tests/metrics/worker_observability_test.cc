@@ -90,6 +90,13 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   EXPECT_GE(efficiency, 0);
   EXPECT_LE(efficiency, 1);
   EXPECT_GT(Sample(text, "khorovod_worker_throughput_efficiency"), 0);
+  // Scaling efficiency needs no baseline: a job that only ever had one
+  // worker is at its smallest world size, so 1, and its per-size counters
+  // carry every marked step.
+  EXPECT_EQ(Sample(text, "khorovod_worker_scaling_efficiency"), 1) << text;
+  EXPECT_EQ(Sample(text, "khorovod_worker_samples_at_world_size_total{world_size=\"1\"}"), 16 * kSteps);
+  EXPECT_NEAR(Sample(text, "khorovod_worker_step_seconds_at_world_size_total{world_size=\"1\"}"), step, 1e-9 + step * 1e-9);
+  EXPECT_EQ(Sample(text, "khorovod_worker_world_size_observed{world_size=\"1\"}"), 1);
 
   ASSERT_TRUE(rt.shutdown().ok());
 
