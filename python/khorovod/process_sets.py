@@ -17,8 +17,9 @@ Contract (as horovod.common.process_sets; differences in docs/python.md):
   set is not registered.
 - An elastic reset (and shutdown) drops every set but the global one: the
   ranks they named belong to the old generation. Their ProcessSet objects
-  become unregistered (``process_set_id`` None); register them again (e.g.
-  in a reset callback) to use them after the reset.
+  become unregistered (``process_set_id`` None); register them again (at
+  the top of the ``elastic.run`` function, which every rank enters after a
+  re-formation) to use them after the reset.
 
 Thread-safety: registration is serialized by a lock; queries may come from
 any thread.
@@ -42,14 +43,22 @@ class ProcessSet:
         except TypeError as e:
             raise ValueError(f"khorovod: ProcessSet takes a sequence of ranks, got "
                              f"{type(ranks).__name__} (MPI communicators are not supported)") from e
-        self.process_set_id = None
+        self._id = None
         self._generation = None
 
+    @property
+    def process_set_id(self):
+        """The runtime's id while registered in the running generation, else None."""
+        return self._registered_id()
+
     def _registered_id(self):
-        """The runtime's id for this set, or None when not registered now."""
-        if self.process_set_id is not None and self._generation != CONTEXT.generation():
-            self.process_set_id, self._generation = None, None
-        return self.process_set_id
+        if self._id is not None and self._generation != CONTEXT.generation():
+            self._id, self._generation = None, None
+        return self._id
+
+    def _set_registered(self, set_id):
+        self._id = set_id
+        self._generation = None if set_id is None else CONTEXT.generation()
 
     def size(self):
         if self._registered_id() is None:
@@ -81,7 +90,6 @@ class _GlobalProcessSet(ProcessSet):
 
     def __init__(self):
         super().__init__([])
-        self.process_set_id = 0
 
     def _registered_id(self):
         return 0 if CONTEXT.is_initialized() else None
@@ -124,8 +132,7 @@ def _dynamic_from_env():
 def _register(process_set):
     code, message, set_id = CONTEXT.runtime().add_process_set(list(process_set.ranks))
     raise_for_status((code, message))
-    process_set.process_set_id = set_id
-    process_set._generation = CONTEXT.generation()
+    process_set._set_registered(set_id)
     return process_set
 
 
@@ -171,7 +178,7 @@ def remove_process_set(process_set):
         if not set_id:
             return False
         raise_for_status(CONTEXT.runtime().remove_process_set(set_id))
-        process_set.process_set_id, process_set._generation = None, None
+        process_set._set_registered(None)
         return True
 
 

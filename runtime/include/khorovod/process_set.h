@@ -22,6 +22,9 @@
 //   * tensor names must be unique among the operations in flight on a rank,
 //     whatever their sets.
 // Non-global sets take host tensors only (kInvalidArgument for device ones).
+// Their operations bypass the response cache (whose readiness bits are
+// ANDed over every rank), so each one costs a full coordinator round trip;
+// the global set's steady-state path is unchanged.
 //
 // Sets belong to one generation: an elastic reset (and shutdown) drops every
 // non-global set, because the ranks they were made of no longer exist; the
