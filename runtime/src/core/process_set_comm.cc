@@ -5,6 +5,7 @@
 #include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/registry.h"
@@ -88,6 +89,59 @@ StatusOr<std::unique_ptr<ProcessSetComm>> ConnectProcessSet(const std::vector<in
   } catch (const std::exception& e) {
     return Status::Unavailable("could not connect process set " + RankListString(members) + ": " + e.what());
   }
+}
+
+ProcessSetComms::ProcessSetComms(ProcessSetCommInit init, std::shared_ptr<ProcessSetTable> table)
+    : init_(init), table_(std::move(table)) {}
+
+Status ProcessSetComms::Execute(const std::vector<Response>& responses, Executor& global, Negotiator& negotiator) {
+  const bool only_global = std::all_of(responses.begin(), responses.end(), [](const Response& r) {
+    return r.process_set == 0 && r.op != OpType::kProcessSet;
+  });
+  if (only_global) return global.Execute(responses, negotiator);
+  std::vector<Response> in_global;
+  std::vector<const Response*> changes;
+  std::map<int, std::vector<Response>> by_set;
+  for (const Response& r : responses) {
+    if (r.op == OpType::kProcessSet) {
+      changes.push_back(&r);
+    } else {
+      (r.process_set == 0 ? in_global : by_set[r.process_set]).push_back(r);
+    }
+  }
+  KH_RETURN_IF_ERROR(global.Execute(in_global, negotiator));
+  for (const Response* r : changes) {
+    if (!r->members.empty()) KH_RETURN_IF_ERROR(Add(*r, negotiator));
+  }
+  for (const auto& [id, list] : by_set) {
+    auto comm = comms_.find(id);
+    if (comm != comms_.end()) KH_RETURN_IF_ERROR(comm->second->executor->Execute(list, negotiator));
+  }
+  for (const Response* r : changes) {
+    if (r->members.empty()) Remove(*r, negotiator);
+  }
+  return Status::Ok();
+}
+
+// The set's id reaches add_process_set through the completion's integer
+// result (the one join uses for the last rank).
+Status ProcessSetComms::Add(const Response& r, Negotiator& negotiator) {
+  const std::vector<int> members(r.members.begin(), r.members.end());
+  auto comm = ConnectProcessSet(members, init_);
+  if (!comm.ok()) return comm.status();
+  if (*comm) comms_[r.process_set] = std::move(*comm);
+  table_->Add(r.process_set, members);
+  if (auto op = negotiator.Take(r.names.front())) {
+    op->completion->SetJoinLastRank(r.process_set);
+    init_.queue->Complete(*op, Status::Ok());
+  }
+  return Status::Ok();
+}
+
+void ProcessSetComms::Remove(const Response& r, Negotiator& negotiator) {
+  comms_.erase(r.process_set);
+  table_->Remove(r.process_set);
+  if (auto op = negotiator.Take(r.names.front())) init_.queue->Complete(*op, Status::Ok());
 }
 
 }  // namespace khorovod

@@ -1,6 +1,8 @@
 // ProcessSetComm: a process set's own data plane (khorovod/process_set.h):
 // a Gloo context among the set's members, a host backend on it and an
 // executor that runs the set's responses with the set's rank and size.
+// ProcessSetComms: a session's comms, and the execution of a round's
+// responses across the global executor and the sets' ones.
 //
 // The members' context is built from the job's: each member creates one
 // transport pair per other member on the job's device, the pair addresses
@@ -12,12 +14,15 @@
 // Thread-safety: none; owned by the background thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/negotiator.h"
+#include "core/process_set_table.h"
 #include "khorovod/config.h"
 
 namespace gloo {
@@ -45,5 +50,29 @@ struct ProcessSetCommInit {
 // exchange or connection (a peer is gone) is kUnavailable.
 StatusOr<std::unique_ptr<ProcessSetComm>> ConnectProcessSet(const std::vector<int>& members,
                                                             const ProcessSetCommInit& init);
+
+class ProcessSetComms {
+ public:
+  // `table` is the session's, updated here as registrations and removals
+  // are executed.
+  ProcessSetComms(ProcessSetCommInit init, std::shared_ptr<ProcessSetTable> table);
+
+  // Runs a round's responses: the global ones on `global`, then
+  // registrations, each set's responses (by id, on its comm where this rank
+  // is a member), and removals last. Every rank follows that order on the
+  // comms it belongs to, so no two ranks wait for each other on different
+  // comms. A non-OK status is fatal for the session (as Executor::Execute).
+  Status Execute(const std::vector<Response>& responses, Executor& global, Negotiator& negotiator);
+  // Closes every set's connections.
+  void Clear() { comms_.clear(); }
+
+ private:
+  Status Add(const Response& r, Negotiator& negotiator);
+  void Remove(const Response& r, Negotiator& negotiator);
+
+  ProcessSetCommInit init_;
+  std::shared_ptr<ProcessSetTable> table_;
+  std::map<int, std::unique_ptr<ProcessSetComm>> comms_;  // sets this rank is a member of
+};
 
 }  // namespace khorovod

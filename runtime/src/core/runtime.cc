@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <csignal>
-#include <map>
 #include <shared_mutex>
 #include <thread>
 
@@ -94,7 +93,7 @@ struct Session {
   // this rank is a member of (background thread only; destroyed before the
   // queue and context they use).
   std::shared_ptr<ProcessSetTable> sets;
-  std::map<int, std::unique_ptr<ProcessSetComm>> set_comms;
+  std::unique_ptr<ProcessSetComms> set_comms;
   Timeline* timeline = nullptr;
   WorkerMetrics* metrics = nullptr;  // owned by RuntimeImpl, outlives the session
   std::thread thread;
@@ -234,6 +233,8 @@ class RuntimeImpl {
     s->metrics = metrics_.get();
     s->timeline = timeline_.get();
     s->sets = std::make_shared<ProcessSetTable>(config.rank, config.size);
+    s->set_comms = std::make_unique<ProcessSetComms>(
+        ProcessSetCommInit{&s->config, s->context, s->channel.get(), &s->queue, s->metrics, s->timeline}, s->sets);
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
     session_ = std::move(s);
@@ -336,9 +337,6 @@ class RuntimeImpl {
 
  private:
   static void BackgroundLoop(Session& s);
-  static Status ExecuteRound(Session& s, const std::vector<Response>& responses);
-  static Status AddProcessSet(Session& s, const Response& r);
-  static void RemoveProcessSet(Session& s, const Response& r);
 
   // An operation on a process set: this rank a member, a host tensor, a
   // broadcast root in the set. Caller holds mu_.
@@ -423,7 +421,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
         break;
       }
       s.executor->CompleteEager(round.eager, *s.negotiator);
-      fatal = ExecuteRound(s, round.responses);
+      fatal = s.set_comms->Execute(round.responses, *s.executor, *s.negotiator);
       if (!fatal.ok()) break;
     }
   } catch (const std::exception& e) {
@@ -440,7 +438,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // Close every connection now rather than at shutdown: peers blocked on
     // this rank then see EOF at once instead of waiting for their timeout,
     // so one failure reaches every rank quickly.
-    s.set_comms.clear();
+    s.set_comms->Clear();
     s.executor.reset();
     s.negotiator.reset();
     // Only its backend: user threads may still reach the DeviceBackend
@@ -450,60 +448,6 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     s.channel.reset();
     s.context.reset();
   }
-}
-
-// Global responses first, then registrations, each set's responses (by id),
-// and removals last: every rank follows the same order on the comms it is
-// a member of, so no two ranks wait for each other on different comms.
-Status RuntimeImpl::ExecuteRound(Session& s, const std::vector<Response>& responses) {
-  const bool only_global = std::all_of(responses.begin(), responses.end(), [](const Response& r) {
-    return r.process_set == 0 && r.op != OpType::kProcessSet;
-  });
-  if (only_global) return s.executor->Execute(responses, *s.negotiator);
-  std::vector<Response> global;
-  std::vector<const Response*> changes;
-  std::map<int, std::vector<Response>> by_set;
-  for (const Response& r : responses) {
-    if (r.op == OpType::kProcessSet) {
-      changes.push_back(&r);
-    } else {
-      (r.process_set == 0 ? global : by_set[r.process_set]).push_back(r);
-    }
-  }
-  KH_RETURN_IF_ERROR(s.executor->Execute(global, *s.negotiator));
-  for (const Response* r : changes) {
-    if (!r->members.empty()) KH_RETURN_IF_ERROR(AddProcessSet(s, *r));
-  }
-  for (const auto& [id, list] : by_set) {
-    auto comm = s.set_comms.find(id);
-    if (comm != s.set_comms.end()) KH_RETURN_IF_ERROR(comm->second->executor->Execute(list, *s.negotiator));
-  }
-  for (const Response* r : changes) {
-    if (r->members.empty()) RemoveProcessSet(s, *r);
-  }
-  return Status::Ok();
-}
-
-// The set's id reaches add_process_set through the completion's integer
-// result (the one join uses for the last rank).
-Status RuntimeImpl::AddProcessSet(Session& s, const Response& r) {
-  const std::vector<int> members(r.members.begin(), r.members.end());
-  ProcessSetCommInit init{&s.config, s.context, s.channel.get(), &s.queue, s.metrics, s.timeline};
-  auto comm = ConnectProcessSet(members, init);
-  if (!comm.ok()) return comm.status();
-  if (*comm) s.set_comms[r.process_set] = std::move(*comm);
-  s.sets->Add(r.process_set, members);
-  if (auto op = s.negotiator->Take(r.names.front())) {
-    op->completion->SetJoinLastRank(r.process_set);
-    s.queue.Complete(*op, Status::Ok());
-  }
-  return Status::Ok();
-}
-
-void RuntimeImpl::RemoveProcessSet(Session& s, const Response& r) {
-  s.set_comms.erase(r.process_set);
-  s.sets->Remove(r.process_set);
-  if (auto op = s.negotiator->Take(r.names.front())) s.queue.Complete(*op, Status::Ok());
 }
 
 // --- Runtime: lifecycle -------------------------------------------------------
