@@ -26,6 +26,10 @@
 // ANDed over every rank), so each one costs a full coordinator round trip;
 // the global set's steady-state path is unchanged.
 //
+// shutdown() stays collective over the whole job and aborts operations
+// still pending on any rank: ranks whose set finished early should meet the
+// others (e.g. a global barrier) before shutting down.
+//
 // Sets belong to one generation: an elastic reset (and shutdown) drops every
 // non-global set, because the ranks they were made of no longer exist; the
 // program registers them again after the reset if it still needs them.
