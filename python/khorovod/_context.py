@@ -24,21 +24,36 @@ class _Context:
     def __init__(self):
         self._lock = threading.Lock()
         self._runtime = None
-        self._name_counter = 0
+        self._name_counters = {}  # process set id -> unnamed collectives so far
+        # Changes whenever the runtime's session ends (shutdown, reset): what
+        # was registered in it (process sets) is gone with it.
+        self._generation = 0
 
     def init(self):
         with self._lock:
             if self._runtime is not None and self._runtime.is_initialized():
-                return  # Horovod allows init() twice
+                return False  # Horovod allows init() twice
             runtime = _khorovod.Runtime()
             raise_for_status(runtime.init())
             self._runtime = runtime
+            self._generation += 1
+            return True
 
     def shutdown(self):
         with self._lock:
             runtime, self._runtime = self._runtime, None
+            self._generation += 1
         if runtime is not None:
             raise_for_status(runtime.shutdown())
+
+    def reset(self):
+        """Elastic: re-forms the job (Runtime.reset); returns its status."""
+        with self._lock:
+            self._generation += 1
+        return self.runtime().reset()
+
+    def generation(self):
+        return self._generation
 
     def is_initialized(self):
         runtime = self._runtime
@@ -53,13 +68,18 @@ class _Context:
                 "khorovod has not been initialized; call khorovod.init() (hvd.init()) first")
         return runtime
 
-    def auto_name(self, prefix):
+    def auto_name(self, prefix, process_set=0):
         """A name for an unnamed tensor. Horovod derives these from the call
         order, so unnamed collectives must be issued in the same order on
-        every rank; the same rule holds here."""
+        every rank; the same rule holds here. Each process set counts apart,
+        so collectives in a set that some ranks are not in do not shift the
+        names of the others' later unnamed collectives."""
         with self._lock:
-            self._name_counter += 1
-            return f"{prefix}.noname.{self._name_counter}"
+            count = self._name_counters.get(process_set, 0) + 1
+            self._name_counters[process_set] = count
+        if process_set:
+            return f"{prefix}.set{process_set}.noname.{count}"
+        return f"{prefix}.noname.{count}"
 
 
 CONTEXT = _Context()

@@ -10,12 +10,22 @@ Thread-safety: see _context.py.
 """
 
 from ._context import CONTEXT
+from ._errors import raise_for_status
 from . import _build_info
 
 
-def init():
-    """Joins the job (blocks until every rank of the first generation joined)."""
-    CONTEXT.init()
+def init(comm=None, process_sets=None):
+    """Joins the job (blocks until every rank of the first generation joined).
+
+    ``process_sets``: ProcessSets (or rank lists) to register on every rank
+    right away, or "dynamic" to allow add_process_set/remove_process_set
+    later (as HOROVOD_DYNAMIC_PROCESS_SETS=1 does). ``comm`` (an MPI
+    communicator in Horovod) must be None: there is no MPI here."""
+    if comm is not None:
+        raise ValueError("khorovod: init(comm=...) takes no MPI communicator (khorovod runs without MPI)")
+    if CONTEXT.init():
+        from . import process_sets as _process_sets  # noqa: PLC0415 (it imports this package)
+        _process_sets.setup_at_init(process_sets)
 
 
 def shutdown():
@@ -101,14 +111,13 @@ def rocm_built():
 
 
 def start_timeline(file_path, mark_cycles=False):
-    """Refused: the runtime opens its timeline at init() only. Set
-    KHOROVOD_TIMELINE (or HOROVOD_TIMELINE) to a path before init() instead."""
-    del file_path, mark_cycles
-    raise NotImplementedError("khorovod: start_timeline() at run time is not supported; set "
-                              "KHOROVOD_TIMELINE=<path> (or HOROVOD_TIMELINE) before init()")
+    """Writes a Chrome-trace timeline to ``file_path`` from now until
+    stop_timeline() (or shutdown). As with KHOROVOD_TIMELINE/HOROVOD_TIMELINE,
+    only rank 0 writes unless the path contains "{rank}". ``mark_cycles``
+    marks each negotiation round that did work (CYCLE_START)."""
+    raise_for_status(CONTEXT.runtime().start_timeline(str(file_path), bool(mark_cycles)))
 
 
 def stop_timeline():
-    """Refused, as start_timeline(): the timeline runs from init() to shutdown()."""
-    raise NotImplementedError("khorovod: stop_timeline() is not supported; the timeline set "
-                              "with KHOROVOD_TIMELINE runs from init() to shutdown()")
+    """Completes the timeline file (a valid JSON array)."""
+    raise_for_status(CONTEXT.runtime().stop_timeline())

@@ -162,7 +162,7 @@ def _reset(resets, reset_limit, cause):
                                 f"elastic run gave up: the reset limit of {reset_limit} resets was "
                                 f"reached; last cause: {cause}") from cause
         try:
-            raise_for_status(CONTEXT.runtime().reset())
+            raise_for_status(CONTEXT.reset())
             return resets
         except KhorovodError as e:
             if e.code not in _RETRYABLE_RESET:

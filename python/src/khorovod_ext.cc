@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dlpack_export.h"
+#include "process_sets_binding.h"
 #include "worker_metrics_binding.h"
 #include "khorovod/runtime.h"
 
@@ -118,6 +119,7 @@ PYBIND11_MODULE(_khorovod, m) {
 
   py::class_<Runtime> runtime(m, "Runtime");
   khorovod::python::BindWorkerMetrics(runtime);
+  khorovod::python::BindProcessSets(runtime);
   runtime.def(py::init<>())
       .def("init", [](Runtime& rt) {
         py::gil_scoped_release release;

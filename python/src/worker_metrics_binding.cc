@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <tuple>
 
 #include "khorovod/status.h"
 #include "observability/worker_metrics.h"
@@ -31,6 +33,19 @@ void BindWorkerMetrics(pybind11::class_<Runtime>& runtime) {
            [](Runtime& rt, double seconds) { detail::MetricsOf(rt)->Recovered(Seconds(seconds)); })
       .def("record_state_sync", [](Runtime& rt, int64_t bytes, double seconds) {
         detail::MetricsOf(rt)->StateSync(static_cast<size_t>(bytes < 0 ? 0 : bytes), Seconds(seconds));
+      })
+      .def("start_timeline",
+           [](Runtime& rt, const std::string& path, bool mark_cycles) {
+             const Status s = rt.start_timeline(path, mark_cycles);
+             return std::make_tuple(static_cast<int>(s.code()), s.message());
+           })
+      .def("stop_timeline", [](Runtime& rt) {
+        Status s;
+        {
+          pybind11::gil_scoped_release release;  // waits for the writer to finish the file
+          s = rt.stop_timeline();
+        }
+        return std::make_tuple(static_cast<int>(s.code()), s.message());
       });
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +90,13 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   EXPECT_GE(efficiency, 0);
   EXPECT_LE(efficiency, 1);
   EXPECT_GT(Sample(text, "khorovod_worker_throughput_efficiency"), 0);
+  // Scaling efficiency needs no baseline: a job that only ever had one
+  // worker is at its smallest world size, so 1, and its per-size counters
+  // carry every marked step.
+  EXPECT_EQ(Sample(text, "khorovod_worker_scaling_efficiency"), 1) << text;
+  EXPECT_EQ(Sample(text, "khorovod_worker_samples_at_world_size_total{world_size=\"1\"}"), 16 * kSteps);
+  EXPECT_NEAR(Sample(text, "khorovod_worker_step_seconds_at_world_size_total{world_size=\"1\"}"), step, 1e-9 + step * 1e-9);
+  EXPECT_EQ(Sample(text, "khorovod_worker_world_size_observed{world_size=\"1\"}"), 1);
 
   ASSERT_TRUE(rt.shutdown().ok());
 
@@ -126,6 +134,59 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   EXPECT_EQ(events["w"][0]["name"], "NEGOTIATE_BROADCAST");
   EXPECT_EQ(events["w"][1]["name"], "BROADCAST");
   EXPECT_EQ(events["w"][1]["args"]["bytes"], 200);
+}
+
+// The names of the tensors with events in a timeline file, which must be a
+// complete JSON array; *cycles counts the CYCLE_START marks.
+std::set<std::string> TimelineTensors(const std::string& path, int* cycles = nullptr) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  nlohmann::json trace = nlohmann::json::parse(in);  // throws (fails the test) when incomplete
+  EXPECT_TRUE(trace.is_array());
+  std::set<std::string> tensors;
+  if (cycles) *cycles = 0;
+  for (const auto& e : trace) {
+    if (e["ph"] == "X") tensors.insert(e["args"]["tensor"].get<std::string>());
+    if (e["ph"] == "i" && e["name"] == "CYCLE_START" && cycles) ++*cycles;
+  }
+  return tensors;
+}
+
+TEST(WorkerObservability, TimelineStartedAndStoppedAtRunTime) {
+  TempDir dir;
+  Runtime rt;
+  EXPECT_EQ(rt.start_timeline(dir.path() + "/early.json").code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(rt.init(Config{}).ok());
+  std::vector<float> v(10, 1.f);
+  ASSERT_TRUE(rt.allreduce("before", View(v), View(v)).ok());
+  const std::string first = dir.path() + "/first.json", second = dir.path() + "/second.json";
+  ASSERT_TRUE(rt.start_timeline(first).ok());
+  ASSERT_TRUE(rt.allreduce("during", View(v), View(v)).ok());
+  ASSERT_TRUE(rt.broadcast("during.bcast", View(v)).ok());
+  ASSERT_TRUE(rt.stop_timeline().ok());
+  ASSERT_TRUE(rt.stop_timeline().ok());  // idempotent
+  ASSERT_TRUE(rt.allreduce("between", View(v), View(v)).ok());
+  // Complete on disk as soon as stop_timeline returns, while still running.
+  EXPECT_EQ(TimelineTensors(first), (std::set<std::string>{"during", "during.bcast"}));
+
+  ASSERT_TRUE(rt.start_timeline(second, /*mark_cycles=*/true).ok());
+  ASSERT_TRUE(rt.allreduce("again", View(v), View(v)).ok());
+  // A new start completes the running file and begins the new one.
+  const std::string third = dir.path() + "/third.json";
+  ASSERT_TRUE(rt.start_timeline(third).ok());
+  ASSERT_TRUE(rt.allreduce("last", View(v), View(v)).ok());
+  ASSERT_TRUE(rt.shutdown().ok());  // stops it too
+  int cycles = 0;
+  EXPECT_EQ(TimelineTensors(second, &cycles), std::set<std::string>{"again"});
+  EXPECT_GE(cycles, 1);
+  EXPECT_EQ(TimelineTensors(third), std::set<std::string>{"last"});
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/early.json"));
+
+  Runtime other;
+  ASSERT_TRUE(other.init(Config{}).ok());
+  Status bad = other.start_timeline("/nonexistent-dir/khorovod/t.json");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad;
+  ASSERT_TRUE(other.shutdown().ok());
 }
 
 TEST(WorkerObservability, TimelineInAnUnwritablePlaceFailsInit) {

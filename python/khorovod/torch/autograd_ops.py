@@ -12,6 +12,7 @@ order as the forward (so unnamed backward collectives pair up):
 - reducescatter(op): the gradients of every rank's slice gathered back
   (divided by the size for Average), times the scale factors.
 - grouped_*: the same, per tensor.
+With a ``process_set``, forward and backward both run in that set.
 In-place forms (allreduce_, broadcast_) are not differentiable, as in Horovod.
 
 Thread-safety: as mpi_ops.
@@ -29,141 +30,155 @@ def _zeros_for_none(grads, like):
 
 class _Allreduce(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale, postscale):
-        ctx.args = (op, prescale, postscale)
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+        ctx.args = (op, prescale, postscale, process_set)
         return mpi_ops.synchronize(mpi_ops.allreduce_async(
-            tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale))
+            tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale,
+            process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
-        op, prescale, postscale = ctx.args
-        return allreduce(grad, op=op, prescale_factor=prescale,
-                         postscale_factor=postscale), None, None, None, None
+        op, prescale, postscale, process_set = ctx.args
+        return allreduce(grad, op=op, prescale_factor=prescale, postscale_factor=postscale,
+                         process_set=process_set), None, None, None, None, None
 
 
-def _compressed(function, tensor, name, compression, op, prescale_factor, postscale_factor):
+def _compressed(function, tensor, name, compression, op, prescale_factor, postscale_factor,
+                process_set):
     """Runs a reducing autograd function on the compressed tensor, then decompresses."""
     compressed, ctx = compression.compress(tensor)
-    out = function.apply(compressed, name, op, float(prescale_factor), float(postscale_factor))
+    out = function.apply(compressed, name, op, float(prescale_factor), float(postscale_factor),
+                         process_set)
     return compression.decompress(out, ctx)
 
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces ``tensor`` over all ranks (default: average) and returns the result."""
-    mpi_ops.process_sets.check(process_set)
+    mpi_ops.process_sets.resolve(process_set)
     return _compressed(_Allreduce, tensor, name, compression, mpi_ops._op_code(op, average),
-                       prescale_factor, postscale_factor)
+                       prescale_factor, postscale_factor, process_set)
 
 
 class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, op, prescale, postscale, *tensors):
-        ctx.args = (op, prescale, postscale)
+    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
         return tuple(mpi_ops.synchronize(mpi_ops.grouped_allreduce_async(
             list(tensors), name=name, op=op, prescale_factor=prescale,
-            postscale_factor=postscale)))
+            postscale_factor=postscale, process_set=process_set)))
 
     @staticmethod
     def backward(ctx, *grads):
-        op, prescale, postscale = ctx.args
+        op, prescale, postscale, process_set = ctx.args
         reduced = grouped_allreduce(list(grads), op=op, prescale_factor=prescale,
-                                    postscale_factor=postscale)
-        return (None, None, None, None, *reduced)
+                                    postscale_factor=postscale, process_set=process_set)
+        return (None, None, None, None, None, *reduced)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces a list of tensors together (one fused step); returns a list."""
-    mpi_ops.process_sets.check(process_set)
+    mpi_ops.process_sets.resolve(process_set)
     op = mpi_ops._op_code(op, average)
     pairs = [compression.compress(t) for t in tensors]
     reduced = _GroupedAllreduce.apply(name, op, float(prescale_factor), float(postscale_factor),
-                                      *[p[0] for p in pairs])
+                                      process_set, *[p[0] for p in pairs])
     return [compression.decompress(r, p[1]) for r, p in zip(reduced, pairs)]
 
 
-def _own_rows(grad, rows):
-    """This rank's rows of a gradient over the concatenation of every rank's
-    ``rows`` rows (the gather of row counts runs on every rank)."""
-    counts = mpi_ops.synchronize(mpi_ops.allgather_async(torch.tensor([rows], dtype=torch.int64)))
-    offset = int(counts[:mpi_ops.CONTEXT.runtime().rank()].sum())
+def _own_rows(grad, rows, process_set):
+    """This rank's rows of a gradient over the concatenation of every member's
+    ``rows`` rows (the gather of row counts runs on every member)."""
+    counts = mpi_ops.synchronize(mpi_ops.allgather_async(torch.tensor([rows], dtype=torch.int64),
+                                                         process_set=process_set))
+    offset = int(counts[:mpi_ops.process_sets.set_rank(
+        mpi_ops.process_sets.resolve(process_set))].sum())
     return grad.narrow(0, offset, rows)
 
 
 class _Allgather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name):
+    def forward(ctx, tensor, name, process_set):
         ctx.rows = tensor.shape[0] if tensor.dim() else 0
-        return mpi_ops.synchronize(mpi_ops.allgather_async(tensor, name=name))
+        ctx.process_set = process_set
+        return mpi_ops.synchronize(mpi_ops.allgather_async(tensor, name=name,
+                                                           process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
-        summed = allreduce(grad, op=mpi_ops.Sum)
-        return _own_rows(summed, ctx.rows), None
+        summed = allreduce(grad, op=mpi_ops.Sum, process_set=ctx.process_set)
+        return _own_rows(summed, ctx.rows, ctx.process_set), None, None
 
 
 def allgather(tensor, name=None, process_set=None):
     """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
-    mpi_ops.process_sets.check(process_set)
-    return _Allgather.apply(tensor, name)
+    mpi_ops.process_sets.resolve(process_set)
+    return _Allgather.apply(tensor, name, process_set)
 
 
 class _GroupedAllgather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, *tensors):
+    def forward(ctx, name, process_set, *tensors):
         ctx.rows = [t.shape[0] if t.dim() else 0 for t in tensors]
-        return tuple(mpi_ops.synchronize(mpi_ops.grouped_allgather_async(list(tensors), name)))
+        ctx.process_set = process_set
+        return tuple(mpi_ops.synchronize(mpi_ops.grouped_allgather_async(
+            list(tensors), name, process_set=process_set)))
 
     @staticmethod
     def backward(ctx, *grads):
-        summed = grouped_allreduce(list(grads), op=mpi_ops.Sum)
-        return (None, *[_own_rows(g, rows) for g, rows in zip(summed, ctx.rows)])
+        summed = grouped_allreduce(list(grads), op=mpi_ops.Sum, process_set=ctx.process_set)
+        return (None, None, *[_own_rows(g, rows, ctx.process_set)
+                              for g, rows in zip(summed, ctx.rows)])
 
 
 def grouped_allgather(tensors, name=None, process_set=None):
     """allgather of each tensor of a list; returns the list of results."""
-    mpi_ops.process_sets.check(process_set)
-    return list(_GroupedAllgather.apply(name, *tensors))
+    mpi_ops.process_sets.resolve(process_set)
+    return list(_GroupedAllgather.apply(name, process_set, *tensors))
 
 
 class _Broadcast(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, root_rank, name):
+    def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
-        return mpi_ops.synchronize(mpi_ops.broadcast_async(tensor, root_rank, name=name))
+        ctx.process_set = process_set
+        return mpi_ops.synchronize(mpi_ops.broadcast_async(tensor, root_rank, name=name,
+                                                           process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
-        summed = allreduce(grad, op=mpi_ops.Sum)
+        summed = allreduce(grad, op=mpi_ops.Sum, process_set=ctx.process_set)
         if mpi_ops.CONTEXT.runtime().rank() != ctx.root_rank:
             summed = torch.zeros_like(summed)
-        return summed, None, None
+        return summed, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """Out of place: returns a new tensor holding root's values."""
-    mpi_ops.process_sets.check(process_set)
-    return _Broadcast.apply(tensor, int(root_rank), name)
+    mpi_ops.process_sets.resolve(process_set)
+    return _Broadcast.apply(tensor, int(root_rank), name, process_set)
 
 
 class _Alltoall(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, splits, name):
+    def forward(ctx, tensor, splits, name, process_set):
         out, received = mpi_ops.synchronize(mpi_ops.alltoall_async(
-            tensor, splits if splits is not None else _equal_splits(tensor), name=name))
+            tensor, splits if splits is not None else _equal_splits(tensor, process_set),
+            name=name, process_set=process_set))
         ctx.received = received
+        ctx.process_set = process_set
         ctx.mark_non_differentiable(received)
         return out, received
 
     @staticmethod
     def backward(ctx, grad, _grad_splits):
-        back, _ = alltoall(grad.contiguous(), splits=ctx.received)
-        return back, None, None
+        back, _ = alltoall(grad.contiguous(), splits=ctx.received, process_set=ctx.process_set)
+        return back, None, None, None
 
 
-def _equal_splits(tensor):
-    size = mpi_ops.CONTEXT.runtime().size()
+def _equal_splits(tensor, process_set):
+    size = mpi_ops.process_sets.set_size(mpi_ops.process_sets.resolve(process_set))
     rows = tensor.shape[0] if tensor.dim() else 0
     if rows % size:
         raise ValueError(f"khorovod: alltoall without splits needs a first dimension "
@@ -174,57 +189,58 @@ def _equal_splits(tensor):
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Sends ``splits[r]`` rows to rank r (equal split when None). Returns
     (output, received_splits) when splits are given, else output."""
-    mpi_ops.process_sets.check(process_set)
-    out, received = _Alltoall.apply(tensor, splits, name)
+    mpi_ops.process_sets.resolve(process_set)
+    out, received = _Alltoall.apply(tensor, splits, name, process_set)
     return out if splits is None else (out, received)
 
 
-def _gather_back(grad, op, prescale, postscale):
-    gathered = allgather(grad)
+def _gather_back(grad, op, prescale, postscale, process_set):
+    gathered = allgather(grad, process_set=process_set)
     scale = prescale * postscale
     if op == mpi_ops.Average:
-        scale /= mpi_ops.CONTEXT.runtime().size()
+        scale /= mpi_ops.process_sets.set_size(mpi_ops.process_sets.resolve(process_set))
     return gathered * scale if scale != 1.0 else gathered
 
 
 class _Reducescatter(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale, postscale):
-        ctx.args = (op, prescale, postscale)
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+        ctx.args = (op, prescale, postscale, process_set)
         return mpi_ops.synchronize(mpi_ops.reducescatter_async(
-            tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale))
+            tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale,
+            process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
-        return _gather_back(grad, *ctx.args), None, None, None, None
+        return _gather_back(grad, *ctx.args), None, None, None, None, None
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=None,
                   prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces, then returns this rank's slice along dimension 0."""
-    mpi_ops.process_sets.check(process_set)
+    mpi_ops.process_sets.resolve(process_set)
     return _compressed(_Reducescatter, tensor, name, compression, mpi_ops._op_code(op, None),
-                       prescale_factor, postscale_factor)
+                       prescale_factor, postscale_factor, process_set)
 
 
 class _GroupedReducescatter(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, op, prescale, postscale, *tensors):
-        ctx.args = (op, prescale, postscale)
+    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
         return tuple(mpi_ops.synchronize(mpi_ops.grouped_reducescatter_async(
-            list(tensors), name, op, prescale, postscale)))
+            list(tensors), name, op, prescale, postscale, process_set=process_set)))
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None, None, None, None, *[_gather_back(g, *ctx.args) for g in grads])
+        return (None, None, None, None, None, *[_gather_back(g, *ctx.args) for g in grads])
 
 
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=None,
                           prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """reducescatter of each tensor of a list; returns the list of slices."""
-    mpi_ops.process_sets.check(process_set)
+    mpi_ops.process_sets.resolve(process_set)
     op = mpi_ops._op_code(op, None)
     pairs = [compression.compress(t) for t in tensors]
     outs = _GroupedReducescatter.apply(name, op, float(prescale_factor), float(postscale_factor),
-                                       *[p[0] for p in pairs])
+                                       process_set, *[p[0] for p in pairs])
     return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]

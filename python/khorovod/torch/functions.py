@@ -15,7 +15,8 @@ Contract:
   step, this sends root's serialized state_dict in one broadcast: no step is
   taken, and optimizers whose state shapes are not known in advance work.
 - broadcast_object / allgather_object: any picklable object.
-All are collective: every rank calls them in the same order.
+All are collective: every rank calls them in the same order (with
+``process_set``: every member of the set; ``root_rank`` is a global rank).
 
 Thread-safety: as mpi_ops.
 """
@@ -28,7 +29,7 @@ import torch
 from . import mpi_ops
 
 
-def broadcast_parameters(params, root_rank=0):
+def broadcast_parameters(params, root_rank=0, process_set=None):
     """Overwrites every tensor in ``params`` with root's values, in place."""
     if isinstance(params, dict):
         items = sorted(params.items())
@@ -48,7 +49,8 @@ def broadcast_parameters(params, root_rank=0):
                 raise ValueError(f"khorovod: parameter '{name}' is a {type(p).__name__}, "
                                  "not a tensor")
             handles.append(mpi_ops.broadcast_async_(tensor, root_rank,
-                                                    name=f"broadcast.param.{name}"))
+                                                    name=f"broadcast.param.{name}",
+                                                    process_set=process_set))
         first_error = None
         for h in handles:
             try:
@@ -59,17 +61,19 @@ def broadcast_parameters(params, root_rank=0):
         raise first_error
 
 
-def broadcast_optimizer_state(optimizer, root_rank=0):
+def broadcast_optimizer_state(optimizer, root_rank=0, model=None, process_set=None):
     """Makes every rank's optimizer state equal to root's."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError("khorovod: broadcast_optimizer_state expects a torch.optim.Optimizer, "
                          f"got {type(optimizer).__name__}")
+    del model  # horovod uses it for parameter names only; the state_dict needs none
     payload = None
     if mpi_ops.CONTEXT.runtime().rank() == root_rank:
         buf = io.BytesIO()
         torch.save(optimizer.state_dict(), buf)
         payload = buf.getvalue()
-    payload = broadcast_object(payload, root_rank, name="broadcast.optimizer_state")
+    payload = broadcast_object(payload, root_rank, name="broadcast.optimizer_state",
+                               process_set=process_set)
     state = torch.load(io.BytesIO(payload), weights_only=False)  # root's own state_dict
     # Local tensors (parameters) keep their device; the state follows it.
     optimizer.load_state_dict(state)
@@ -81,26 +85,29 @@ def _to_bytes_tensor(obj):
         torch.empty(0, dtype=torch.uint8)
 
 
-def broadcast_object(obj, root_rank=0, name=None):
+def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Returns root's ``obj`` on every rank (pickled over the wire)."""
-    base = name or mpi_ops.CONTEXT.auto_name("broadcast_object")
+    ps = mpi_ops.process_sets.resolve(process_set)
+    base = name or mpi_ops.CONTEXT.auto_name("broadcast_object", ps)
     is_root = mpi_ops.CONTEXT.runtime().rank() == root_rank
     payload = _to_bytes_tensor(obj) if is_root else torch.empty(0, dtype=torch.uint8)
     length = torch.tensor([payload.numel()], dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name=f"{base}.size")
+    mpi_ops.broadcast_(length, root_rank, name=f"{base}.size", process_set=process_set)
     if not is_root:
         payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name=f"{base}.data")
+    mpi_ops.broadcast_(payload, root_rank, name=f"{base}.data", process_set=process_set)
     return obj if is_root else pickle.loads(payload.numpy().tobytes())
 
 
-def allgather_object(obj, name=None):
-    """Returns the list of every rank's ``obj``, in rank order."""
-    base = name or mpi_ops.CONTEXT.auto_name("allgather_object")
+def allgather_object(obj, name=None, process_set=None):
+    """Returns the list of every rank's (member's) ``obj``, in rank order."""
+    ps = mpi_ops.process_sets.resolve(process_set)
+    base = name or mpi_ops.CONTEXT.auto_name("allgather_object", ps)
     payload = _to_bytes_tensor(obj)
     sizes = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64),
-                              name=f"{base}.size")
-    gathered = mpi_ops.allgather(payload, name=f"{base}.data").numpy().tobytes()
+                              name=f"{base}.size", process_set=process_set)
+    gathered = mpi_ops.allgather(payload, name=f"{base}.data",
+                                 process_set=process_set).numpy().tobytes()
     out, offset = [], 0
     for n in sizes.tolist():
         out.append(pickle.loads(gathered[offset:offset + n]))

@@ -18,7 +18,9 @@ Contract (as horovod.torch, differences in docs/python.md):
 - The blocking out-of-place forms (allreduce, allgather, broadcast,
   alltoall, reducescatter and the grouped ones) are differentiable; they
   live in autograd_ops.py and are re-exported here.
-- ``process_set``: only the global set (process_sets.py).
+- ``process_set``: a registered ProcessSet (khorovod/process_sets.py); the
+  collective then runs among its members only, with the set's ranks and
+  size (a broadcast's ``root_rank`` stays a global rank, as in Horovod).
 - CPU tensors go to the runtime's host path (Gloo). CUDA tensors go to its
   device backend (NCCL, or host staging) with their device, which must be
   the one the runtime is pinned to (KHOROVOD_GPU_DEVICE, else the local
@@ -198,15 +200,19 @@ def synchronize(handle):
     return handle.wait()
 
 
-def _name(name, prefix):
-    return name if name is not None else CONTEXT.auto_name(prefix)
+def _name(name, prefix, ps=0):
+    return name if name is not None else CONTEXT.auto_name(prefix, ps)
 
 
 # --- allreduce ---------------------------------------------------------------
 
-def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
-    """Reduces contiguous ``tensor`` into contiguous ``output``."""
+def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, ps=0):
+    """Reduces contiguous ``tensor`` into contiguous ``output`` (in set ``ps``)."""
     _check_reduce_dtype(tensor, op)
+    if ps:
+        return CONTEXT.runtime().allreduce_async_in_set(name, _view(tensor), _view(output), op,
+                                                        float(prescale_factor),
+                                                        float(postscale_factor), ps)
     return CONTEXT.runtime().allreduce_async(name, _view(tensor), _view(output), op,
                                              float(prescale_factor), float(postscale_factor))
 
@@ -214,22 +220,22 @@ def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor)
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=None):
     """Out-of-place allreduce; synchronize() returns the reduced tensor."""
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     src = tensor.detach().contiguous()
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
-    h = _allreduce_into(src, out, _name(name, "allreduce"), op, prescale_factor, postscale_factor)
+    h = _allreduce_into(src, out, _name(name, "allreduce", ps), op, prescale_factor, postscale_factor, ps)
     return Handle(h, (src, out), lambda _h: out)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=None):
     """In-place allreduce; synchronize() returns ``tensor`` holding the result."""
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     in_place = tensor.is_contiguous()
     buf = tensor.detach() if in_place else tensor.detach().contiguous()
-    h = _allreduce_into(buf, buf, _name(name, "allreduce"), op, prescale_factor, postscale_factor)
+    h = _allreduce_into(buf, buf, _name(name, "allreduce", ps), op, prescale_factor, postscale_factor, ps)
 
     def finish(_h):
         if not in_place:
@@ -244,40 +250,42 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                                         postscale_factor, process_set))
 
 
-def _group_names(name, prefix, count):
+def _group_names(name, prefix, count, ps=0):
     if count == 0:
         raise ValueError(f"khorovod: {prefix} needs at least one tensor")
-    base = _name(name, prefix)
+    base = _name(name, prefix, ps)
     return [f"{base}.{i}" for i in range(count)]
 
 
-def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor):
-    names = _group_names(name, "grouped_allreduce", len(tensors))
+def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor, ps=0):
+    names = _group_names(name, "grouped_allreduce", len(tensors), ps)
     for t in tensors:
         _check_reduce_dtype(t, op)
-    return CONTEXT.runtime().grouped_allreduce_async(
-        names, [_view(t) for t in tensors], [_view(o) for o in outputs], op,
-        float(prescale_factor), float(postscale_factor))
+    args = (names, [_view(t) for t in tensors], [_view(o) for o in outputs], op,
+            float(prescale_factor), float(postscale_factor))
+    if ps:
+        return CONTEXT.runtime().grouped_allreduce_async_in_set(*args, ps)
+    return CONTEXT.runtime().grouped_allreduce_async(*args)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=None):
     """Reduces a list of tensors together (one fused step); returns a list."""
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     srcs = [t.detach().contiguous() for t in tensors]
     outs = [torch.empty_like(s, memory_format=torch.contiguous_format) for s in srcs]
-    h = _grouped(srcs, outs, name, op, prescale_factor, postscale_factor)
+    h = _grouped(srcs, outs, name, op, prescale_factor, postscale_factor, ps)
     return Handle(h, (srcs, outs), lambda _h: outs)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=None):
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     in_place = [t.is_contiguous() for t in tensors]
     bufs = [t.detach() if c else t.detach().contiguous() for t, c in zip(tensors, in_place)]
-    h = _grouped(bufs, bufs, name, op, prescale_factor, postscale_factor)
+    h = _grouped(bufs, bufs, name, op, prescale_factor, postscale_factor, ps)
 
     def finish(_h):
         for t, b, c in zip(tensors, bufs, in_place):
@@ -310,31 +318,38 @@ def _output_tensor(h, like):
     return torch.frombuffer(bytearray(data), dtype=torch_dtype).reshape(shape)
 
 
-def _allgather_one(tensor, name):
+def _allgather_one(tensor, name, ps=0):
     src = tensor.detach().contiguous()
-    h = CONTEXT.runtime().allgather_async(name, _view(src))
+    if ps:
+        h = CONTEXT.runtime().allgather_async_in_set(name, _view(src), ps)
+    else:
+        h = CONTEXT.runtime().allgather_async(name, _view(src))
     return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
 def allgather_async(tensor, name=None, process_set=None):
     """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
-    process_sets.check(process_set)
-    return _allgather_one(tensor, _name(name, "allgather"))
+    ps = process_sets.resolve(process_set)
+    return _allgather_one(tensor, _name(name, "allgather", ps), ps)
 
 
 def grouped_allgather_async(tensors, name=None, process_set=None):
     """allgather of each tensor of a list; synchronize() returns the list."""
-    process_sets.check(process_set)
-    names = _group_names(name, "grouped_allgather", len(tensors))
-    return GroupHandle([_allgather_one(t, n) for t, n in zip(tensors, names)])
+    ps = process_sets.resolve(process_set)
+    names = _group_names(name, "grouped_allgather", len(tensors), ps)
+    return GroupHandle([_allgather_one(t, n, ps) for t, n in zip(tensors, names)])
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     """In place: root's tensor is copied into every other rank's tensor."""
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     in_place = tensor.is_contiguous()
     buf = tensor.detach() if in_place else tensor.detach().contiguous()
-    h = CONTEXT.runtime().broadcast_async(_name(name, "broadcast"), _view(buf), int(root_rank))
+    if ps:
+        h = CONTEXT.runtime().broadcast_async_in_set(_name(name, "broadcast", ps), _view(buf),
+                                                     int(root_rank), ps)
+    else:
+        h = CONTEXT.runtime().broadcast_async(_name(name, "broadcast", ps), _view(buf), int(root_rank))
 
     def finish(_h):
         if not in_place:
@@ -356,11 +371,14 @@ def broadcast_async(tensor, root_rank, name=None, process_set=None):
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """Sends ``splits[r]`` rows to rank r (equal split when None). The
     result is (output, received_splits) when splits are given, else output."""
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     src = tensor.detach().contiguous()
     split_list = [] if splits is None else [int(s) for s in (
         splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
-    h = CONTEXT.runtime().alltoall_async(_name(name, "alltoall"), _view(src), split_list)
+    if ps:
+        h = CONTEXT.runtime().alltoall_async_in_set(_name(name, "alltoall", ps), _view(src), split_list, ps)
+    else:
+        h = CONTEXT.runtime().alltoall_async(_name(name, "alltoall", ps), _view(src), split_list)
 
     def finish(hh):
         out = _output_tensor(hh, tensor)
@@ -370,38 +388,41 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     return Handle(h, (src,), finish)
 
 
-def _reducescatter_one(tensor, name, op, prescale_factor, postscale_factor):
+def _reducescatter_one(tensor, name, op, prescale_factor, postscale_factor, ps=0):
     _check_reduce_dtype(tensor, op)
     src = tensor.detach().contiguous()
-    h = CONTEXT.runtime().reducescatter_async(name, _view(src), op, float(prescale_factor),
-                                              float(postscale_factor))
+    args = (name, _view(src), op, float(prescale_factor), float(postscale_factor))
+    if ps:
+        h = CONTEXT.runtime().reducescatter_async_in_set(*args, ps)
+    else:
+        h = CONTEXT.runtime().reducescatter_async(*args)
     return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
 def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                         process_set=None):
     """Reduces, then gives rank r the r-th slice along dimension 0."""
-    process_sets.check(process_set)
-    return _reducescatter_one(tensor, _name(name, "reducescatter"), _op_code(op, None),
-                              prescale_factor, postscale_factor)
+    ps = process_sets.resolve(process_set)
+    return _reducescatter_one(tensor, _name(name, "reducescatter", ps), _op_code(op, None),
+                              prescale_factor, postscale_factor, ps)
 
 
 def grouped_reducescatter_async(tensors, name=None, op=None, prescale_factor=1.0,
                                 postscale_factor=1.0, process_set=None):
     """reducescatter of each tensor of a list; synchronize() returns the list."""
-    process_sets.check(process_set)
+    ps = process_sets.resolve(process_set)
     op = _op_code(op, None)
-    names = _group_names(name, "grouped_reducescatter", len(tensors))
-    return GroupHandle([_reducescatter_one(t, n, op, prescale_factor, postscale_factor)
+    names = _group_names(name, "grouped_reducescatter", len(tensors), ps)
+    return GroupHandle([_reducescatter_one(t, n, op, prescale_factor, postscale_factor, ps)
                         for t, n in zip(tensors, names)])
 
 
 # --- barrier, join ------------------------------------------------------------
 
 def barrier(process_set=None):
-    """Blocks until every rank reached the barrier."""
-    process_sets.check(process_set)
-    raise_for_status(CONTEXT.runtime().barrier())
+    """Blocks until every rank (of the process set) reached the barrier."""
+    ps = process_sets.resolve(process_set)
+    raise_for_status(CONTEXT.runtime().barrier_in_set(ps) if ps else CONTEXT.runtime().barrier())
 
 
 def join(device=-1):

@@ -24,7 +24,9 @@ Contract:
   (step_marks.py: samples from ``batch_size``, KHOROVOD_BATCH_SIZE, or
   inferred from the model's inputs).
 - ``num_groups``/``groups`` are accepted and have no effect (the runtime
-  fuses whatever is in flight); ``process_set`` must be the global set.
+  fuses whatever is in flight). With ``process_set``, gradients are
+  averaged among that set's members only (every member must wrap its
+  optimizer with the same set).
 - Names are ``allreduce.<name>`` with the names from ``named_parameters``
   (which must name every optimized parameter, uniquely) or
   ``allreduce.noname.<i>`` in param_group order.
@@ -48,12 +50,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # Mixed into a subclass of the user's optimizer class; see DistributedOptimizer.
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, sparse_as_dense, batch_size):
+                 gradient_predivide_factor, sparse_as_dense, batch_size, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
         self._predivide = float(gradient_predivide_factor)
         self._sparse_as_dense = bool(sparse_as_dense)
+        self._process_set = process_set
         self._step_marks = step_marks.StepMarks(batch_size)
         self.backward_passes_per_step = int(backward_passes_per_step)
 
@@ -111,7 +114,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             p.grad = torch.zeros_like(p)
         if p.grad.is_sparse:
             if not self._sparse_as_dense:
-                handle = sparse.sparse_allreduce_async(p.grad, name=self._names[p], op=self._op)
+                handle = sparse.sparse_allreduce_async(p.grad, name=self._names[p], op=self._op,
+                                                       process_set=self._process_set)
                 return handle, None, None
             p.grad = p.grad.to_dense()
         prescale, postscale = 1.0, 1.0
@@ -120,7 +124,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         sent, ctx = self._compression.compress(p.grad)
         # In place on the gradient itself, or on its compressed copy.
         handle = mpi_ops.allreduce_async_(sent, name=self._names[p], op=self._op,
-                                          prescale_factor=prescale, postscale_factor=postscale)
+                                          prescale_factor=prescale, postscale_factor=postscale,
+                                          process_set=self._process_set)
         return handle, ctx, sent
 
     # --- the public surface --------------------------------------------------
@@ -198,12 +203,12 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise ValueError("khorovod: gradient_predivide_factor must be positive")
     if int(backward_passes_per_step) < 1:
         raise ValueError("khorovod: backward_passes_per_step must be at least 1")
-    process_sets.check(process_set)
+    process_sets.resolve(process_set)
     del num_groups, groups  # grouping only steers fusion, which the runtime does itself
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-                  op, gradient_predivide_factor, sparse_as_dense, batch_size)
+                  op, gradient_predivide_factor, sparse_as_dense, batch_size, process_set)
     # Keep what opt accumulated so far (horovod starts from empty state).
     wrapped.state = optimizer.state
     return wrapped

@@ -30,16 +30,21 @@ struct AllreduceOptions {
   double prescale_factor = 1.0;
   // Multiplies the reduced result. Applied after kAverage's division.
   double postscale_factor = 1.0;
+  // The ranks taking part (khorovod/process_set.h); 0: every rank.
+  int process_set = 0;
 };
 
 struct BroadcastOptions {
-  // Rank whose buffer is copied into every other rank's buffer.
+  // Rank whose buffer is copied into every other rank's buffer (a global
+  // rank, also with a process set).
   int root_rank = 0;
+  int process_set = 0;
 };
 
 struct AllgatherOptions {
-  // No knobs yet: the first dimension may differ between ranks; all other
-  // dimensions and the dtype must agree.
+  // The first dimension may differ between ranks; all other dimensions and
+  // the dtype must agree.
+  int process_set = 0;
 };
 
 struct AlltoallOptions {
@@ -47,6 +52,7 @@ struct AlltoallOptions {
   // Empty means an equal split; then the first dimension must be divisible by
   // the world size.
   std::vector<int64_t> splits;
+  int process_set = 0;
 };
 
 struct ReducescatterOptions {
@@ -55,6 +61,7 @@ struct ReducescatterOptions {
   double postscale_factor = 1.0;
   // The first dimension is split across ranks in rank order; when it is not
   // a multiple of the world size, the lowest ranks receive one extra row.
+  int process_set = 0;
 };
 
 }  // namespace khorovod

@@ -38,6 +38,7 @@
 #include "khorovod/config.h"
 #include "khorovod/handle.h"
 #include "khorovod/ops.h"
+#include "khorovod/process_set.h"
 #include "khorovod/status.h"
 #include "khorovod/tensor.h"
 
@@ -130,13 +131,42 @@ class Runtime {
                   const AlltoallOptions& options = {});
   Status reducescatter(const std::string& name, const TensorView& input, Tensor* output,
                        const ReducescatterOptions& options = {});
-  // Blocks until every rank reached the barrier.
-  Status barrier();
+  // Blocks until every rank (of the process set) reached the barrier.
+  Status barrier(int process_set = kGlobalProcessSet);
   // Declares that this rank has no more data. Until every rank has joined,
   // the other ranks' allreduces proceed with this rank contributing zeros;
   // other collectives fail with kFailedPrecondition while a rank is joined.
   // Returns the last rank to join in *last_rank.
   Status join(int* last_rank = nullptr);
+
+  // --- timeline (docs/observability.md) -------------------------------------
+  // Writes a Chrome-trace timeline to `path` from now until stop_timeline()
+  // (or shutdown), as KHOROVOD_TIMELINE does from init(): "{rank}" in the
+  // path becomes the rank, else only rank 0 writes. A running timeline is
+  // completed first. `mark_cycles` adds a CYCLE_START mark per negotiation
+  // round that did work. kFailedPrecondition before init(),
+  // kInvalidArgument when the file cannot be created.
+  Status start_timeline(const std::string& path, bool mark_cycles = false);
+  // Completes the file (a valid JSON array). Idempotent.
+  Status stop_timeline();
+
+  // --- process sets (khorovod/process_set.h) -------------------------------
+  // Collective over the whole job: every rank passes the same ranks
+  // (ascending, distinct, within [0, size)). Returns the new set's id;
+  // kInvalidArgument for a bad list or one already registered, kMismatch
+  // when ranks pass different lists.
+  StatusOr<int> add_process_set(const std::vector<int>& ranks);
+  // Collective over the whole job. Operations pending on the set fail with
+  // kFailedPrecondition. The global set cannot be removed.
+  Status remove_process_set(int process_set);
+  // The registered set ids, ascending (0 first); empty before init().
+  std::vector<int> process_set_ids() const;
+  // The set's global ranks; empty when `process_set` is not registered.
+  std::vector<int> process_set_ranks(int process_set) const;
+  // This rank's place in the set; -1 when it is not a member (or the set
+  // is not registered).
+  int process_set_rank(int process_set) const;
+  int process_set_size(int process_set) const;  // -1 when not registered
 
   // --- training-step marks (docs/observability.md) -------------------------
   // Mark the training loop's steps so the worker can export step time split

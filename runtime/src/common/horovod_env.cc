@@ -34,6 +34,10 @@ bool IsLauncherVariable(const std::string& name) {
   return std::find(std::begin(kLauncher), std::end(kLauncher), name) != std::end(kLauncher);
 }
 
+// Honoured, but by the language bindings rather than the runtime's Config
+// (HOROVOD_DYNAMIC_PROCESS_SETS: python/khorovod/process_sets.py).
+bool IsBindingVariable(const std::string& name) { return name == "HOROVOD_DYNAMIC_PROCESS_SETS"; }
+
 }  // namespace
 
 std::vector<std::string> MergeHorovodAliases(std::map<std::string, std::string>* vars,
@@ -43,7 +47,7 @@ std::vector<std::string> MergeHorovodAliases(std::map<std::string, std::string>*
     const auto* alias = std::find_if(std::begin(kAliases), std::end(kAliases),
                                      [&](const Alias& a) { return name == a.horovod; });
     if (alias == std::end(kAliases)) {
-      if (!IsLauncherVariable(name)) unknown.push_back(name);
+      if (!IsLauncherVariable(name) && !IsBindingVariable(name)) unknown.push_back(name);
       continue;
     }
     std::string v = value;

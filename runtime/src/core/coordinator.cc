@@ -1,20 +1,15 @@
 #include "core/coordinator.h"
 
+#include <numeric>
 #include <set>
 #include <sstream>
 
 #include "common/enforce.h"
+#include "core/process_set_table.h"
 
 namespace khorovod {
 namespace {
 
-std::string RankList(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-  os << ']';
-  return os.str();
-}
 
 template <typename T, typename Fmt>
 std::optional<std::string> Disagreement(const std::vector<std::optional<Request>>& by_rank,
@@ -45,7 +40,11 @@ Shape TrailingDims(const Shape& s) { return s.empty() ? Shape{} : Shape(s.begin(
 }  // namespace
 
 Coordinator::Coordinator(int size, std::chrono::milliseconds stall_timeout)
-    : size_(size), stall_timeout_(stall_timeout), joined_(size, false) {}
+    : size_(size), stall_timeout_(stall_timeout), joined_(size, false) {
+  std::vector<int> all(static_cast<size_t>(size));
+  std::iota(all.begin(), all.end(), 0);
+  sets_.emplace(0, std::move(all));
+}
 
 void Coordinator::Add(const Request& request, Clock::time_point now) {
   KH_ENFORCE(request.rank >= 0 && request.rank < size_, "request from rank " << request.rank);
@@ -57,14 +56,17 @@ void Coordinator::Add(const Request& request, Clock::time_point now) {
     last_joined_ = request.rank;
     return;
   }
-  auto it = by_name_.find(request.name);
+  const auto key = std::make_pair(request.process_set, request.name);
+  auto it = by_name_.find(key);
   if (it == by_name_.end()) {
     Entry e;
     e.name = request.name;
+    e.process_set = request.process_set;
+    if (auto set = sets_.find(request.process_set); set != sets_.end()) e.members = set->second;
     e.by_rank.resize(size_);
     e.first_seen = now;
     table_.push_back(std::move(e));
-    it = by_name_.emplace(request.name, std::prev(table_.end())).first;
+    it = by_name_.emplace(key, std::prev(table_.end())).first;
   }
   Entry& e = *it->second;
   // A rank cannot have the same name in flight twice (enqueue rejects it), so
@@ -74,9 +76,10 @@ void Coordinator::Add(const Request& request, Clock::time_point now) {
 }
 
 bool Coordinator::Ready(const Entry& e) const {
-  if (e.submitted == size_) return true;
+  if (e.members.empty()) return false;  // an unregistered set: reported by Collect's sweep
+  if (e.submitted == static_cast<int>(e.members.size())) return true;
   if (joined_count_ == 0) return false;
-  for (int r = 0; r < size_; ++r) {
+  for (int r : e.members) {
     if (!e.by_rank[r] && !joined_[r]) return false;
   }
   return true;
@@ -123,6 +126,10 @@ std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
       break;
     case OpType::kBroadcast:
       if (auto d = Disagreement(e.by_rank, "root rank", +[](R r) { return r.root; }, fmt_num)) return d;
+      if (IndexIn(e.members, first->root) < 0) {
+        return "root rank " + std::to_string(first->root) + " is not a member of process set " +
+               std::to_string(e.process_set) + " " + RankListString(e.members);
+      }
       if (auto d = Disagreement(e.by_rank, "shape", +[](R r) { return r.shape; }, fmt_shape)) return d;
       break;
     case OpType::kAllgather:
@@ -137,6 +144,15 @@ std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
                                 +[](R r) { return TrailingDims(r.shape); }, fmt_shape))
         return d;
       break;
+    case OpType::kProcessSet:
+      if (auto d = Disagreement(e.by_rank, "process set ranks", +[](R r) { return r.splits; },
+                                [](const std::vector<int64_t>& v) {
+                                  return RankListString(std::vector<int>(v.begin(), v.end()));
+                                }))
+        return d;
+      if (auto d = Disagreement(e.by_rank, "process set to remove", +[](R r) { return r.root; }, fmt_num))
+        return d;
+      break;
     case OpType::kBarrier:
     case OpType::kJoin:
       break;
@@ -145,7 +161,7 @@ std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
 }
 
 std::optional<std::string> Coordinator::JoinConflict(const Entry& e) const {
-  for (int r = 0; r < size_; ++r) {
+  for (int r : e.members) {
     if (!joined_[r] || e.by_rank[r]) continue;
     for (const auto& req : e.by_rank) {
       if (req && req->op != OpType::kAllreduce) {
@@ -177,31 +193,38 @@ Response Coordinator::BuildResponse(const Entry& e) const {
   p.postscale = first->postscale;
   p.group = first->group;
   p.group_size = first->group_size;
+  p.process_set = e.process_set;
+  const int set_size = static_cast<int>(e.members.size());
   int64_t row = 1;
   for (size_t d = 1; d < first->shape.size(); ++d) row *= first->shape[d];
   switch (p.op) {
-    case OpType::kAllreduce:
-    case OpType::kBroadcast: p.sizes = {NumElements(first->shape)}; break;
+    case OpType::kAllreduce: p.sizes = {NumElements(first->shape)}; break;
+    case OpType::kBroadcast:
+      p.sizes = {NumElements(first->shape)};
+      p.root = IndexIn(e.members, first->root);  // the set's own numbering
+      break;
     case OpType::kReducescatter:
       p.sizes = {first->shape[0]};
       p.row_elements = row;
       break;
     case OpType::kAllgather:
       p.row_elements = row;
-      for (const auto& r : e.by_rank) p.sizes.push_back(r->shape[0]);
+      for (int m : e.members) p.sizes.push_back(e.by_rank[m]->shape[0]);
       break;
     case OpType::kAlltoall:
       p.row_elements = row;
-      for (const auto& r : e.by_rank) {
+      for (int m : e.members) {
+        const auto& r = e.by_rank[m];
         if (r->splits.empty()) {
-          for (int i = 0; i < size_; ++i) p.sizes.push_back(r->shape[0] / size_);
+          for (int i = 0; i < set_size; ++i) p.sizes.push_back(r->shape[0] / set_size);
         } else {
           p.sizes.insert(p.sizes.end(), r->splits.begin(), r->splits.end());
         }
       }
       break;
     case OpType::kBarrier:
-    case OpType::kJoin: break;
+    case OpType::kJoin:
+    case OpType::kProcessSet: break;
   }
   return p;
 }
@@ -216,6 +239,7 @@ Response Coordinator::ErrorFor(const Entry& e, StatusCode code, const std::strin
     }
   }
   p.names = {e.name};
+  p.process_set = e.process_set;
   p.error_code = code;
   p.error_message = "tensor '" + e.name + "': " + message;
   return p;
@@ -223,9 +247,9 @@ Response Coordinator::ErrorFor(const Entry& e, StatusCode code, const std::strin
 
 std::string Coordinator::StallMessage(const Entry& e) const {
   std::vector<int> have, missing;
-  for (int r = 0; r < size_; ++r) (e.by_rank[r] || joined_[r] ? have : missing).push_back(r);
-  return "stalled for more than " + std::to_string(stall_timeout_.count()) +
-         " ms: submitted by ranks " + RankList(have) + ", missing ranks " + RankList(missing);
+  for (int r : e.members) (e.by_rank[r] || joined_[r] ? have : missing).push_back(r);
+  return std::string(e.process_set ? "in process set " + std::to_string(e.process_set) + " " : "") + "stalled for more than " + std::to_string(stall_timeout_.count()) +
+         " ms: submitted by ranks " + RankListString(have) + ", missing ranks " + RankListString(missing);
 }
 
 bool Coordinator::StallDue(Clock::time_point now) const {
@@ -235,8 +259,90 @@ bool Coordinator::StallDue(Clock::time_point now) const {
   return false;
 }
 
+Response Coordinator::ApplyProcessSet(const Entry& e) {
+  Response p = BuildResponse(e);
+  const Request& req = *e.by_rank[0];
+  if (req.root > 0) {  // removal
+    if (!sets_.erase(req.root)) {
+      return ErrorFor(e, StatusCode::kInvalidArgument,
+                      "process set " + std::to_string(req.root) + " is not registered");
+    }
+    // Its pending operations are reported (as unregistered) by Collect.
+    for (Entry& pending : table_) {
+      if (pending.process_set == req.root) pending.members.clear();
+    }
+    p.process_set = req.root;
+    return p;
+  }
+  if (req.root == 0) return ErrorFor(e, StatusCode::kInvalidArgument, "the global process set cannot be removed");
+  std::vector<int> ranks(req.splits.begin(), req.splits.end());
+  if (ranks.empty()) return ErrorFor(e, StatusCode::kInvalidArgument, "a process set needs at least one rank");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size_ || (i > 0 && ranks[i] <= ranks[i - 1])) {
+      return ErrorFor(e, StatusCode::kInvalidArgument,
+                      "process set ranks " + RankListString(ranks) + " must be distinct, ascending and in [0, " +
+                          std::to_string(size_) + ")");
+    }
+  }
+  for (const auto& [id, members] : sets_) {
+    if (members == ranks) {
+      return ErrorFor(e, StatusCode::kInvalidArgument,
+                      "a process set with ranks " + RankListString(ranks) + " is already registered (id " +
+                          std::to_string(id) + ")");
+    }
+  }
+  p.process_set = next_set_id_++;
+  p.members.assign(ranks.begin(), ranks.end());
+  sets_.emplace(p.process_set, std::move(ranks));
+  return p;
+}
+
+// A rank has one name in flight at a time, so a rank that submitted `name`
+// in set A cannot submit it in set B before A's operation completes. When
+// A waits for such a rank and B waits for a rank that submitted it in A,
+// neither can ever complete.
+std::vector<std::list<Coordinator::Entry>::iterator> Coordinator::CrossSetConflicts() const {
+  std::vector<std::list<Entry>::iterator> out;
+  auto waits_on = [](const Entry& waiting, const Entry& holder) {
+    for (int r : waiting.members) {
+      if (!waiting.by_rank[r] && holder.by_rank[r]) return true;
+    }
+    return false;
+  };
+  for (auto a = by_name_.begin(); a != by_name_.end(); ++a) {
+    for (auto b = by_name_.begin(); b != by_name_.end(); ++b) {
+      if (a->first.second != b->first.second || a->first.first == b->first.first) continue;
+      if (waits_on(*a->second, *b->second) && waits_on(*b->second, *a->second)) {
+        out.push_back(a->second);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Response> Coordinator::Collect(Clock::time_point now) {
   std::vector<Response> out;
+  if (sets_.size() > 1) {
+    const auto conflicts = CrossSetConflicts();
+    for (auto it : conflicts) {
+      std::string where;
+      for (const auto& [key, other] : by_name_) {
+        if (key.second != it->name) continue;
+        std::vector<int> ranks;
+        for (int r = 0; r < size_; ++r) {
+          if (other->by_rank[r]) ranks.push_back(r);
+        }
+        where += " process set " + std::to_string(key.first) + " by ranks " + RankListString(ranks) + ";";
+      }
+      where.pop_back();
+      out.push_back(ErrorFor(*it, StatusCode::kMismatch, "submitted in different process sets:" + where));
+    }
+    for (auto it : conflicts) {
+      by_name_.erase({it->process_set, it->name});
+      table_.erase(it);
+    }
+  }
   std::map<std::string, std::vector<std::list<Entry>::iterator>> ready_groups;
   for (auto it = table_.begin(); it != table_.end();) {
     Entry& e = *it;
@@ -253,13 +359,16 @@ std::vector<Response> Coordinator::Collect(Clock::time_point now) {
         for (const auto& r : e.by_rank) {
           if (r) any = &*r;
         }
-        if (any->group_size > 1) {
+        if (any->op == OpType::kProcessSet) {
+          out.push_back(ApplyProcessSet(e));
+          release = true;
+        } else if (any->group_size > 1) {
           auto& members = ready_groups[any->group];
           members.push_back(it);
           if (static_cast<int>(members.size()) == any->group_size) {
             for (auto m : members) {
               out.push_back(BuildResponse(*m));
-              by_name_.erase(m->name);
+              by_name_.erase({m->process_set, m->name});
               if (m != it) table_.erase(m);
             }
             release = true;
@@ -278,11 +387,24 @@ std::vector<Response> Coordinator::Collect(Clock::time_point now) {
       for (auto& [group, members] : ready_groups) std::erase(members, it);
     }
     if (release) {
-      by_name_.erase(e.name);
+      by_name_.erase({e.process_set, e.name});
       it = table_.erase(it);
     } else {
       ++it;
     }
+  }
+  // Operations on a set that is not registered (never was, or a removal,
+  // maybe in this very round, dropped it).
+  for (auto it = table_.begin(); it != table_.end();) {
+    if (!it->members.empty()) {
+      ++it;
+      continue;
+    }
+    out.push_back(ErrorFor(*it, StatusCode::kFailedPrecondition,
+                           "process set " + std::to_string(it->process_set) +
+                               " is not registered (removed, or never added)"));
+    by_name_.erase({it->process_set, it->name});
+    it = table_.erase(it);
   }
   if (joined_count_ == size_) {
     Response p;

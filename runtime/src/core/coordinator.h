@@ -9,7 +9,13 @@
 //   * members of a group are released together, once all are ready;
 //   * a tensor still incomplete after the stall timeout yields a kStalled
 //     error naming the ranks that did and did not submit it;
-//   * join requests are counted; when every rank joined, one kJoin Response.
+//   * join requests are counted; when every rank joined, one kJoin Response;
+//   * process sets (khorovod/process_set.h): an operation on a set is ready
+//     once every member submitted it, and its response is in the set's
+//     terms (member order, set-local root); registrations and removals
+//     (OpType::kProcessSet) are global operations that change the table
+//     of sets; a name submitted under two sets by ranks that wait for each
+//     other is a kMismatch on both.
 // Responses come out in the order their tensors were first seen, so the
 // result is a pure function of the inputs and the clock readings passed in.
 //
@@ -43,6 +49,8 @@ class Coordinator {
  private:
   struct Entry {
     std::string name;
+    int32_t process_set = 0;
+    std::vector<int> members;  // the set's global ranks; empty: not registered
     std::vector<std::optional<Request>> by_rank;
     int submitted = 0;
     Clock::time_point first_seen;
@@ -54,11 +62,17 @@ class Coordinator {
   Response BuildResponse(const Entry& e) const;
   Response ErrorFor(const Entry& e, StatusCode code, const std::string& message) const;
   std::string StallMessage(const Entry& e) const;
+  // Registers or removes the set an agreed kProcessSet entry names.
+  Response ApplyProcessSet(const Entry& e);
+  // Entries that deadlock on each other through one name in two sets.
+  std::vector<std::list<Entry>::iterator> CrossSetConflicts() const;
 
   int size_;
   std::chrono::milliseconds stall_timeout_;
   std::list<Entry> table_;  // arrival order
-  std::map<std::string, std::list<Entry>::iterator> by_name_;
+  std::map<std::pair<int32_t, std::string>, std::list<Entry>::iterator> by_name_;
+  std::map<int32_t, std::vector<int>> sets_;  // 0: every rank
+  int32_t next_set_id_ = 1;
   std::vector<bool> joined_;
   int joined_count_ = 0;
   int last_joined_ = -1;

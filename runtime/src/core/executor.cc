@@ -57,6 +57,7 @@ Phases PhasesOf(OpType op) {
     case OpType::kReducescatter: return {"NEGOTIATE_REDUCESCATTER", "REDUCESCATTER"};
     case OpType::kBarrier: return {"NEGOTIATE_BARRIER", "BARRIER"};
     case OpType::kJoin: return {"NEGOTIATE_JOIN", "JOIN"};
+    case OpType::kProcessSet: return {"NEGOTIATE_PROCESS_SET", "PROCESS_SET"};
   }
   return {"NEGOTIATE", "OP"};
 }

@@ -82,7 +82,7 @@ class Reader {
   }
   bool GetOpType(OpType* op) {
     uint8_t raw;
-    if (!Get(&raw) || raw > static_cast<uint8_t>(OpType::kJoin)) return false;
+    if (!Get(&raw) || raw > static_cast<uint8_t>(OpType::kProcessSet)) return false;
     *op = static_cast<OpType>(raw);
     return true;
   }
@@ -114,6 +114,7 @@ std::string_view OpTypeName(OpType op) {
     case OpType::kReducescatter: return "reducescatter";
     case OpType::kBarrier: return "barrier";
     case OpType::kJoin: return "join";
+    case OpType::kProcessSet: return "process set";
   }
   return "invalid";
 }
@@ -122,7 +123,7 @@ bool Request::SameParameters(const Request& o) const {
   return op == o.op && name == o.name && dtype == o.dtype && reduce_op == o.reduce_op &&
          root == o.root && device == o.device && shape == o.shape && prescale == o.prescale &&
          postscale == o.postscale && splits == o.splits && group == o.group &&
-         group_size == o.group_size;
+         group_size == o.group_size && process_set == o.process_set;
 }
 
 int64_t Response::total_elements() const {
@@ -149,6 +150,7 @@ std::string EncodeRequests(const std::vector<Request>& requests) {
     w.PutInts(q.splits);
     w.PutString(q.group);
     w.Put<int32_t>(q.group_size);
+    w.Put<int32_t>(q.process_set);
   }
   return w.Take();
 }
@@ -164,7 +166,7 @@ Status DecodeRequests(const std::string& bytes, std::vector<Request>* out) {
     bool ok = r.Get(&q.rank) && r.GetOpType(&q.op) && r.GetString(&q.name) && r.GetDtype(&q.dtype) &&
               r.GetReduceOp(&q.reduce_op) && r.Get(&q.root) && r.GetDevice(&q.device) &&
               r.GetInts(&q.shape) && r.Get(&q.prescale) && r.Get(&q.postscale) &&
-              r.GetInts(&q.splits) && r.GetString(&q.group) && r.Get(&q.group_size);
+              r.GetInts(&q.splits) && r.GetString(&q.group) && r.Get(&q.group_size) && r.Get(&q.process_set);
     if (!ok) return Malformed("request body");
     out->push_back(std::move(q));
   }
@@ -194,6 +196,8 @@ std::string EncodeResponses(const std::vector<Response>& responses) {
     w.Put<int32_t>(p.join_last_rank);
     w.Put<uint8_t>(static_cast<uint8_t>(p.error_code));
     w.PutString(p.error_message);
+    w.Put<int32_t>(p.process_set);
+    w.PutInts(p.members);
   }
   return w.Take();
 }
@@ -221,7 +225,8 @@ Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
               r.GetDevice(&p.device) && r.Get(&p.prescale) && r.Get(&p.postscale) &&
               r.GetInts(&p.sizes) && r.Get(&p.row_elements) && r.GetString(&p.group) &&
               r.Get(&p.group_size) && r.Get(&p.join_last_rank) && r.Get(&code) &&
-              code <= static_cast<uint8_t>(StatusCode::kJobFinished) && r.GetString(&p.error_message);
+              code <= static_cast<uint8_t>(StatusCode::kJobFinished) && r.GetString(&p.error_message) &&
+              r.Get(&p.process_set) && r.GetInts(&p.members);
     if (!ok) return Malformed("response body");
     p.error_code = static_cast<StatusCode>(code);
     out->push_back(std::move(p));

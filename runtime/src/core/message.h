@@ -24,7 +24,7 @@
 
 namespace khorovod {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Values are part of the wire protocol; append only.
 enum class OpType : uint8_t {
@@ -35,6 +35,9 @@ enum class OpType : uint8_t {
   kReducescatter = 4,
   kBarrier = 5,
   kJoin = 6,
+  // Registers (splits = member ranks) or removes (root = id) a process set;
+  // always in the global set (core/process_set_table.h).
+  kProcessSet = 7,
 };
 
 std::string_view OpTypeName(OpType op);
@@ -53,6 +56,7 @@ struct Request {
   std::vector<int64_t> splits;  // alltoall only
   std::string group;            // non-empty for grouped allreduce
   int32_t group_size = 0;
+  int32_t process_set = 0;      // 0: the global set (every rank)
 
   // True when two requests for the same name describe the same operation
   // from the same rank's point of view (everything but `rank`).
@@ -80,6 +84,11 @@ struct Response {
   std::string group;
   int32_t group_size = 0;
   int32_t join_last_rank = -1;
+  // The set whose members execute this response; the others skip it.
+  // kProcessSet: the id of the set registered (or removed).
+  int32_t process_set = 0;
+  // kProcessSet registration: the member ranks, ascending.
+  std::vector<int64_t> members;
   StatusCode error_code = StatusCode::kOk;
   std::string error_message;
 

@@ -15,7 +15,11 @@ bool TestBit(const std::vector<uint64_t>& v, uint32_t bit) {
   return (v[bit / 64] >> (bit % 64)) & 1;
 }
 
-bool Cacheable(OpType op) { return op != OpType::kBarrier && op != OpType::kJoin; }
+// Operations on a process set other than the global one always go through
+// the coordinator: the cache's readiness bits are ANDed over every rank.
+bool Cacheable(const Request& r) {
+  return r.op != OpType::kBarrier && r.op != OpType::kJoin && r.op != OpType::kProcessSet && r.process_set == 0;
+}
 
 }  // namespace
 
@@ -42,7 +46,7 @@ void Negotiator::Classify(LocalOp& local, Clock::time_point now, std::vector<uin
                           std::vector<uint64_t>& invalid) {
   if (local.state == State::kNew) {
     local.state = State::kToSend;
-    if (cache_.enabled() && Cacheable(local.op.request.op)) {
+    if (cache_.enabled() && Cacheable(local.op.request)) {
       ResponseCache::Result r = cache_.Find(local.op.request);
       if (r.lookup == ResponseCache::Lookup::kHit) {
         local.state = State::kCached;
@@ -233,6 +237,9 @@ void Negotiator::Deliver(const Response& response) {
     return;
   }
   for (const std::string& name : response.names) {
+    auto it = ops_.find(name);
+    // The same name may be in flight here in another process set.
+    if (it == ops_.end() || it->second.op.request.process_set != response.process_set) continue;
     if (auto op = Take(name)) queue_->Complete(*op, Status(response.error_code, response.error_message));
   }
 }

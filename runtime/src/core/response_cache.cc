@@ -8,7 +8,7 @@ ResponseCache::ResponseCache(size_t capacity) : slots_(capacity) {}
 
 bool ResponseCache::Cacheable(const Response& r) {
   return r.kind == Response::Kind::kExecute && r.names.size() == 1 && r.op != OpType::kJoin &&
-         r.op != OpType::kBarrier;
+         r.op != OpType::kBarrier && r.op != OpType::kProcessSet && r.process_set == 0;
 }
 
 ResponseCache::Result ResponseCache::Find(const Request& request) const {

@@ -19,6 +19,8 @@
 #include "backend/device_backend.h"
 #include "core/negotiator.h"
 #include "core/executor.h"
+#include "core/process_set_comm.h"
+#include "core/process_set_table.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
 #include "khorovod/metrics/http_endpoint.h"
@@ -88,6 +90,12 @@ struct Session {
   TensorQueue queue;
   std::unique_ptr<Negotiator> negotiator;
   std::unique_ptr<Executor> executor;
+  // Process sets: the table every thread reads, and the comms of the sets
+  // this rank is a member of (background thread only; destroyed before the
+  // queue and context they use).
+  std::shared_ptr<ProcessSetTable> sets;
+  std::unique_ptr<ProcessSetComms> set_comms;
+  Timeline* timeline = nullptr;
   WorkerMetrics* metrics = nullptr;  // owned by RuntimeImpl, outlives the session
   std::thread thread;
 };
@@ -175,10 +183,8 @@ class RuntimeImpl {
     if (!timeline_opened_ && !base_config_.timeline_path.empty()) {
       timeline_opened_ = true;
       const std::string path = TimelinePath(base_config_.timeline_path, config.rank);
-      if (!path.empty()) {
-        auto timeline = Timeline::Open(path, "khorovod " + base_config_.worker_name);
-        if (!timeline.ok()) return timeline.status();
-        timeline_ = std::move(*timeline);
+      if (Status st = path.empty() ? Status::Ok() : timeline_->Start(path); !st.ok()) {
+        return Status(st.code(), "KHOROVOD_TIMELINE: " + st.message());
       }
     }
     KH_RETURN_IF_ERROR(StartSession(config, assignment));
@@ -189,6 +195,9 @@ class RuntimeImpl {
   // The metrics registry and endpoint live as long as the Runtime: created
   // at the first init(), kept across generations and re-inits.
   Status StartObservability(const Config& config) {
+    // Kept across generations and re-inits, like the metrics; stopped
+    // until KHOROVOD_TIMELINE or start_timeline starts it.
+    if (!timeline_) timeline_ = std::make_unique<Timeline>("khorovod " + config.worker_name);
     metrics_->Configure(config.baseline_samples_per_second, config.fusion_threshold_bytes);
     if (config.metrics_port > 0 && !endpoint_) {
       auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
@@ -226,6 +235,10 @@ class RuntimeImpl {
                                              s->backend.get(), s->device.get(), &s->queue, metrics_.get(),
                                              timeline_.get());
     s->metrics = metrics_.get();
+    s->timeline = timeline_.get();
+    s->sets = std::make_shared<ProcessSetTable>(config.rank, config.size);
+    s->set_comms = std::make_unique<ProcessSetComms>(
+        ProcessSetCommInit{&s->config, s->context, s->channel.get(), &s->queue, s->metrics, s->timeline}, s->sets);
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
     session_ = std::move(s);
@@ -242,7 +255,7 @@ class RuntimeImpl {
     rendezvous_.reset();
     generation_ = -1;
     pinned_device_.reset();  // a later init() starts from its own config
-    if (timeline_) timeline_->Close();
+    if (timeline_) timeline_->Stop();
     return s;
   }
 
@@ -279,6 +292,7 @@ class RuntimeImpl {
     }
     for (const PendingOp& op : ops) {
       if (Status s = CheckDevice(op); !s.ok()) return Handle(detail::Completion::Failed(s));
+      if (Status s = CheckProcessSet(op); !s.ok()) return Handle(detail::Completion::Failed(s));
     }
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
     if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
@@ -303,8 +317,43 @@ class RuntimeImpl {
     return Status::Ok();
   }
 
+  // Runtime::start_timeline: the file rule of KHOROVOD_TIMELINE ("{rank}",
+  // else rank 0 only), applied with the current rank.
+  Status StartTimeline(const std::string& pattern, bool mark_cycles) {
+    const int rank = topology().rank;
+    if (rank < 0) return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    if (pattern.empty()) return Status::InvalidArgument("start_timeline needs a file path");
+    const std::string path = TimelinePath(pattern, rank);
+    if (path.empty()) return Status::Ok();
+    return timeline_->Start(path, mark_cycles);
+  }
+
+  Status StopTimeline() {
+    if (!initialized()) return Status::FailedPrecondition("khorovod is not initialized; call init() first");
+    timeline_->Stop();
+    return Status::Ok();
+  }
+
+  std::shared_ptr<const ProcessSetTable> process_sets() const {
+    std::shared_lock lock(mu_);
+    return session_ ? session_->sets : nullptr;
+  }
+
  private:
   static void BackgroundLoop(Session& s);
+
+  // An operation on a process set: this rank a member, a host tensor, a
+  // broadcast root in the set. Caller holds mu_.
+  Status CheckProcessSet(const PendingOp& op) const {
+    const Request& q = op.request;
+    if (q.process_set == 0) return Status::Ok();
+    const std::string what(OpTypeName(q.op));
+    if (q.device.kind != DeviceKind::kCPU) {
+      return Status::InvalidArgument(what + " '" + q.name + "': process sets other than the global one take host tensors only");
+    }
+    return session_->sets->CheckSubmit(q.process_set, what.c_str(), q.name,
+                                       q.op == OpType::kBroadcast ? &q.root : nullptr);
+  }
 
   // A device tensor must be on the device this rank's runtime is pinned to
   // (and an allreduce's output on its input's device). Caller holds mu_.
@@ -370,12 +419,13 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       fatal = s.negotiator->RunRound(s.queue.shutdown_requested(), last_start, &round);
       if (!fatal.ok()) break;
       if (s.metrics && !round.idle) s.metrics->NegotiationRound(Clock::now() - last_start);
+      if (s.timeline && !round.idle) s.timeline->MarkCycle(last_start);
       if (round.shutdown) {
         fatal = Status::Aborted("khorovod was shut down before the operation completed");
         break;
       }
       s.executor->CompleteEager(round.eager, *s.negotiator);
-      fatal = s.executor->Execute(round.responses, *s.negotiator);
+      fatal = s.set_comms->Execute(round.responses, *s.executor, *s.negotiator);
       if (!fatal.ok()) break;
     }
   } catch (const std::exception& e) {
@@ -392,6 +442,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
     // Close every connection now rather than at shutdown: peers blocked on
     // this rank then see EOF at once instead of waiting for their timeout,
     // so one failure reaches every rank quickly.
+    s.set_comms->Clear();
     s.executor.reset();
     s.negotiator.reset();
     // Only its backend: user threads may still reach the DeviceBackend
@@ -424,6 +475,10 @@ void detail::MarkTrainingFinished(Runtime& runtime) { runtime.impl_->MarkTrainin
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }
+Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  return impl_->StartTimeline(path, mark_cycles);
+}
+Status Runtime::stop_timeline() { return impl_->StopTimeline(); }
 Topology Runtime::topology() const { return impl_->topology(); }
 int Runtime::rank() const { return topology().rank; }
 int Runtime::size() const { return topology().size; }
@@ -435,6 +490,7 @@ int Runtime::cross_size() const { return topology().cross_size; }
 namespace detail {
 Handle Submit(RuntimeImpl& impl, std::vector<PendingOp> ops) { return impl.Submit(std::move(ops)); }
 Status CheckRoot(const RuntimeImpl& impl, int root) { return impl.CheckRoot(root); }
+std::shared_ptr<const ProcessSetTable> ProcessSets(const RuntimeImpl& impl) { return impl.process_sets(); }
 }  // namespace detail
 
 }  // namespace khorovod

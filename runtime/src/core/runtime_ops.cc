@@ -75,6 +75,7 @@ PendingOp MakeAllreduce(const std::string& name, const TensorView& in, const Ten
   op.request.reduce_op = opts.op;
   op.request.prescale = opts.prescale_factor;
   op.request.postscale = opts.postscale_factor;
+  op.request.process_set = opts.process_set;
   return op;
 }
 
@@ -106,11 +107,13 @@ Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
 }
 
 Handle Runtime::allgather_async(const std::string& name, const TensorView& input,
-                                const AllgatherOptions&) {
+                                const AllgatherOptions& options) {
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(input, "allgather input"); !s.ok()) return Rejected(s);
   if (input.shape.empty()) return Rejected(Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
-  return detail::Submit(*impl_, {MakeOp(OpType::kAllgather, name, input)});
+  PendingOp op = MakeOp(OpType::kAllgather, name, input);
+  op.request.process_set = options.process_set;
+  return detail::Submit(*impl_, {std::move(op)});
 }
 
 Handle Runtime::broadcast_async(const std::string& name, const TensorView& buffer,
@@ -120,6 +123,7 @@ Handle Runtime::broadcast_async(const std::string& name, const TensorView& buffe
   if (Status s = detail::CheckRoot(*impl_, options.root_rank); !s.ok()) return Rejected(s);
   PendingOp op = MakeOp(OpType::kBroadcast, name, buffer);
   op.request.root = options.root_rank;
+  op.request.process_set = options.process_set;
   return detail::Submit(*impl_, {std::move(op)});
 }
 
@@ -128,7 +132,7 @@ Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(input, "alltoall input"); !s.ok()) return Rejected(s);
   if (input.shape.empty()) return Rejected(Status::InvalidArgument("alltoall '" + name + "': needs at least one dimension"));
-  const int world = size();
+  const int world = options.process_set == 0 ? size() : process_set_size(options.process_set);
   if (world > 0) {
     if (options.splits.empty()) {
       if (input.shape[0] % world != 0) {
@@ -152,6 +156,7 @@ Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
   }
   PendingOp op = MakeOp(OpType::kAlltoall, name, input);
   op.request.splits = options.splits;
+  op.request.process_set = options.process_set;
   return detail::Submit(*impl_, {std::move(op)});
 }
 
@@ -164,6 +169,7 @@ Handle Runtime::reducescatter_async(const std::string& name, const TensorView& i
   op.request.reduce_op = options.op;
   op.request.prescale = options.prescale_factor;
   op.request.postscale = options.postscale_factor;
+  op.request.process_set = options.process_set;
   return detail::Submit(*impl_, {std::move(op)});
 }
 
@@ -209,11 +215,12 @@ Status Runtime::reducescatter(const std::string& name, const TensorView& input, 
   return Status::Ok();
 }
 
-Status Runtime::barrier() {
+Status Runtime::barrier(int process_set) {
   PendingOp op;
   op.request.op = OpType::kBarrier;
   op.request.name = "khorovod.barrier";
   op.request.shape = {0};
+  op.request.process_set = process_set;
   return detail::Submit(*impl_, {std::move(op)}).wait();
 }
 

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/process_set_table.h"
 #include "core/tensor_queue.h"
 #include "khorovod/handle.h"
 #include "khorovod/status.h"
@@ -20,6 +21,8 @@ namespace detail {
 // one batch; a refused batch returns a failed handle.
 Handle Submit(RuntimeImpl& impl, std::vector<PendingOp> ops);
 Status CheckRoot(const RuntimeImpl& impl, int root);
+// The running session's process sets; null before init().
+std::shared_ptr<const ProcessSetTable> ProcessSets(const RuntimeImpl& impl);
 }  // namespace detail
 
 }  // namespace khorovod

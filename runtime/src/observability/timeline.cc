@@ -5,29 +5,62 @@
 
 namespace khorovod {
 
+namespace {
+
+// The row of the cycle marks; tensors get rows from 1 on.
+constexpr const char* kCycleRow = "khorovod.cycles";
+
+}  // namespace
+
+Timeline::Timeline(std::string process_name) : process_name_(std::move(process_name)) {}
+
 StatusOr<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path, const std::string& process_name) {
+  auto timeline = std::make_unique<Timeline>(process_name);
+  KH_RETURN_IF_ERROR(timeline->Start(path));
+  return timeline;
+}
+
+Timeline::~Timeline() { Stop(); }
+
+Status Timeline::Start(const std::string& path, bool mark_cycles) {
+  std::lock_guard<std::mutex> control(control_mu_);
+  StopLocked();
   std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return Status::InvalidArgument("KHOROVOD_TIMELINE='" + path + "': cannot open it for writing");
-  return std::unique_ptr<Timeline>(new Timeline(f, process_name));
-}
-
-Timeline::Timeline(std::FILE* file, std::string process_name) : file_(file), origin_(Clock::now()) {
-  nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", process_name}}}};
+  if (!f) return Status::InvalidArgument("timeline '" + path + "': cannot open it for writing");
+  file_ = f;
+  tids_.clear();
+  nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", process_name_}}}};
   std::fprintf(file_, "[\n%s", meta.dump().c_str());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    origin_ = Clock::now();
+    pending_.clear();
+    dropped_ = 0;
+    closing_ = false;
+  }
+  mark_cycles_.store(mark_cycles, std::memory_order_relaxed);
   writer_ = std::thread([this] { WriterLoop(); });
+  active_.store(true, std::memory_order_release);
+  return Status::Ok();
 }
 
-Timeline::~Timeline() { Close(); }
+void Timeline::MarkCycle(Clock::time_point at) {
+  if (!active() || !mark_cycles_.load(std::memory_order_relaxed)) return;
+  Record(kCycleRow, "CYCLE_START", at, at, 0);
+}
 
 void Timeline::Record(std::string_view tensor, const char* phase, Clock::time_point start, Clock::time_point end,
                       size_t bytes, size_t fused) {
-  const auto us = [this](Clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
-  };
-  Event e{std::string(tensor), phase, us(start), std::max<int64_t>(us(end) - us(start), 0), bytes, fused};
+  if (!active()) return;
+  Event e{std::string(tensor), phase, 0, 0, bytes, fused};
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
+    const auto us = [this](Clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
+    };
+    e.start_us = us(start);
+    e.duration_us = std::max<int64_t>(us(end) - us(start), 0);
     if (pending_.size() >= kMaxPending) {
       ++dropped_;
       return;
@@ -64,6 +97,12 @@ void Timeline::Write(const Event& e) {
                            {"args", {{"name", e.tensor}}}};
     std::fprintf(file_, ",\n%s", meta.dump().c_str());
   }
+  if (e.phase == std::string_view("CYCLE_START")) {
+    nlohmann::json mark = {{"name", e.phase}, {"ph", "i"}, {"s", "p"}, {"pid", 0}, {"tid", it->second},
+                           {"ts", e.start_us}};
+    std::fprintf(file_, ",\n%s", mark.dump().c_str());
+    return;
+  }
   nlohmann::json args = {{"tensor", e.tensor}, {"bytes", e.bytes}};
   if (e.fused) args["fused_tensors"] = e.fused;
   nlohmann::json ev = {{"name", e.phase}, {"ph", "X"}, {"pid", 0}, {"tid", it->second},
@@ -71,12 +110,18 @@ void Timeline::Write(const Event& e) {
   std::fprintf(file_, ",\n%s", ev.dump().c_str());
 }
 
-void Timeline::Close() {
+void Timeline::Stop() {
+  std::lock_guard<std::mutex> control(control_mu_);
+  StopLocked();
+}
+
+void Timeline::StopLocked() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) return;
     closing_ = true;
   }
+  active_.store(false, std::memory_order_release);
   cv_.notify_one();
   if (writer_.joinable()) writer_.join();
   if (dropped_) {

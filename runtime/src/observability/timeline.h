@@ -1,6 +1,9 @@
 // Timeline: a Chrome-trace (about://tracing, Perfetto) JSON file of what the
 // runtime did with each tensor, like Horovod's HOROVOD_TIMELINE. Switched on
-// by KHOROVOD_TIMELINE=path (Config::timeline_path).
+// by KHOROVOD_TIMELINE=path (Config::timeline_path) from init(), or at run
+// time between Start(path) and Stop() (Runtime::start_timeline). One object
+// lives as long as the Runtime; while stopped it records nothing, and each
+// Start writes a new, complete file.
 //
 // File format: a JSON array of trace events. Each tensor gets its own row
 // (tid), named by a "thread_name" metadata event the first time it appears.
@@ -11,17 +14,21 @@
 //   <OP>                      the data-plane collective (ALLREDUCE, BROADCAST...)
 //   MEMCPY_OUT_FUSION_BUFFER  unpacking a fused allreduce
 // args carry the tensor's bytes and, for fused allreduces, the group size.
-// The file is a complete JSON array once Close() (or the destructor) ran;
+// With mark_cycles, each negotiation round that did work adds an instant
+// event CYCLE_START on its own row.
+// The file is a complete JSON array once Stop() (or the destructor) ran;
 // after a crash it lacks the closing bracket, which trace viewers accept.
 //
-// Cost: Record() copies the tensor name and appends to a queue under a
+// Cost: while stopped, Record() is one atomic load. Running, it copies the tensor name and appends to a queue under a
 // short lock; a background thread formats and writes. Past kMaxPending
 // queued events, new ones are dropped (and counted in the file's last
 // event), so a slow disk never stalls training.
 //
-// Thread-safety: Record() from any thread; Close() once.
+// Thread-safety: every method may be called from any thread; Start and
+// Stop are serialized among themselves.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,18 +50,28 @@ class Timeline {
   using Clock = std::chrono::steady_clock;
   static constexpr size_t kMaxPending = 1 << 20;
 
-  // Creates (truncates) `path` and starts the writer. kInvalidArgument
-  // naming the path when it cannot be opened.
+  // A stopped timeline.
+  explicit Timeline(std::string process_name);
+  // A timeline started on `path`.
   static StatusOr<std::unique_ptr<Timeline>> Open(const std::string& path, const std::string& process_name);
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
+  // Creates (truncates) `path` and starts recording, with timestamps from
+  // now; a running timeline is stopped (its file completed) first.
+  // kInvalidArgument naming the path when it cannot be opened.
+  Status Start(const std::string& path, bool mark_cycles = false);
+  // Writes what is queued, closes the array and the file. Idempotent.
+  void Stop();
+  void Close() { Stop(); }
+  bool active() const { return active_.load(std::memory_order_acquire); }
+
   // `phase` must be a string literal (it is stored as a pointer).
   void Record(std::string_view tensor, const char* phase, Clock::time_point start, Clock::time_point end,
               size_t bytes, size_t fused = 0);
-  // Writes what is queued, closes the array and the file. Idempotent.
-  void Close();
+  // A CYCLE_START instant event, when started with mark_cycles.
+  void MarkCycle(Clock::time_point at);
 
  private:
   struct Event {
@@ -65,16 +82,21 @@ class Timeline {
     size_t bytes;
     size_t fused;
   };
-  Timeline(std::FILE* file, std::string process_name);
   void WriterLoop();
   void Write(const Event& e);
+  void StopLocked();  // caller holds control_mu_
 
-  std::FILE* file_;
-  const Clock::time_point origin_;
+  const std::string process_name_;
+  std::mutex control_mu_;  // serializes Start and Stop
+  std::atomic<bool> active_{false};
+  std::atomic<bool> mark_cycles_{false};
+  // Set by Start before the writer starts; the writer's until it is joined.
+  std::FILE* file_ = nullptr;
   std::mutex mu_;
+  Clock::time_point origin_;  // guarded by mu_
   std::condition_variable cv_;
   std::vector<Event> pending_;
-  bool closing_ = false;
+  bool closing_ = true;  // no file open
   uint64_t dropped_ = 0;
   // Writer thread only.
   std::unordered_map<std::string, int> tids_;

@@ -21,6 +21,9 @@ constexpr const char* kSeconds = "khorovod_worker_collective_seconds_total";
 constexpr const char* kTensors = "khorovod_worker_collective_tensors_total";
 constexpr const char* kCalls = "khorovod_worker_collective_calls_total";
 constexpr const char* kResets = "khorovod_worker_resets_total";
+constexpr const char* kSamplesAt = "khorovod_worker_samples_at_world_size_total";
+constexpr const char* kStepSecondsAt = "khorovod_worker_step_seconds_at_world_size_total";
+constexpr const char* kObservedSize = "khorovod_worker_world_size_observed";
 
 }  // namespace
 
@@ -56,6 +59,10 @@ WorkerMetrics::WorkerMetrics()
       baseline_gauge_(registry_.GetGauge(
           "khorovod_worker_baseline_samples_per_second",
           "One worker's throughput alone (KHOROVOD_BASELINE_SAMPLES_PER_SECOND; 0 = unknown).")),
+      scaling_efficiency_(registry_.GetGauge(
+          "khorovod_worker_scaling_efficiency",
+          "This worker's samples per step second at the current world size over the same at the "
+          "smallest world size it has trained at (1 there).")),
       fusion_threshold_gauge_(registry_.GetGauge("khorovod_worker_fusion_threshold_bytes",
                                                  "Fusion buffer size (KHOROVOD_FUSION_THRESHOLD).")),
       fusion_fill_(registry_.GetHistogram("khorovod_worker_fusion_fill_ratio",
@@ -112,6 +119,41 @@ void WorkerMetrics::SetTopology(int rank, int size, int64_t generation) {
   rank_.Set(rank);
   world_size_.Set(size);
   generation_.Set(static_cast<double>(generation));
+  if (size <= 0) return;
+  std::lock_guard<std::mutex> lock(sizes_mu_);
+  std::unique_ptr<AtWorldSize>& at = sizes_[size];
+  if (!at) {
+    const metrics::Labels label{{"world_size", std::to_string(size)}};
+    at = std::make_unique<AtWorldSize>();
+    at->size = size;
+    at->samples = &registry_.GetCounter(kSamplesAt, "Samples this worker processed while the job had world_size "
+                                                    "workers.", label);
+    at->step_seconds = &registry_.GetCounter(kStepSecondsAt, "Step time while the job had world_size workers.",
+                                             label);
+    registry_.GetGauge(kObservedSize, "The world sizes this worker has been in (value = world_size), to find the "
+                                      "smallest one in PromQL.", label)
+        .Set(size);
+  }
+  current_size_.store(at.get(), std::memory_order_release);
+}
+
+// Per-worker throughput at a world size = samples / step seconds there.
+// Steps of zero duration add samples but no time; the ratio waits for time.
+void WorkerMetrics::CountAtWorldSize(double samples, double step_seconds) {
+  const AtWorldSize* at = current_size_.load(std::memory_order_acquire);
+  if (!at) return;  // steps marked before init()
+  at->samples->Increment(samples);
+  at->step_seconds->Increment(step_seconds);
+  // The reference: the smallest world size with marked steps.
+  const AtWorldSize* ref = smallest_size_.load(std::memory_order_acquire);
+  while ((!ref || at->size < ref->size) &&
+         !smallest_size_.compare_exchange_weak(ref, at, std::memory_order_acq_rel, std::memory_order_acquire)) {
+  }
+  if (!ref || at->size < ref->size) ref = at;
+  const double at_seconds = at->step_seconds->Value(), ref_seconds = ref->step_seconds->Value();
+  if (at_seconds <= 0 || ref_seconds <= 0) return;
+  const double ref_throughput = ref->samples->Value() / ref_seconds;
+  if (ref_throughput > 0) scaling_efficiency_.Set(at->samples->Value() / at_seconds / ref_throughput);
 }
 
 void WorkerMetrics::StepBegin() {
@@ -132,6 +174,7 @@ void WorkerMetrics::StepEnd(int64_t samples) {
   compute_seconds_.Increment(step - comm);
   comm_seconds_.Increment(comm);
   step_duration_.Observe(step);
+  CountAtWorldSize(static_cast<double>(std::max<int64_t>(samples, 0)), step);
   if (step > 0) {
     step_efficiency_.Set((step - comm) / step);
     const double throughput = static_cast<double>(std::max<int64_t>(samples, 0)) / step;

@@ -15,8 +15,13 @@
 // caller's thread; compute = step time - exposed communication within the
 // step (clamped at 0 when several threads waited at once).
 //
+// Scaling efficiency needs no baseline: samples and step time are also
+// counted per world size the worker has been in, and the efficiency at a
+// world size is the per-worker throughput there over the per-worker
+// throughput at the smallest world size (docs/observability.md).
+//
 // Thread-safety: recording is lock-free (atomics), allocation-free and safe
-// from any thread. StepBegin/StepEnd race benignly if called from two
+// from any thread; SetTopology (a new generation) may lock and allocate. StepBegin/StepEnd race benignly if called from two
 // threads (each step then takes the latest mark).
 #pragma once
 
@@ -24,7 +29,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/message.h"
 #include "khorovod/metrics/registry.h"
@@ -46,6 +53,8 @@ class WorkerMetrics {
   metrics::Registry& registry() { return registry_; }
   const std::shared_ptr<std::atomic<int64_t>>& blocked_ns() const { return blocked_ns_; }
 
+  // A new generation; registers the per-world-size series on a size not
+  // seen before.
   void SetTopology(int rank, int size, int64_t generation);
 
   void StepBegin();
@@ -65,6 +74,14 @@ class WorkerMetrics {
   void StateSync(size_t bytes, Clock::duration elapsed);
 
  private:
+  // Samples and step time while the job had `size` workers.
+  struct AtWorldSize {
+    int size = 0;
+    metrics::Counter* samples = nullptr;
+    metrics::Counter* step_seconds = nullptr;
+  };
+  void CountAtWorldSize(double samples, double step_seconds);
+
   struct OpCounters {
     metrics::Counter* bytes = nullptr;
     metrics::Counter* seconds = nullptr;
@@ -90,8 +107,13 @@ class WorkerMetrics {
   metrics::Gauge& step_efficiency_;
   metrics::Gauge& throughput_;
   metrics::Gauge& baseline_gauge_;
+  metrics::Gauge& scaling_efficiency_;
   metrics::Gauge& fusion_threshold_gauge_;
   std::atomic<metrics::Gauge*> throughput_efficiency_{nullptr};  // only with a baseline
+  std::mutex sizes_mu_;  // SetTopology
+  std::map<int, std::unique_ptr<AtWorldSize>> sizes_;  // entries never move or go
+  std::atomic<const AtWorldSize*> current_size_{nullptr};
+  std::atomic<const AtWorldSize*> smallest_size_{nullptr};  // with marked steps
 
   // Indexed by OpType, allreduce to barrier (join moves no data).
   static constexpr size_t kTimedOps = static_cast<size_t>(OpType::kBarrier) + 1;

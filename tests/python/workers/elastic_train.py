@@ -8,7 +8,10 @@ commit, changes it. The original worker-1 SIGKILLs itself right after
 committing step FAIL_AT; khorovodrun starts a replacement that joins at a
 later commit. Training goes on past STEPS until the world is back to
 FULL_SIZE (bounded by MAX_STEPS), so the replacement is part of the job
-before it ends. Usage: elastic_train.py STEPS FAIL_AT FULL_SIZE."""
+before it ends. The training function registers a process set each time it
+starts (every rank, after every re-formation) and checks that the one from
+before the re-formation was dropped. Usage: elastic_train.py STEPS FAIL_AT
+FULL_SIZE."""
 
 import os
 import signal
@@ -24,7 +27,7 @@ LR = 0.125  # exact in binary, so -LR * steps is exact in float32
 def main():
     steps, fail_at, full_size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     max_steps = 200000
-    hvd.init()
+    hvd.init(process_sets="dynamic")
     me = os.environ.get("KHOROVOD_WORKER_NAME", "?")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
@@ -62,8 +65,21 @@ def main():
         saved_probe["value"] = probe.detach().clone()
     state.save, state.restore, state.sync = save, restore, sync
 
+    sets = {}
+
     @hvd.elastic.run
     def train(state):
+        # Process sets belong to one generation: the set registered before a
+        # re-formation is gone, and every rank (the replacement too) registers
+        # a new one here, where they all start after a re-formation.
+        old = sets.get("head")
+        if old is not None:
+            assert old.process_set_id is None and old.size() is None, old
+            print(f"{me}: process set dropped by the re-formation", flush=True)
+        head = sets["head"] = hvd.add_process_set([0])
+        if head.included():
+            one = hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=head, name="head.sum")
+            assert torch.equal(one, torch.ones(1)), one
         loss = torch.tensor(float("nan"))  # no step left to run after a late re-formation
         while state.step < steps or hvd.size() < full_size:
             if state.step >= max_steps:

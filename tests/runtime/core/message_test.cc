@@ -220,7 +220,7 @@ TEST(Message, RequestWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[kReqReduceOp], static_cast<char>(ReduceOp::kMin));
   ASSERT_EQ(good[kReqDeviceKind], static_cast<char>(DeviceKind::kCUDA));
   const std::pair<size_t, uint8_t> corruptions[] = {
-      {kReqOp, 7},        {kReqOp, 0xff},         {kReqDtype, kPastLastDtype}, {kReqDtype, 0x80},
+      {kReqOp, 8},        {kReqOp, 0xff},         {kReqDtype, kPastLastDtype}, {kReqDtype, 0x80},
       {kReqReduceOp, 5}, {kReqDeviceKind, 2}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
@@ -240,13 +240,14 @@ TEST(Message, ResponseWithABadEnumValueIsRejected) {
   ASSERT_TRUE(DecodeResponses(good, &out).ok());
   // kind at 12, op at 13, then names (8 + 8 + 1), dtype at 31, reduce op at
   // 32, root (4), device kind at 37; the error code precedes the empty
-  // message's 8-byte length at the end.
-  const size_t code = good.size() - 9;
+  // message's 8-byte length, the process set (4) and the empty member
+  // list's 8-byte length at the end.
+  const size_t code = good.size() - 21;
   ASSERT_EQ(good[12], 1);
   ASSERT_EQ(good[13], static_cast<char>(OpType::kJoin));
   ASSERT_EQ(good[code], static_cast<char>(StatusCode::kStalled));
   const std::pair<size_t, uint8_t> corruptions[] = {
-      {12, 2}, {13, 7}, {31, kPastLastDtype}, {32, 5}, {37, 2}, {code, kPastLastStatusCode}, {code, 0xff}};
+      {12, 2}, {13, 8}, {31, kPastLastDtype}, {32, 5}, {37, 2}, {code, kPastLastStatusCode}, {code, 0xff}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
