@@ -91,7 +91,8 @@ def timed(fw, fn, iters, warmup):
     return (time.perf_counter() - start) / iters * 1e6
 
 
-STEP_ITERS = {"mlp": 100, "bandwidth": 4, "resnet": 5}
+STEP_ITERS = {"mlp": 100, "bandwidth": 3, "resnet": 3}
+STEP_WARMUP = {"mlp": 5, "bandwidth": 1, "resnet": 1}
 
 
 def measure_steps(fw, names, report):
@@ -104,19 +105,19 @@ def measure_steps(fw, names, report):
             opt.zero_grad()
             model(*inputs).backward()
             opt.step()
-        us = timed(fw, step, STEP_ITERS[name], warmup=2)
+        us = timed(fw, step, STEP_ITERS[name], STEP_WARMUP[name])
         report(f"step/{name}", us, gradient_bytes=nbytes)
 
 
 def allreduce_iters(nbytes):
-    return max(3, min(200, (64 << 20) // max(nbytes, 1)))
+    return max(2, min(200, (32 << 20) // max(nbytes, 1)))
 
 
 def measure_allreduce(fw, sizes, report):
     for nbytes in sizes:
         t = torch.ones(max(nbytes // 4, 1))
         name = f"sxs.allreduce.{nbytes}"
-        us = timed(fw, lambda: fw.allreduce(t, name), allreduce_iters(nbytes), warmup=2)
+        us = timed(fw, lambda: fw.allreduce(t, name), allreduce_iters(nbytes), warmup=1)
         report(f"allreduce/{nbytes}", us)
         del t
 
