@@ -87,8 +87,10 @@ def label(metric):
     return f"step {what}"
 
 
-def summarize(results, ranks, blocks):
-    print(f"\n### {ranks} ranks ({blocks} alternating blocks; median of block means)\n")
+def summarize(results, ranks, blocks, load_before):
+    load_after = os.getloadavg()[0]
+    print(f"\n### {ranks} ranks ({blocks} alternating blocks; median of block means; "
+          f"1-min load average {load_before:.1f} before, {load_after:.1f} after)\n")
     print("| measure | khorovod | Horovod | DDP | Horovod / khorovod | DDP / khorovod |")
     print("|---|---|---|---|---|---|")
     metrics = []
@@ -124,6 +126,7 @@ def main():
     worker_args = ["--steps", args.steps, "--sizes", args.sizes]
     for ranks in (int(r) for r in args.ranks.split(",")):
         results = {}
+        load_before = os.getloadavg()[0]
         for block in range(args.blocks):
             shift = block % len(frameworks)
             for fw in frameworks[shift:] + frameworks[:shift]:
@@ -133,7 +136,7 @@ def main():
                         print(f"block {block} " + json.dumps(row), flush=True)
             print(f"# {ranks} ranks: block {block + 1}/{args.blocks} done",
                   file=sys.stderr, flush=True)
-        summarize(results, ranks, args.blocks)
+        summarize(results, ranks, args.blocks, load_before)
 
 
 if __name__ == "__main__":
