@@ -5,6 +5,8 @@
 # the same torch khorovod.torch and DDP run on in that benchmark. Cached
 # outside the clone, keyed by both versions:
 #   ~/.cache/khorovod/wheels/horovod-<hvd>-torch-<torch>/horovod-*.whl
+#   ~/.cache/khorovod/horovod-build/horovod-<hvd>-torch-<torch>/  the unpacked
+#       sdist and its build tree (an interrupted build resumes from it)
 #   ~/.cache/khorovod/venv-horovod-<hvd>-torch-<torch>/   a venv that sees the
 #       system site-packages (Debian's torch) with that wheel and its
 #       Python dependencies installed
@@ -23,20 +25,27 @@ key="horovod-$hvd_version-torch-$torch_version"
 wheels="$cache/wheels/$key"
 venv="$cache/venv-$key"
 
+# The sdist is unpacked into a fixed directory in the cache and built in
+# place (pip builds local directories in-tree), so an interrupted compile
+# resumes where it stopped; ccache keeps what was compiled as well.
+src="$cache/horovod-build/$key/horovod-$hvd_version"
 if ! ls "$wheels"/horovod-*.whl >/dev/null 2>&1; then
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-  "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
-    --no-binary :all: "horovod==$hvd_version" -d "$work"
-  mkdir -p "$wheels"
+  if [ ! -f "$src/setup.py" ]; then
+    mkdir -p "$(dirname "$src")"
+    "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
+      --no-binary :all: "horovod==$hvd_version" -d "$(dirname "$src")"
+    tar -xzf "$(dirname "$src")/horovod-$hvd_version.tar.gz" -C "$(dirname "$src")"
+  fi
   echo "horovod-wheel: compiling Horovod $hvd_version against torch $torch_version (long)" >&2
+  command -v ccache >/dev/null && export CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    CMAKE_C_COMPILER_LAUNCHER=ccache CCACHE_DIR="$cache/ccache"
+  mkdir -p "$wheels"
   # setup.py passes -j8 to make unless MAKEFLAGS is set: this machine has 2 cores.
   HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 \
   HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITH_GLOO=1 HOROVOD_CPU_OPERATIONS=GLOO \
   HOROVOD_GPU_OPERATIONS= HOROVOD_WITHOUT_GPU=1 MAKEFLAGS=-j2 \
     nice -n 10 "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
-      --no-build-isolation -w "$work/out" "$work"/horovod-"$hvd_version".tar.gz
-  cp "$work"/out/horovod-*.whl "$wheels/"
+      --no-build-isolation -w "$wheels" "$src"
 fi
 
 if [ ! -f "$venv/.complete" ]; then
