@@ -23,20 +23,7 @@ import time
 import torch
 
 import khorovod.torch as hvd
-
-
-def resnet50_shapes():
-    shapes = [(64, 3, 7, 7), (64,), (64,)]
-    inplanes = 64
-    for planes, blocks in zip((64, 128, 256, 512), (3, 4, 6, 3)):
-        for b in range(blocks):
-            shapes += [(planes, inplanes, 1, 1), (planes,), (planes,),
-                       (planes, planes, 3, 3), (planes,), (planes,),
-                       (planes * 4, planes, 1, 1), (planes * 4,), (planes * 4,)]
-            if b == 0:
-                shapes += [(planes * 4, inplanes, 1, 1), (planes * 4,), (planes * 4,)]
-            inplanes = planes * 4
-    return shapes + [(1000, 2048), (1000,)]
+from workloads import resnet50_shapes
 
 
 def timed_block(fn, steps):

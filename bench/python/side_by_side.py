@@ -1,0 +1,143 @@
+"""Driver of the side-by-side benchmark: khorovod.torch, Horovod and torch
+DDP (gloo) in alternating blocks of one run (not run by tests; see
+bench/side_by_side.sh for the usual invocation).
+
+Each block launches side_by_side_worker.py once per framework, in an order
+that rotates from block to block, so the three share the machine's quiet
+and busy minutes alike. Every figure is the median over blocks of the
+block's mean; the ratios are other / khorovod time (above 1: khorovod is
+faster) from the same run. Prints a Markdown table per rank count, and the
+raw lines with --raw.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "side_by_side_worker.py")
+FRAMEWORKS = ("khorovod", "horovod", "ddp")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def base_env(args):
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, args.khorovod_pythonpath) if p)
+    return env
+
+
+def launch(args, fw, ranks, worker_args):
+    env = base_env(args)
+    worker = [WORKER, "--framework", fw] + worker_args
+    if fw == "khorovod":
+        cmds = [[args.khorovodrun, "-np", str(ranks), args.python] + worker]
+    elif fw == "horovod":
+        horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
+        cmds = [[horovodrun, "--gloo", "-np", str(ranks), "-H", f"localhost:{ranks}",
+                 "--network-interface", "lo", args.horovod_python] + worker]
+    else:
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                   WORLD_SIZE=str(ranks))
+        cmds = [[args.python] + worker for _ in range(ranks)]
+    procs = []
+    for rank, cmd in enumerate(cmds):
+        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank)) if fw == "ddp" else env
+        procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise SystemExit(f"side_by_side: {fw} at {ranks} ranks ran past {args.timeout} s")
+        if p.returncode != 0:
+            raise SystemExit(f"side_by_side: {fw} at {ranks} ranks failed "
+                             f"(exit {p.returncode}):\n{out[-3000:]}")
+        outputs.append(out)
+    rows = []
+    for out in outputs:
+        for line in out.splitlines():
+            at = line.find("SXS ")
+            if at >= 0:
+                rows.append(json.loads(line[at + 4:]))
+    if not rows:
+        raise SystemExit(f"side_by_side: {fw} at {ranks} ranks printed no result:\n{out[-3000:]}")
+    return rows
+
+
+def label(metric):
+    kind, _, what = metric.partition("/")
+    if kind == "allreduce":
+        n = int(what)
+        for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n >= scale:
+                return f"allreduce {n // scale} {unit}"
+        return f"allreduce {n} B"
+    return f"step {what}"
+
+
+def summarize(results, ranks, blocks, load_before):
+    load_after = os.getloadavg()[0]
+    print(f"\n### {ranks} ranks ({blocks} alternating blocks; median of block means; "
+          f"1-min load average {load_before:.1f} before, {load_after:.1f} after)\n")
+    print("| measure | khorovod | Horovod | DDP | Horovod / khorovod | DDP / khorovod |")
+    print("|---|---|---|---|---|---|")
+    metrics = []
+    for (fw, metric) in results:
+        if metric not in metrics:
+            metrics.append(metric)
+    for metric in metrics:
+        med = {fw: statistics.median(results[(fw, metric)])
+               for fw in FRAMEWORKS if (fw, metric) in results}
+        cells = [f"{med[fw]:.0f} µs" if fw in med else "—" for fw in FRAMEWORKS]
+        ratios = [f"{med[o] / med['khorovod']:.2f}x" if o in med and "khorovod" in med else "—"
+                  for o in ("horovod", "ddp")]
+        print(f"| {label(metric)} | " + " | ".join(cells + ratios) + " |")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--khorovodrun", required=True)
+    p.add_argument("--khorovod-pythonpath", required=True,
+                   help="the build's python/ directory (holds khorovod)")
+    p.add_argument("--horovod-python", required=True,
+                   help="python of the venv scripts/horovod-wheel.sh made")
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--ranks", default="2,4")
+    p.add_argument("--blocks", type=int, default=5)
+    p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    p.add_argument("--steps", default="mlp,bandwidth,resnet")
+    p.add_argument("--sizes", default="4,65536,4194304,67108864")
+    p.add_argument("--timeout", type=int, default=900)
+    p.add_argument("--raw", action="store_true")
+    args = p.parse_args()
+    frameworks = [f for f in args.frameworks.split(",") if f]
+    worker_args = ["--steps", args.steps, "--sizes", args.sizes]
+    for ranks in (int(r) for r in args.ranks.split(",")):
+        results = {}
+        load_before = os.getloadavg()[0]
+        for block in range(args.blocks):
+            shift = block % len(frameworks)
+            for fw in frameworks[shift:] + frameworks[:shift]:
+                for row in launch(args, fw, ranks, worker_args):
+                    results.setdefault((fw, row["metric"]), []).append(row["us"])
+                    if args.raw:
+                        print(f"block {block} " + json.dumps(row), flush=True)
+            print(f"# {ranks} ranks: block {block + 1}/{args.blocks} done",
+                  file=sys.stderr, flush=True)
+        summarize(results, ranks, args.blocks, load_before)
+
+
+if __name__ == "__main__":
+    main()
