@@ -118,9 +118,8 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
     }
     if (IsUnknownWorker(*reply) && round == 0) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (Status s = RegisterLocked(); !s.ok()) {
+      if (!RegisterLocked().ok()) {
         info.forgotten = true;
-        info.refusal = s.message();
         return info;
       }
       info.reregistered = true;

@@ -78,7 +78,6 @@ struct HeartbeatInfo {
   // blacklist cooldown): its world is gone, and only the generation wait,
   // which honours retry-after, can bring it back.
   bool forgotten = false;
-  std::string refusal;
 };
 
 struct RendezvousClientOptions {

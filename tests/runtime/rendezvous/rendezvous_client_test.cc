@@ -180,6 +180,41 @@ TEST(RendezvousClient, ABlacklistedRegistrationIsRetriedAfterItsCooldown) {
   EXPECT_EQ(g->size, 1);
 }
 
+// A heartbeat from a worker the server removed and now refuses (blacklist
+// cooldown) reports it as forgotten, so the runtime leaves its generation and
+// the generation wait, which honours retry-after, brings it back.
+TEST(RendezvousClient, AHeartbeatRefusedReRegistrationReportsTheWorkerForgotten) {
+  ServerOptions options = testing::DefaultOptions();
+  options.service.policy.blacklist_threshold = 1;
+  options.service.policy.blacklist_base = milliseconds(60000);
+  options.service.policy.blacklist_max = milliseconds(60000);
+  testing::TestServer server(options);
+  RendezvousClient a(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
+  ASSERT_TRUE(a.Register().ok());
+  ASSERT_TRUE(a.ReportFailure("crashed").ok());  // removed and blacklisted
+  StatusOr<HeartbeatInfo> hb = a.Heartbeat();
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_TRUE(hb->forgotten);
+  EXPECT_FALSE(hb->reregistered);
+}
+
+// After Leave(), an "unknown worker" answer does not register the worker
+// again behind its back; an explicit Register() does.
+TEST(RendezvousClient, AWorkerThatLeftIsNotReRegisteredImplicitly) {
+  testing::TestServer server(testing::DefaultOptions());
+  RendezvousClient a(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
+  ASSERT_TRUE(a.Register().ok());
+  ASSERT_TRUE(a.Leave("shutdown").ok());
+  StatusOr<HeartbeatInfo> hb = a.Heartbeat();
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_TRUE(hb->forgotten);
+  EXPECT_FALSE(hb->reregistered);
+  EXPECT_TRUE(a.Register().ok());
+  hb = a.Heartbeat();
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_FALSE(hb->forgotten);
+}
+
 TEST(RendezvousClient, AFailedJobIsReportedToWorkers) {
   ServerOptions options = testing::DefaultOptions();
   options.service.policy.min_workers = 2;
