@@ -29,7 +29,7 @@ bash scripts/install-deps.sh || exit 1
 echo "== k8s tools"
 bash scripts/k8s-tools.sh || { echo "suite: BROKEN STAGE: k8s tools"; echo "suite: 0 passed, 1 failed"; exit 1; }
 
-passed=0; failed=0; skipped=0; broken=()
+passed=0; failed=0; skipped=0; broken=(); failed_names=()
 logdir="$root/build/test-logs"; mkdir -p "$logdir"
 
 # Downloads overlap the CPU-bound builds below: PyPI's torch wheels (3.9 GB;
@@ -55,6 +55,11 @@ run_stage() {
   # as not failed; report it apart instead of as passed.
   skips=$(grep -cE '\(Skipped\)$' "$logdir/$name.log" || true)
   passed=$((passed + total - fails - skips)); failed=$((failed + fails)); skipped=$((skipped + skips))
+  # Named again at the end, where CI's tail shows them.
+  local t
+  while read -r t; do failed_names+=("$name: $t"); done < <(
+    sed -n '/The following tests FAILED:/,$p' "$logdir/$name.log" | grep -E '^[[:space:]]+[0-9]+ - ' |
+      sed -E 's/^[[:space:]]+[0-9]+ - //')
 }
 
 build_stage() {
@@ -110,6 +115,8 @@ script_stage() {
   if [ -z "$summary" ]; then broken+=("$name: no summary"); return; fi
   passed=$((passed + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$summary")))
   failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$summary")))
+  local t
+  while read -r t; do failed_names+=("$name: $t"); done < <(grep -E '^FAIL: | FAILED$| ended without its summary$' "$logdir/$name.log" | head -20)
 }
 # khorovod.torch as users install it: `pip install .` into a venv with
 # PyPI's pinned torch and into one over Debian's python3-torch, each running
@@ -157,6 +164,7 @@ else
 fi
 
 [ "${realnode_skipped:-0}" = 1 ] && echo "suite: NOTE: the real-node stage was skipped for time (see above)"
+for t in "${failed_names[@]}"; do echo "suite: FAILED: $t"; done
 for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done
 echo "suite: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
