@@ -13,6 +13,8 @@
 // Every rank of one generation must connect with this function (the store
 // keys are its own, not Gloo's).
 //
+// Pairs connect concurrently (see ConnectPairs in the .cc for why).
+//
 // Thread-safety: a free function; `abandon` is called from a watchdog thread
 // while the call runs, so it must be safe to call concurrently with the
 // caller (an atomic load, typically).
