@@ -102,6 +102,9 @@ MembershipResult Membership::Heartbeat(const std::string& name, TimePoint now, H
   if (out->member) {
     Outlook o = ComputeOutlook();
     out->membership_changed = o.reforming || (o.newcomer_admissible && !ResetsExhausted());
+    // A finishing job's last collectives still complete: members that left
+    // with kLeaveFinished had finished theirs.
+    out->reforming = o.reforming && !finishing_;
   }
   return {};
 }

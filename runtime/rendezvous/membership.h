@@ -97,6 +97,10 @@ struct HeartbeatView {
   int64_t generation = 0;           // current generation (0: none formed yet)
   bool member = false;              // a member of the current generation
   bool membership_changed = false;  // members only: the next generation will differ
+  // Members only: a member was lost or has asked for the next generation, so
+  // the current one can no longer finish a collective (a newcomer waiting
+  // for admission alone does not set it).
+  bool reforming = false;
 };
 
 struct NextView {

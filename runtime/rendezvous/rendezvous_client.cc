@@ -130,6 +130,7 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
     info.active = reply->body.value("state", "") == "active";
     // After a re-registration the old generation is gone: the worker must reset.
     info.membership_changed = reply->body.value("membership_changed", false) || info.reregistered;
+    info.reforming = reply->body.value("reforming", false);
     return info;
   }
   return Status::Unavailable(what + ": the server forgot this worker again right after it re-registered");

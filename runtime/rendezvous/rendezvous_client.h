@@ -71,6 +71,9 @@ struct HeartbeatInfo {
   int64_t generation = 0;           // the server's current generation
   bool active = false;              // this worker is a member of it
   bool membership_changed = false;  // reset at the next commit point
+  // The current generation lost a member or one asked for the next: it can
+  // no longer finish a collective (see Membership's HeartbeatView).
+  bool reforming = false;
   bool job_failed = false;          // the job failed: stop with failure_reason
   std::string failure_reason;
   bool reregistered = false;        // the server had forgotten this worker (restart)

@@ -162,6 +162,7 @@ Reply RendezvousService::Heartbeat(const std::string& name) {
   reply.body["server_id"] = server_id_;
   if (r.ok()) {
     reply.body["membership_changed"] = view.membership_changed;
+    reply.body["reforming"] = view.reforming;
     reply.body["job_failed"] = false;
     reply.body["state"] = view.member ? "active" : "pending";
   }

@@ -53,6 +53,10 @@ class PairAbort final : public gloo::transport::tcp::Pair {
   }
 };
 
+void FailPair(gloo::transport::Pair* pair, const std::string& why) {
+  if (auto* tcp = dynamic_cast<gloo::transport::tcp::Pair*>(pair)) PairAbort::Fail(*tcp, why);
+}
+
 // Fails every pending pair of `transport` from a second thread once the
 // caller's world is outdated or the deadline passed. Gloo's TCP pair exposes
 // signalExceptionExternal for exactly this: it wakes a blocked connect.
@@ -114,9 +118,7 @@ class MeshWatchdog {
 
   void FailPairs(const std::string& why) {
     for (int peer = 0; peer < options_.size; ++peer) {
-      if (peer == options_.rank) continue;
-      auto* pair = dynamic_cast<gloo::transport::tcp::Pair*>(transport_.getPair(peer).get());
-      if (pair != nullptr) PairAbort::Fail(*pair, "mesh abandoned: " + why);
+      if (peer != options_.rank) FailPair(transport_.getPair(peer).get(), "mesh abandoned: " + why);
     }
   }
 
@@ -229,6 +231,12 @@ StatusOr<std::shared_ptr<gloo::Context>> ConnectAbandonableMesh(gloo::rendezvous
     return Status::Unavailable(abandoned.empty() ? std::string(e.what()) : "mesh abandoned: " + abandoned);
   }
   return std::shared_ptr<gloo::Context>(std::move(context));
+}
+
+void AbandonMesh(gloo::Context& context, const std::string& why) {
+  for (int peer = 0; peer < context.size; ++peer) {
+    if (peer != context.rank) FailPair(context.getPair(peer).get(), why);
+  }
 }
 
 }  // namespace khorovod

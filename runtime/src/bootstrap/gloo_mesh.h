@@ -23,6 +23,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "khorovod/status.h"
 
@@ -53,5 +54,12 @@ struct MeshOptions {
 StatusOr<std::shared_ptr<gloo::Context>> ConnectAbandonableMesh(gloo::rendezvous::Store& store,
                                                                std::shared_ptr<gloo::transport::Device> device,
                                                                const MeshOptions& options);
+
+// Fails every TCP pair of a connected context, from any thread: each
+// operation waiting on a pair, and each later one, fails with `why` (Gloo's
+// exception, which the backends turn into UNAVAILABLE). For a generation
+// that can no longer finish a collective because a peer left it while this
+// rank waits on that peer, which no socket error would ever report.
+void AbandonMesh(gloo::Context& context, const std::string& why);
 
 }  // namespace khorovod

@@ -68,8 +68,12 @@ class HttpRendezvous final : public Rendezvous {
       // this survivor in Gloo's connect long after the rendezvous moved on.
       mesh.abandon = [this] { return changed_.load(); };
       auto context = ConnectAbandonableMesh(store, device, mesh);
-      if (context.ok()) return context;
-      return Failed(a, context.status().message());
+      if (!context.ok()) return Failed(a, context.status().message());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_ = RunningMesh{a.generation, *context};
+      }
+      return context;
     } catch (const std::exception& e) {
       return Failed(a, e.what());
     }
@@ -99,6 +103,7 @@ class HttpRendezvous final : public Rendezvous {
         lock.unlock();
         auto info = client_.Heartbeat();
         if (info.ok() && Outdated(*info)) changed_.store(true);
+        if (info.ok()) AbandonIfDoomed(*info);
         lock.lock();
         cv_.wait_for(lock, interval, [&] { return stop_; });
       }
@@ -117,6 +122,36 @@ class HttpRendezvous final : public Rendezvous {
     return info.generation == mine && (info.membership_changed || !info.active);
   }
 
+  // Whether a heartbeat answer means the running generation can no longer
+  // finish a collective: a member is gone or went back to the rendezvous, a
+  // newer generation formed, or the server no longer counts this worker in.
+  bool Doomed(const rendezvous::HeartbeatInfo& info) const {
+    const int64_t mine = generation_.load();
+    if (info.job_failed || info.reregistered || info.forgotten || info.generation > mine) return true;
+    return info.generation == mine && (info.reforming || !info.active);
+  }
+
+  // A peer that left this generation while this rank waits on it (e.g. for
+  // a send it will never take) closes no socket this rank is watching, so
+  // only the transport timeout would end the wait, while the others wait at
+  // the rendezvous for this rank. Failing the mesh ends it now; the failure
+  // sends this rank back to the rendezvous like any other. Committed state is
+  // safe: commit() snapshots before its agreement round.
+  void AbandonIfDoomed(const rendezvous::HeartbeatInfo& info) {
+    if (!Doomed(info)) return;
+    std::shared_ptr<gloo::Context> context;
+    int64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      generation = running_.generation;
+      context = running_.context.lock();
+      running_ = RunningMesh{};
+    }
+    if (!context || generation != generation_.load()) return;
+    AbandonMesh(*context, "generation " + std::to_string(generation) +
+                              " can no longer finish: the rendezvous reports it lost a member or is re-forming");
+  }
+
   void StopHeartbeats() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -130,6 +165,12 @@ class HttpRendezvous final : public Rendezvous {
   std::string job_;
   std::chrono::milliseconds elastic_timeout_;
   RendezvousClient client_;
+  // The mesh of the generation this worker runs in, for AbandonIfDoomed.
+  struct RunningMesh {
+    int64_t generation = -1;
+    std::weak_ptr<gloo::Context> context;
+  };
+  RunningMesh running_;  // guarded by mu_
   std::atomic<bool> changed_{false};
   std::atomic<int64_t> generation_{-1};
   std::mutex mu_;

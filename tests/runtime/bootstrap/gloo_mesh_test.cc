@@ -1,7 +1,8 @@
 // ConnectAbandonableMesh: a full mesh forms and carries data; a peer that
 // published its address and died no longer holds the others in Gloo's
 // connect (five times the timeout), because the abandon predicate or the
-// connect deadline fails the pending pairs.
+// connect deadline fails the pending pairs. AbandonMesh: a rank waiting on a
+// live peer that will never answer (it left the generation) is released.
 #include "bootstrap/gloo_mesh.h"
 
 #include <gloo/allreduce.h>
@@ -120,6 +121,51 @@ TEST(GlooMesh, DeadPeerIsAbandonedAtTheDeadline) {
   }
   RecordProperty("rounds_that_waited_for_the_deadline", waited);
 }
+
+// Two connected ranks; rank 1 stays alive but never takes part, as a peer
+// that went back to the rendezvous. Rank 0's operation ends when its mesh is
+// abandoned, long before the context's timeout.
+class AbandonWhileWaiting : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AbandonWhileWaiting, EndsTheWaitOnASilentPeer) {
+  const bool sending = GetParam();
+  gloo::rendezvous::HashStore store;
+  auto connect = [&store](int rank) {
+    return ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, 2, milliseconds(60000)));
+  };
+  auto other = std::async(std::launch::async, connect, 1);
+  auto mine = connect(0);
+  auto silent = other.get();
+  ASSERT_TRUE(mine.ok() && silent.ok());
+  auto context = *mine;
+  std::vector<char> payload(1 << 20, 'x');
+  auto waiter = std::async(std::launch::async, [&] {
+    auto buffer = context->createUnboundBuffer(payload.data(), payload.size());
+    try {
+      // A send whose receiver never posts a receive waits like a receive.
+      if (sending) {
+        buffer->send(1, 7);
+        buffer->waitSend(milliseconds(60000));
+      } else {
+        buffer->recv(1, 7);
+        buffer->waitRecv(milliseconds(60000));
+      }
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("completed");
+  });
+  ASSERT_EQ(waiter.wait_for(milliseconds(300)), std::future_status::timeout);
+  const auto start = Clock::now();
+  AbandonMesh(*context, "the generation is re-forming");
+  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const std::string what = waiter.get();
+  EXPECT_NE(what.find("the generation is re-forming"), std::string::npos) << what;
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, AbandonWhileWaiting, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Send" : "Recv"; });
 
 }  // namespace
 }  // namespace khorovod

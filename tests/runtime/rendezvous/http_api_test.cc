@@ -148,6 +148,7 @@ TEST(HttpApi, HappyPathBodies) {
   ASSERT_EQ(hb.status, 200);
   EXPECT_EQ(hb.body["state"], "active");
   EXPECT_EQ(hb.body["membership_changed"], false);
+  EXPECT_EQ(hb.body["reforming"], false);
   EXPECT_EQ(hb.body["job_failed"], false);
   auto status = Send(port, "GET", "/v1/jobs/job1");
   ASSERT_EQ(status.status, 200);

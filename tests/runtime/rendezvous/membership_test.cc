@@ -242,5 +242,32 @@ TEST_F(MembershipTest, InvalidRegistrationsAreRejected) {
   EXPECT_EQ(m_->Stats(now_).registered, 0);
 }
 
+// `reforming` tells members that their generation can no longer finish a
+// collective (the worker then abandons its mesh): a lost member or a member
+// back at the rendezvous sets it; a newcomer waiting for admission, or a
+// member that left because training finished, does not.
+TEST_F(MembershipTest, ReformingMeansTheGenerationCanNoLongerFinish) {
+  Start(Policy());
+  FormFirst({"a", "b", "c"});
+  Register("d");
+  Await("d", 0);
+  EXPECT_TRUE(Beat("a").membership_changed);
+  EXPECT_FALSE(Beat("a").reforming) << "a newcomer waits for the next commit";
+  EXPECT_EQ(Await("b", 1), -1);
+  EXPECT_TRUE(Beat("a").reforming) << "b went back to the rendezvous";
+}
+
+TEST_F(MembershipTest, ALostMemberSetsReformingUnlessTheJobIsFinishing) {
+  Start(Policy());
+  FormFirst({"a", "b", "c"});
+  ASSERT_TRUE(m_->ReportFailure("c", "killed", now_).ok());
+  EXPECT_TRUE(Beat("a").reforming);
+
+  Start(Policy());
+  FormFirst({"a", "b", "c"});
+  ASSERT_TRUE(m_->Leave("c", now_, /*finished=*/true).ok());
+  EXPECT_FALSE(Beat("a").reforming) << "the others are finishing their last steps";
+}
+
 }  // namespace
 }  // namespace khorovod::rendezvous

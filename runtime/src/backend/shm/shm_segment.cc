@@ -26,6 +26,9 @@ std::string FreshName() {
   return buf;
 }
 
+// A rank's pid line after it let go of the segment.
+constexpr int64_t kDeparted = -1;
+
 Status Errno(const std::string& what) {
   return Status::Unavailable("shared memory: " + what + ": " + std::strerror(errno));
 }
@@ -70,6 +73,7 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Open(const std::string& name, 
 }
 
 ShmSegment::~ShmSegment() {
+  if (attached_rank_ >= 0) line(attached_rank_).pid.store(kDeparted, std::memory_order_release);
   Unlink();
   munmap(base_, bytes_);
 }
@@ -79,7 +83,10 @@ void ShmSegment::Unlink() {
   linked_ = false;
 }
 
-void ShmSegment::Attach(int rank) { line(rank).pid.store(getpid(), std::memory_order_release); }
+void ShmSegment::Attach(int rank) {
+  attached_rank_ = rank;
+  line(rank).pid.store(getpid(), std::memory_order_release);
+}
 
 std::byte* ShmSegment::Slot(int set, int rank) const {
   return static_cast<std::byte*>(base_) + 64 * static_cast<size_t>(ranks_) +
@@ -88,6 +95,7 @@ std::byte* ShmSegment::Slot(int set, int rank) const {
 
 bool ShmSegment::PeerGone(int rank) const {
   const int64_t pid = line(rank).pid.load(std::memory_order_acquire);
+  if (pid == kDeparted) return true;
   return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
@@ -101,7 +109,9 @@ Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseco
       if (spins < 64) continue;
       std::this_thread::yield();
       if (spins % 1024 != 0) continue;
-      if (PeerGone(r)) return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died");
+      if (PeerGone(r)) {
+        return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
+      }
       if (std::chrono::steady_clock::now() > deadline) {
         return Status::Unavailable("shared memory: timed out waiting for rank " + std::to_string(r));
       }

@@ -12,9 +12,10 @@
 // counter and pid), then `ranks` data slots of `slot_bytes` each, twice
 // (two sets, so one chunk's results can be read while the next is written).
 //
-// Waits are bounded: Arrive/WaitAll fail with kUnavailable once `timeout`
-// passes, or as soon as a peer's process is gone, so a dead peer never
-// hangs or kills the survivors.
+// Waits are bounded: Barrier fails with kUnavailable once `timeout` passes,
+// or as soon as a peer's process is gone or has let go of the segment (it
+// left the generation, e.g. back to the rendezvous after a failure of its
+// own), so a dead or departed peer never hangs or kills the survivors.
 //
 // Thread-safety: one thread per rank uses its segment (the background
 // thread); processes synchronize through the counters (release/acquire).
@@ -45,7 +46,8 @@ class ShmSegment {
   // Removes the name (the creator, once every rank has mapped it).
   void Unlink();
 
-  // Records this process as `rank` (its pid, for peers' liveness checks).
+  // Records this process as `rank` (its pid, for peers' liveness checks);
+  // the destructor marks the rank departed.
   void Attach(int rank);
   // Data slot `rank` of set `set` (0 or 1).
   std::byte* Slot(int set, int rank) const;
@@ -70,6 +72,7 @@ class ShmSegment {
   void* base_;
   size_t bytes_;
   bool linked_ = true;
+  int attached_rank_ = -1;
 };
 
 }  // namespace khorovod::shm
