@@ -5,6 +5,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
+#include <cstdio>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -143,13 +144,16 @@ class HttpRendezvous final : public Rendezvous {
     int64_t generation = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (running_.generation != generation_.load()) return;
       generation = running_.generation;
       context = running_.context.lock();
       running_ = RunningMesh{};
     }
-    if (!context || generation != generation_.load()) return;
-    AbandonMesh(*context, "generation " + std::to_string(generation) +
-                              " can no longer finish: the rendezvous reports it lost a member or is re-forming");
+    if (!context) return;
+    const std::string why = "generation " + std::to_string(generation) +
+                            " can no longer finish: the rendezvous reports it lost a member or is re-forming";
+    std::fprintf(stderr, "khorovod elastic: %s; abandoning its connections\n", why.c_str());
+    AbandonMesh(*context, why);
   }
 
   void StopHeartbeats() {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -28,6 +29,25 @@ std::string FreshName() {
 
 // A rank's pid line after it let go of the segment.
 constexpr int64_t kDeparted = -1;
+
+// Whether `pid` has exited, zombies included: a launcher may leave a dead
+// worker unreaped for a while (khorovodrun keeps it until the job ends so its
+// process group stays reserved), and signal 0 still reaches a zombie.
+bool ProcessEnded(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold one).
+  const char* paren = std::strrchr(buf, ')');
+  return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
 
 Status Errno(const std::string& what) {
   return Status::Unavailable("shared memory: " + what + ": " + std::strerror(errno));
@@ -96,7 +116,7 @@ std::byte* ShmSegment::Slot(int set, int rank) const {
 bool ShmSegment::PeerGone(int rank) const {
   const int64_t pid = line(rank).pid.load(std::memory_order_acquire);
   if (pid == kDeparted) return true;
-  return pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  return pid > 0 && ProcessEnded(static_cast<pid_t>(pid));
 }
 
 Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout) {
