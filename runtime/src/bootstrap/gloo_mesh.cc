@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "backend/gloo/interruptible_waits.h"
+
 namespace khorovod {
 namespace {
 
@@ -134,7 +136,7 @@ class MeshWatchdog {
 
 // gloo::Context keeps its device and transport context protected; this
 // subclass installs the ones connected here.
-class MeshContext final : public gloo::rendezvous::Context {
+class MeshContext final : public gloo::rendezvous::Context, public InterruptibleWaits {
  public:
   MeshContext(int rank, int size) : gloo::rendezvous::Context(rank, size) {}
 
@@ -237,6 +239,9 @@ void AbandonMesh(gloo::Context& context, const std::string& why) {
   for (int peer = 0; peer < context.size; ++peer) {
     if (peer != context.rank) FailPair(context.getPair(peer).get(), why);
   }
+  // A send already queued for writing survives the pair's failure in Gloo;
+  // its wait ends only here (backend/gloo/interruptible_waits.h).
+  if (auto* waits = dynamic_cast<InterruptibleWaits*>(&context)) waits->Interrupt();
 }
 
 }  // namespace khorovod

@@ -5,6 +5,8 @@
 // live peer that will never answer (it left the generation) is released.
 #include "bootstrap/gloo_mesh.h"
 
+#include "backend/gloo/interruptible_waits.h"
+
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/hash_store.h>
@@ -166,6 +168,40 @@ TEST_P(AbandonWhileWaiting, EndsTheWaitOnASilentPeer) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, AbandonWhileWaiting, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Send" : "Recv"; });
+
+// The mesh's waits can be interrupted without any pair failing: the path
+// that ends a send Gloo keeps queued after its pair failed.
+TEST(GlooMesh, InterruptedWaitsThrowAndLaterOnesFailAtOnce) {
+  gloo::rendezvous::HashStore store;
+  auto other = std::async(std::launch::async, [&store] {
+    return ConnectAbandonableMesh(store, LoopbackDevice(), Options(1, 2, milliseconds(60000)));
+  });
+  auto mine = ConnectAbandonableMesh(store, LoopbackDevice(), Options(0, 2, milliseconds(60000)));
+  auto silent = other.get();
+  ASSERT_TRUE(mine.ok() && silent.ok());
+  auto context = *mine;
+  auto* waits = dynamic_cast<InterruptibleWaits*>(context.get());
+  ASSERT_NE(waits, nullptr);
+  std::vector<char> payload(64);
+  auto waiter = std::async(std::launch::async, [&] {
+    auto buffer = context->createUnboundBuffer(payload.data(), payload.size());
+    WaitScope scope(*context, {buffer.get()});
+    buffer->recv(1, 9);
+    try {
+      scope.WaitRecv(*buffer, milliseconds(60000));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("completed");
+  });
+  ASSERT_EQ(waiter.wait_for(milliseconds(300)), std::future_status::timeout);
+  waits->Interrupt();
+  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_NE(waiter.get().find("abandoned"), std::string::npos);
+  auto later = context->createUnboundBuffer(payload.data(), payload.size());
+  WaitScope scope(*context, {later.get()});
+  EXPECT_THROW(scope.Check(), std::runtime_error);
+}
 
 }  // namespace
 }  // namespace khorovod

@@ -8,6 +8,8 @@
 #include <exception>
 #include <string>
 
+#include "backend/gloo/interruptible_waits.h"
+
 namespace khorovod::gloo_ops {
 
 Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
@@ -33,14 +35,18 @@ Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in
     // the order they were posted, so the k-th wait on a peer's buffer means
     // its k-th piece is done.
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> recv(size), send(size);
+    WaitScope waits(*ctx, {});
     for (int peer = 0; peer < size; ++peer) {
       if (peer == rank) continue;
       recv[peer] = ctx->createUnboundBuffer(all + bytes * peer, bytes);
       send[peer] = ctx->createUnboundBuffer(const_cast<std::byte*>(mine), bytes);
+      waits.Add(recv[peer].get());
+      waits.Add(send[peer].get());
       for (size_t p = 0; p < pieces; ++p) {
         recv[peer]->recv(peer, slot, p * piece, std::min(piece, bytes - p * piece));
       }
     }
+    waits.Check();
     for (size_t p = 0; p < pieces; ++p) {
       for (int peer = 0; peer < size; ++peer) {
         if (peer != rank) send[peer]->send(peer, slot, p * piece, std::min(piece, bytes - p * piece));
@@ -51,8 +57,8 @@ Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in
       const size_t off = p * piece, len = std::min(piece, bytes - off);
       for (int peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
-        recv[peer]->waitRecv(timeout);
-        send[peer]->waitSend(timeout);
+        waits.WaitRecv(*recv[peer], timeout);
+        waits.WaitSend(*send[peer], timeout);
         from[peer] = all + bytes * peer + off;
       }
       from[rank] = mine + off;

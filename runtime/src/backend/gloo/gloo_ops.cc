@@ -13,6 +13,8 @@
 #include <numeric>
 #include <string>
 
+#include "backend/gloo/interruptible_waits.h"
+
 namespace khorovod::gloo_ops {
 namespace {
 
@@ -68,6 +70,8 @@ Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in
   return Guarded("direct allgather", [&] {
     auto recv_buf = ctx->createUnboundBuffer(all, bytes * size);
     auto send_buf = ctx->createUnboundBuffer(mine, bytes);
+    WaitScope waits(*ctx, {recv_buf.get(), send_buf.get()});
+    waits.Check();
     for (int peer = 0; peer < size; ++peer) {
       if (peer != rank) recv_buf->recv(peer, slot, bytes * peer, bytes);
     }
@@ -75,8 +79,8 @@ Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in
       if (peer != rank) send_buf->send(peer, slot);
     }
     const auto timeout = ctx->getTimeout();
-    for (int i = 1; i < size; ++i) recv_buf->waitRecv(timeout);
-    for (int i = 1; i < size; ++i) send_buf->waitSend(timeout);
+    for (int i = 1; i < size; ++i) waits.WaitRecv(*recv_buf, timeout);
+    for (int i = 1; i < size; ++i) waits.WaitSend(*send_buf, timeout);
   });
 }
 

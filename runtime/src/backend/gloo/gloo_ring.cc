@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "backend/gloo/interruptible_waits.h"
+
 namespace khorovod::gloo_ops {
 namespace {
 
@@ -75,9 +77,12 @@ Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
     }
     std::vector<std::byte>& scratch = *scratch_storage;
     auto scratch_buf = ctx->createUnboundBuffer(scratch.data(), scratch.size());
+    WaitScope waits(*ctx, {scratch_buf.get()});
+    for (auto& b : buffers) waits.Add(b.get());
+    waits.Check();
 
     auto wait_sends = [&](const std::vector<Piece>& sent) {
-      for (const Piece& p : sent) buffers[p.span]->waitSend(timeout);
+      for (const Piece& p : sent) waits.WaitSend(*buffers[p.span], timeout);
     };
 
     // Reduce-scatter: after step s, chunk (rank - s - 1) holds s + 2 ranks' sum.
@@ -97,7 +102,7 @@ Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
       }
       at = 0;
       for (const Piece& p : recvs) {
-        scratch_buf->waitRecv(timeout);
+        waits.WaitRecv(*scratch_buf, timeout);
         auto* dst = static_cast<std::byte*>(spans[p.span].data) + p.offset * element_size;
         reduce(dst, dst, scratch.data() + at * element_size, p.count);
         at += p.count;
@@ -117,7 +122,7 @@ Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
       for (const Piece& p : sends) {
         buffers[p.span]->send(right, step_slot, p.offset * element_size, p.count * element_size);
       }
-      for (const Piece& p : recvs) buffers[p.span]->waitRecv(timeout);
+      for (const Piece& p : recvs) waits.WaitRecv(*buffers[p.span], timeout);
       wait_sends(sends);
     }
     return Status::Ok();
