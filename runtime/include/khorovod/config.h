@@ -66,7 +66,8 @@ struct Config : Placement {
   size_t cache_capacity = 1024;
   std::chrono::milliseconds stall_timeout{60'000};
   std::chrono::milliseconds transport_timeout{30'000};
-  std::string cpu_backend = "gloo";
+  // "auto": shared memory among this host's ranks when it runs several.
+  std::string cpu_backend = "auto";
   std::string gpu_backend = "auto";
   int gpu_device = -1;  // -1: local_rank modulo the visible devices
 

@@ -44,7 +44,7 @@ TEST(Config, DefaultsFromAnEmptyMap) {
   EXPECT_EQ(c->cache_capacity, size_t{1024});
   EXPECT_EQ(c->stall_timeout, std::chrono::seconds(60));
   EXPECT_EQ(c->transport_timeout, std::chrono::seconds(30));
-  EXPECT_EQ(c->cpu_backend, "gloo");
+  EXPECT_EQ(c->cpu_backend, "auto");
   EXPECT_TRUE(c->Validate().ok());
 }
 
