@@ -49,9 +49,10 @@ bool Reconciler::Load(const std::string& key, Attempt& a) {
   a.key = key;
   a.ns = key.substr(0, slash);
   a.name = key.substr(slash + 1);
-  a.object = jobs_.Get(a.ns, a.name);
+  a.object = expectations_.Freshest(jobs_.Get(a.ns, a.name));
   if (!a.object) {
     if (monitor_) monitor_->Untrack(key);
+    expectations_.ForgetKey(key);
     return false;  // deleted: its pods, services and secret are garbage-collected
   }
   a.job = DecodeHorovodJob(*a.object, a.input.spec_errors);
@@ -69,6 +70,9 @@ void Reconciler::Observe(Attempt& a) {
     if (role == "worker") a.input.workers.push_back(*pod);
     else if (role == "rendezvous") a.input.rendezvous = *pod;
   }
+  std::set<std::string> observed;
+  for (const Json& pod : a.input.workers) observed.insert(pod.at("metadata").value("name", ""));
+  a.created_unseen = expectations_.Pending(a.job.uid, observed);
   ObserveWorkload(a);
   if (!monitor_) return;
   // The monitor watches a running rendezvous pod of a job that may still train.
@@ -96,7 +100,9 @@ kube::ApiStatus Reconciler::PutStatus(Attempt& a) {
   updated["status"] = EncodeStatus(a.plan.status);
   auto r = client_.Put(kHorovodJobs.ObjectPath(a.ns, a.name) + "/status", updated);
   if (!r.ok()) return r.status();
+  const std::string replaced = a.object->at("metadata").value("resourceVersion", "");
   a.object = std::make_shared<const Json>(std::move(r).value());
+  expectations_.WroteJob(a.job.uid, a.key, replaced, a.object);
   return kube::ApiStatus::Ok();
 }
 
@@ -178,12 +184,20 @@ std::optional<ReconcileOutcome> Reconciler::DeletePods(Attempt& a) {
 }
 
 std::optional<ReconcileOutcome> Reconciler::CreateWorkers(Attempt& a) {
-  const auto& indices = a.plan.create_workers;
+  // A pod created by an earlier reconcile that the cache does not show yet
+  // is not created again (controller/write_expectations.h).
+  std::vector<int> indices;
+  for (int index : a.plan.create_workers)
+    if (!a.created_unseen.count(WorkerPodName(a.job, index))) indices.push_back(index);
+  if (indices.empty()) return std::nullopt;
   std::atomic<int> created{0};
   auto s = writer_.ForEachParallel(indices.size(), [&](size_t i) {
     bool made = false;
     auto st = writer_.EnsureCreated(kube::kPods, a.ns, BuildWorkerPod(a.job, indices[i]), &made);
-    if (made) created++;
+    if (made) {
+      created++;
+      expectations_.ExpectCreated(a.job.uid, a.key, WorkerPodName(a.job, indices[i]));
+    }
     return st;
   });
   if (created > 0)
@@ -208,6 +222,7 @@ ReconcileOutcome Reconciler::Finish(Attempt& a) {
   for (const auto& e : a.plan.events) events_.Record(a.ref, e.type, e.reason, e.message);
   if (IsFinished(a.plan.status.phase)) {
     if (monitor_) monitor_->Untrack(a.key);
+    expectations_.Forget(a.job.uid);
     std::lock_guard<std::mutex> lock(mu_);
     secret_ensured_.erase(a.job.uid);
   }

@@ -22,9 +22,14 @@
 //                 created (reconciler_kueue.cc);
 //   7. rendezvous token Secret, Services, rendezvous pod (re-created when it
 //                 failed), PodGroup;
-//   8. pods       deletions (highest worker index first), then creations;
+//   8. pods       deletions (highest worker index first), then creations
+//                 (not of a pod this operator created that the cache does
+//                 not show yet: controller/write_expectations.h);
 //   9. status     PUT the status subresource when it changed, with the
-//                 resourceVersion read in 1 (a stale view loses with 409);
+//                 resourceVersion read in 1 (a stale view loses with 409;
+//                 the job read in 1 is the object our last status write
+//                 returned while the cache still holds the version that
+//                 write replaced);
 //  10. events     the plan's Events.
 // It is level-triggered and idempotent: running it twice, or after an
 // operator restart, creates and counts nothing twice (names are
@@ -57,6 +62,7 @@
 #include "controller/job_plan.h"
 #include "controller/object_writer.h"
 #include "controller/rendezvous_monitor.h"
+#include "controller/write_expectations.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
@@ -132,6 +138,7 @@ class Reconciler {
   RendezvousMonitor* const monitor_;
   const ReconcilerOptions options_;
   ObjectWriter writer_;
+  WriteExpectations expectations_;
 
   std::mutex mu_;
   // Job UIDs whose token Secret is known to exist.

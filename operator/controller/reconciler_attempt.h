@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "controller/job_plan.h"
@@ -29,6 +30,8 @@ struct Reconciler::Attempt {
   // The job as the rendezvous pod is built from, when its admitted flavors
   // differ from the workers' (ResolveFlavors).
   std::optional<HorovodJob> rendezvous_job;
+  // Worker pods this operator created that the cache does not show yet.
+  std::set<std::string> created_unseen;
 };
 
 }  // namespace khorovod::op
