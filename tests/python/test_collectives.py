@@ -105,3 +105,18 @@ def test_cuda_tensors_two_processes_share_a_gpu_through_staging():
                   env={"KHOROVOD_GPU_OPERATIONS": "staging", "KHOROVOD_GPU_DEVICE": "0"})
     assert job.returncode == 0, job.output
     assert len(job.lines(": OK")) == 2, job.output
+
+
+@needs_cuda
+def test_cuda_training_single_process_nccl():
+    job = run_job(worker("cuda_training.py"), np=1, env={"KHOROVOD_GPU_OPERATIONS": "nccl"})
+    assert job.returncode == 0, job.output
+    assert len(job.lines(": OK")) == 1, job.output
+
+
+@needs_cuda
+def test_cuda_training_two_processes_share_a_gpu_through_staging():
+    job = run_job(worker("cuda_training.py"), np=2,
+                  env={"KHOROVOD_GPU_OPERATIONS": "staging", "KHOROVOD_GPU_DEVICE": "0"})
+    assert job.returncode == 0, job.output
+    assert len(job.lines(": OK")) == 2, job.output

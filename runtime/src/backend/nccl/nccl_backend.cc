@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_status.h"
 #include "backend/gloo/gloo_ops.h"
 #include "backend/nccl/nccl_comm.h"
 #include "backend/nccl/nccl_scaling.h"
+#include "common/reduce_kernels.h"
 
 namespace khorovod {
 namespace {
@@ -61,6 +63,10 @@ class NcclBackend final : public Backend, public DeviceOps {
     auto red = ToNccl(op);
     if (!type.ok()) return type.status();
     if (!red.ok()) return red.status();
+    if (size_ == 1) {  // every reduction of one rank is the identity (see AllreduceScaled)
+      if (count > 0 && in != out) KH_RETURN_IF_ERROR(Copy(out, in, count * DataTypeSize(dtype)));
+      return comm_->WaitForStream(*stream_, "allreduce");
+    }
     KH_RETURN_IF_ERROR(comm_->Check(ncclAllReduce(in, out, count, *type, *red, comm_->get(), stream_->get()),
                                     "ncclAllReduce"));
     return comm_->WaitForStream(*stream_, "allreduce");
@@ -98,6 +104,12 @@ class NcclBackend final : public Backend, public DeviceOps {
     if (!type.ok()) return type.status();
     auto scaled = ScaledRedOp::Create(*comm_, dtype, op, prescale, postscale, size_);
     if (!scaled.ok()) return scaled.status();
+    // At one rank NCCL runs a kernel of its own (oneRankReduce) for averages
+    // and PreMulSum, and NCCL 2.28.9's leaves the last element of some
+    // buffers unwritten (seen on an H200: NcclGpu.AveragedAndScaledEveryCount).
+    // One rank's reduction is its input times the factor, so the backend
+    // does that itself, after the same validation.
+    if (size_ == 1) return ScaleOneRank(spans, dtype, prescale * postscale);
     const ncclRedOp_t red = scaled->get();
     KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
     ncclResult_t r = ncclSuccess;
@@ -190,6 +202,26 @@ class NcclBackend final : public Backend, public DeviceOps {
   }
 
  private:
+  // In place: nothing for a factor of 1, else each span goes to the host,
+  // is scaled by the host kernels (as the staging backend does) and back.
+  Status ScaleOneRank(const std::vector<Span>& spans, DataType dtype, double factor) {
+    if (factor != 1.0) {
+      const size_t esize = DataTypeSize(dtype);
+      for (const Span& s : spans) {
+        if (s.count == 0) continue;
+        one_rank_host_.resize(s.count * esize);
+        KH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(one_rank_host_.data(), s.data, s.count * esize,
+                                                cudaMemcpyDeviceToHost, stream_->get()));
+        KH_RETURN_IF_ERROR(comm_->WaitForStream(*stream_, "copy to host"));
+        Scale(one_rank_host_.data(), s.count, dtype, factor);
+        KH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s.data, one_rank_host_.data(), s.count * esize,
+                                                cudaMemcpyHostToDevice, stream_->get()));
+        KH_RETURN_IF_ERROR(comm_->WaitForStream(*stream_, "copy from host"));
+      }
+    }
+    return comm_->WaitForStream(*stream_, "allreduce");
+  }
+
   Status Enter() {
     if (comm_->broken()) return comm_->Check(ncclSuccess, "nccl");  // the stored failure
     return stream_->Enter();
@@ -201,6 +233,7 @@ class NcclBackend final : public Backend, public DeviceOps {
   std::unique_ptr<NcclComm> comm_;
   int rank_;
   int size_;
+  std::vector<std::byte> one_rank_host_;  // ScaleOneRank's host copy, kept between calls
 };
 
 }  // namespace

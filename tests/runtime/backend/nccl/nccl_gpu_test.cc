@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include <csignal>
-
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -39,7 +39,19 @@ class DeviceVec {
   }
   ~DeviceVec() { (void)cudaFree(p_); }
   void* get() const { return p_; }
-  void Upload(const void* host) { ASSERT_EQ(cudaMemcpy(p_, host, bytes_, cudaMemcpyHostToDevice), cudaSuccess); }
+  // The backends run on their own non-blocking streams, which do not wait
+  // for the legacy default stream: a cudaMemcpy from pageable memory may
+  // return before its DMA lands, so the input is made ready before use, as
+  // the backends' contract asks (docs/gpu.md).
+  void Upload(const void* host) {
+    ASSERT_EQ(cudaMemcpy(p_, host, bytes_, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  // cudaMemset is asynchronous on the legacy stream: also made ready here.
+  void Fill(int byte) {
+    ASSERT_EQ(cudaMemset(p_, byte, bytes_), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
   std::vector<std::byte> Download() const {
     std::vector<std::byte> out(bytes_);
     EXPECT_EQ(cudaMemcpy(out.data(), p_, bytes_, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -60,10 +72,10 @@ std::unique_ptr<Backend> MakeSingleRankNccl() {
 
 // Bytes of `n` elements of `dtype` with small distinct values that every
 // dtype represents exactly (0..63 as integers, or as floats).
-std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed) {
+std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed, int mult = 1) {
   std::vector<std::byte> out(n * DataTypeSize(dtype));
   for (size_t i = 0; i < n; ++i) {
-    const int v = static_cast<int>((i * 7 + static_cast<size_t>(seed)) % 64);
+    const int v = static_cast<int>((i * 7 + static_cast<size_t>(seed)) % 64) * mult;
     std::byte* p = out.data() + i * DataTypeSize(dtype);
     switch (dtype) {
       case DataType::kFloat32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
@@ -96,6 +108,33 @@ std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed) {
   return out;
 }
 
+// "" when equal, else where the first differing element is and both
+// elements' bytes (gtest's dump of two byte vectors stops at 32 bytes).
+std::string FirstDifference(const std::vector<std::byte>& got, const std::vector<std::byte>& want, size_t esize) {
+  if (got.size() != want.size()) return "sizes " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    const size_t e = i / esize;
+    std::string s = "element " + std::to_string(e) + " of " + std::to_string(got.size() / esize) + ": got";
+    char hex[4];
+    for (size_t b = 0; b < esize; ++b) {
+      std::snprintf(hex, sizeof hex, " %02x", static_cast<unsigned>(got[e * esize + b]));
+      s += hex;
+    }
+    s += ", want";
+    for (size_t b = 0; b < esize; ++b) {
+      std::snprintf(hex, sizeof hex, " %02x", static_cast<unsigned>(want[e * esize + b]));
+      s += hex;
+    }
+    size_t bad = 0;
+    for (size_t k = 0; k < got.size() / esize; ++k) {
+      bad += std::memcmp(&got[k * esize], &want[k * esize], esize) != 0;
+    }
+    return s + " (" + std::to_string(bad) + " elements differ)";
+  }
+  return "";
+}
+
 TEST(NcclGpu, AllreduceEveryDtypeAndOp) {
   KH_REQUIRE_GPU();
   auto backend = MakeSingleRankNccl();
@@ -110,10 +149,11 @@ TEST(NcclGpu, AllreduceEveryDtypeAndOp) {
       auto input = Pattern(dtype, n, 3);
       DeviceVec in(input.size()), out(input.size());
       in.Upload(input.data());
-      ASSERT_EQ(cudaMemset(out.get(), 0xAB, input.size()), cudaSuccess);
+      out.Fill(0xAB);
       Status s = backend->Allreduce(in.get(), out.get(), n, dtype, op);
       ASSERT_TRUE(s.ok()) << DataTypeName(dtype) << " " << ReduceOpName(op) << ": " << s;
-      EXPECT_EQ(out.Download(), input) << DataTypeName(dtype) << " " << ReduceOpName(op);
+      const auto got = out.Download();
+      EXPECT_EQ(FirstDifference(got, input, DataTypeSize(dtype)), "") << DataTypeName(dtype) << " " << ReduceOpName(op);
     }
   }
 }
@@ -140,6 +180,41 @@ TEST(NcclGpu, FusedSpansUnpackToTheirOwnBuffers) {
   }
 }
 
+// Averages (out of place, through Allreduce) and scaled sums (in place,
+// through DeviceOps::AllreduceScaled, factor 0.5 * 4) at world size 1 over
+// counts around every vector width: all mismatches are listed at once.
+TEST(NcclGpu, AveragedAndScaledEveryCount) {
+  KH_REQUIRE_GPU();
+  auto backend = MakeSingleRankNccl();
+  ASSERT_TRUE(backend);
+  DeviceOps* ops = backend->device_ops();
+  ASSERT_NE(ops, nullptr);
+  std::string failures;
+  for (DataType dtype : {DataType::kFloat64, DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                         DataType::kInt32, DataType::kInt64, DataType::kUInt8}) {
+    for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{4097}, size_t{4098},
+                     size_t{4099}, size_t{65537}}) {
+      const std::string what = std::string(DataTypeName(dtype)) + " n=" + std::to_string(n);
+      auto input = Pattern(dtype, n, 5);
+      DeviceVec in(input.size()), out(input.size());
+      in.Upload(input.data());
+      out.Fill(0xAB);
+      Status s = backend->Allreduce(in.get(), out.get(), n, dtype, ReduceOp::kAverage);
+      if (!s.ok()) failures += what + " average: " + s.ToString() + "\n";
+      else if (auto d = FirstDifference(out.Download(), input, DataTypeSize(dtype)); !d.empty()) {
+        failures += what + " average: " + d + "\n";
+      }
+      s = ops->AllreduceScaled({Backend::Span{in.get(), n}}, dtype, ReduceOp::kSum, 0.5, 4.0);
+      if (s.ok()) s = ops->Flush();
+      if (!s.ok()) failures += what + " scaled sum: " + s.ToString() + "\n";
+      else if (auto d = FirstDifference(in.Download(), Pattern(dtype, n, 5, 2), DataTypeSize(dtype)); !d.empty()) {
+        failures += what + " scaled sum: " + d + "\n";
+      }
+    }
+  }
+  EXPECT_EQ(failures, "");
+}
+
 TEST(NcclGpu, OtherCollectivesAtWorldSizeOne) {
   KH_REQUIRE_GPU();
   auto backend = MakeSingleRankNccl();
@@ -149,7 +224,7 @@ TEST(NcclGpu, OtherCollectivesAtWorldSizeOne) {
   in.Upload(input.data());
   ASSERT_TRUE(backend->Allgatherv(in.get(), out.get(), {100}, DataType::kInt32).ok());
   EXPECT_EQ(out.Download(), input);
-  ASSERT_EQ(cudaMemset(out.get(), 0, input.size()), cudaSuccess);
+  out.Fill(0);
   ASSERT_TRUE(backend->Alltoallv(in.get(), {100}, out.get(), {100}, DataType::kInt32).ok());
   EXPECT_EQ(out.Download(), input);
   ASSERT_TRUE(backend->Broadcast(in.get(), 100, DataType::kInt32, 0).ok());

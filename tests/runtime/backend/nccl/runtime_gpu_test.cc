@@ -4,12 +4,13 @@
 // parent never initializes CUDA, because CUDA does not survive fork, so the
 // checks look for the driver's device nodes instead.
 //
-// Never run yet: the session that wrote them had no GPU (docs/gpu.md).
+// The one-GPU tests ran on an H200 on 2026-11-26; the two-GPU one has not run (docs/gpu.md).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "multiproc.h"
@@ -36,8 +37,19 @@ class DeviceFloats {
   explicit DeviceFloats(const std::vector<float>& host) : n_(host.size()) {
     EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n_ * 4, 4)), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    // Ready before submission: the runtime's stream does not wait for the
+    // legacy default stream, and a pageable cudaMemcpy may return early.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
-  ~DeviceFloats() { (void)cudaFree(p_); }
+  // Owns its memory: moved, never copied (a copy in a growing vector would
+  // free the memory the runtime is still given).
+  DeviceFloats(DeviceFloats&& other) noexcept : p_(std::exchange(other.p_, nullptr)), n_(other.n_) {}
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(DeviceFloats&&) = delete;
+  ~DeviceFloats() {
+    if (p_) (void)cudaFree(p_);
+  }
   TensorView view(int device) const {
     return TensorView{p_, DataType::kFloat32, {static_cast<int64_t>(n_)}, Device{DeviceKind::kCUDA, device}};
   }
