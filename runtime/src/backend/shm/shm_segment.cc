@@ -93,7 +93,7 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Open(const std::string& name, 
 }
 
 ShmSegment::~ShmSegment() {
-  if (attached_rank_ >= 0) line(attached_rank_).pid.store(kDeparted, std::memory_order_release);
+  Depart();
   Unlink();
   munmap(base_, bytes_);
 }
@@ -106,6 +106,10 @@ void ShmSegment::Unlink() {
 void ShmSegment::Attach(int rank) {
   attached_rank_ = rank;
   line(rank).pid.store(getpid(), std::memory_order_release);
+}
+
+void ShmSegment::Depart() {
+  if (attached_rank_ >= 0) line(attached_rank_).pid.store(kDeparted, std::memory_order_release);
 }
 
 std::byte* ShmSegment::Slot(int set, int rank) const {

@@ -49,6 +49,10 @@ class ShmSegment {
   // Records this process as `rank` (its pid, for peers' liveness checks);
   // the destructor marks the rank departed.
   void Attach(int rank);
+  // Marks the attached rank departed now: a rank whose collective failed
+  // will not arrive again, and its peers' barriers should end at once
+  // instead of at their timeout.
+  void Depart();
   // Data slot `rank` of set `set` (0 or 1).
   std::byte* Slot(int set, int rank) const;
   size_t slot_bytes() const { return slot_bytes_; }
