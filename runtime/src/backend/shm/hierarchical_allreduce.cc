@@ -38,6 +38,11 @@ StatusOr<bool> EveryHostJoined(const std::shared_ptr<gloo::Context>& world, bool
   return ok == 1;
 }
 
+// How long a rank yields at the barrier after a cross-host step before it
+// sleeps: about the skew between host-mates' cross-host steps when the
+// network is fast, well below a cross-host step when it is not.
+constexpr std::chrono::microseconds kPatientAfter{50};
+
 }  // namespace
 
 StatusOr<std::unique_ptr<HierarchicalAllreduce>> HierarchicalAllreduce::Connect(
@@ -138,7 +143,10 @@ Status HierarchicalAllreduce::Chunk(const std::byte* in, std::byte* out, size_t 
       reduce(acc, acc, segment_->Slot(set, r) + first * esize, mine);
     if (cross_backend_) KH_RETURN_IF_ERROR(cross_backend_->Allreduce(acc, acc, mine, dtype, op));
   }
-  KH_RETURN_IF_ERROR(segment_->Barrier(local_rank_, ++generation_, timeout_));
+  // After a cross-host step, host-mates may still be waiting on the network
+  // for a while: sleep rather than yield in a loop (see ShmSegment::Barrier).
+  KH_RETURN_IF_ERROR(segment_->Barrier(local_rank_, ++generation_, timeout_,
+                                       cross_backend_ ? kPatientAfter : std::chrono::microseconds::max()));
   std::memcpy(out, segment_->Slot(set, 0), count * esize);
   return Status::Ok();
 }

@@ -58,8 +58,12 @@ class ShmSegment {
   size_t slot_bytes() const { return slot_bytes_; }
 
   // Publishes this rank's arrival at barrier `generation` and waits until
-  // every rank has arrived there.
-  Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout);
+  // every rank has arrived there. A wait spins, then yields the core; one
+  // that lasts longer than `yield_for` sleeps in short steps instead, for
+  // waits known to be long (a peer on the network), where yielding in a
+  // loop would take the core from the very processes being waited for.
+  Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
+                 std::chrono::microseconds yield_for = std::chrono::microseconds::max());
 
  private:
   struct alignas(64) Line {
