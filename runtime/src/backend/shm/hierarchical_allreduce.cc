@@ -96,6 +96,7 @@ HierarchicalAllreduce::HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment
     : segment_(std::move(segment)),
       local_rank_(local_rank),
       local_size_(local_size),
+      size_(cross ? cross->size * local_size : local_size),
       host_(std::move(host)),
       cross_(std::move(cross)),
       cross_backend_(std::move(cross_backend)),
@@ -106,6 +107,12 @@ HierarchicalAllreduce::HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment
 HierarchicalAllreduce::~HierarchicalAllreduce() { cross_backend_.reset(); }
 
 int HierarchicalAllreduce::hosts() const { return cross_ ? cross_->size : 1; }
+
+bool HierarchicalAllreduce::Pays(int size, int hosts, size_t bytes) {
+  if (hosts <= 1 || bytes <= kBandwidthBoundBytes) return true;
+  const double flat = 2.0 * (size - 1) / size, hierarchical = 2.0 * (hosts - 1) / hosts;
+  return flat >= kMinLinkSaving * hierarchical;
+}
 
 Status HierarchicalAllreduce::Allreduce(const void* in, void* out, size_t count, DataType dtype,
                                         ReduceOp op) {
@@ -145,8 +152,9 @@ Status HierarchicalAllreduce::Chunk(const std::byte* in, std::byte* out, size_t 
   }
   // After a cross-host step, host-mates may still be waiting on the network
   // for a while: sleep rather than yield in a loop (see ShmSegment::Barrier).
-  KH_RETURN_IF_ERROR(segment_->Barrier(local_rank_, ++generation_, timeout_,
-                                       cross_backend_ ? kPatientAfter : std::chrono::microseconds::max()));
+  KH_RETURN_IF_ERROR(
+      segment_->Barrier(local_rank_, ++generation_, timeout_,
+                        cross_backend_ ? kPatientAfter : std::chrono::microseconds::max()));
   std::memcpy(out, segment_->Slot(set, 0), count * esize);
   return Status::Ok();
 }

@@ -5,7 +5,8 @@
 //     shared segment instead of loopback TCP;
 //   - several hosts with the same number (> 1) of ranks each: hierarchical,
 //     shared memory within each host and Gloo across hosts, one cross-host
-//     allreduce per local rank;
+//     allreduce per local rank, for the tensors where it pays
+//     (HierarchicalAllreduce::Pays; the others take Gloo);
 //   - any other layout (uneven hosts, one rank per host), or a host that
 //     could not create its segment: the wrapped Gloo backend.
 // Every other collective runs on the Gloo backend it wraps. The choice
@@ -32,14 +33,23 @@ class ShmBackend final : public Backend {
   bool SupportsDevice(const Device& device) const override { return device.kind == DeviceKind::kCPU; }
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
-    if (!shm_) return gloo_->Allreduce(in, out, count, dtype, op);
+    if (!shm_ || !shm_->Pays(count * DataTypeSize(dtype))) return gloo_->Allreduce(in, out, count, dtype, op);
     return shm_->Allreduce(in, out, count, dtype, op);
   }
 
+  // Spans that pay go through shared memory one by one, the rest together
+  // through Gloo, in the same order on every rank.
   Status AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) override {
     if (!shm_) return gloo_->AllreduceSpans(spans, dtype, op);
-    for (const Span& s : spans) KH_RETURN_IF_ERROR(shm_->Allreduce(s.data, s.data, s.count, dtype, op));
-    return Status::Ok();
+    std::vector<Span> flat;
+    for (const Span& s : spans) {
+      if (!shm_->Pays(s.count * DataTypeSize(dtype))) {
+        flat.push_back(s);
+        continue;
+      }
+      KH_RETURN_IF_ERROR(shm_->Allreduce(s.data, s.data, s.count, dtype, op));
+    }
+    return flat.empty() ? Status::Ok() : gloo_->AllreduceSpans(flat, dtype, op);
   }
 
   Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType dtype) override {
