@@ -7,6 +7,7 @@
 // survivors as kUnavailable within a bound.
 #include "backend/shm/hierarchical_allreduce.h"
 
+#include <gloo/context.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -15,8 +16,10 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bootstrap/gloo_bootstrap.h"
 #include "multiproc.h"
 #include "tensor_data.h"
 
@@ -188,7 +191,8 @@ TEST(HierarchicalAllreduceFallback, UnevenHostsUseGloo) {
   }
 }
 
-// Rank 3 (host 1, local rank 1) dies between steps. Its host-mate finds it
+// Rank 3 (host 1, local rank 1) dies between steps (while the others are
+// in a step, waiting for it). Its host-mate finds it
 // gone at the shared-memory barrier, its cross peer through Gloo; every
 // survivor must see kUnavailable well within a few transport timeouts.
 TEST(HierarchicalAllreducePeerDeath, SurvivorsOnEveryHostGetUnavailable) {
@@ -202,13 +206,68 @@ TEST(HierarchicalAllreducePeerDeath, SurvivorsOnEveryHostGetUnavailable) {
         Tensor t = MakeTensor(DataType::kFloat32, {1 << 20}, ReduceOp::kSum, ctx.rank, 1);
         for (int step = 0; step < 3; ++step)
           ASSERT_TRUE(rt.allreduce("step", t.view(), t.view()).ok());
-        if (ctx.rank == 3) raise(SIGKILL);
+        ASSERT_TRUE(rt.barrier().ok());
+        if (ctx.rank == 3) {
+          // Dying at once could reset connections whose last bytes (of the
+          // barrier, or a step) a peer has not read yet: that peer would
+          // fail a step it was entitled to finish. The survivors are past
+          // the barrier, or about to be, when it dies.
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          raise(SIGKILL);
+        }
         const auto start = std::chrono::steady_clock::now();
         Status s;
         for (int step = 0; step < 1000 && s.ok(); ++step)
           s = rt.allreduce("step", t.view(), t.view());
         EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
         EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+      },
+      opts);
+}
+
+// The same death inside the data plane, without the runtime (whose own
+// negotiation would notice it first): rank 3 dies between two allreduces
+// while the others are already in the next one. Its host-mate finds it gone
+// at a barrier, its cross peer gets a reset; each then marks itself departed
+// and fails its cross pairs, so the other host's second rank stops too. All
+// of them must return kUnavailable well before the transport timeout, and
+// stay broken.
+TEST(HierarchicalAllreducePeerDeath, InsideTheDataPlaneNobodyWaitsForTheTimeout) {
+  RankOptions opts = OnHosts(Layout{2, 2, false}, "shm");
+  opts.init = false;
+  opts.env["KHOROVOD_TIMEOUT_SECONDS"] = "10";
+  opts.expect_killed = {3};
+  opts.deadline = std::chrono::seconds(60);
+  KH_RUN_RANKS(
+      4,
+      [](Runtime&, const RankContext& ctx) {
+        // As Runtime::init does: a write to a dead peer's socket must fail,
+        // not kill the writer.
+        signal(SIGPIPE, SIG_IGN);
+        auto world = ConnectGlooContext(ctx.config, "hierarchical-death");
+        ASSERT_TRUE(world.ok()) << world.status();
+        auto hier = shm::HierarchicalAllreduce::Connect(ctx.config, *world);
+        ASSERT_TRUE(hier.ok()) << hier.status();
+        ASSERT_NE(*hier, nullptr) << "a 2x2 layout takes the hierarchical path";
+        EXPECT_EQ((*hier)->hosts(), 2);
+        std::vector<float> data(1 << 20, 1.0f);  // two chunks
+        Status s;
+        auto failed_after = std::chrono::steady_clock::duration::zero();
+        for (int step = 0; step < 1000 && s.ok(); ++step) {
+          if (ctx.rank == 3 && step == 20) raise(SIGKILL);
+          const auto start = std::chrono::steady_clock::now();
+          s = (*hier)->Allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+                                 ReduceOp::kMax);
+          failed_after = std::chrono::steady_clock::now() - start;
+        }
+        EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+        EXPECT_LT(failed_after, std::chrono::seconds(5)) << s;
+        Status again = (*hier)->Allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+                                          ReduceOp::kMax);
+        EXPECT_EQ(again.code(), StatusCode::kUnavailable) << "stays broken";
+        // Stay alive past the bound: a peer released only by this process's
+        // exit (not by its departure mark or failed pairs) fails the bound.
+        std::this_thread::sleep_for(std::chrono::milliseconds(5500));
       },
       opts);
 }
