@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backend/gloo/gloo_ops.h"
+#include "backend/gloo/interruptible_waits.h"
 #include "bootstrap/gloo_mesh.h"
 
 namespace khorovod::shm {
@@ -142,6 +143,15 @@ StatusOr<std::shared_ptr<gloo::Context>> ConnectRankSubset(
   options.timeout = timeout;
   auto connected = ConnectAbandonableMesh(store, world->getDevice(), options);
   store.ExchangeIfNotYet();
+  if (!connected.ok()) return connected;
+  // Abandoning the world's connections (a doomed elastic generation,
+  // bootstrap/gloo_mesh.h) abandons the subset's too.
+  if (auto* waits = dynamic_cast<InterruptibleWaits*>(world.get())) {
+    std::weak_ptr<gloo::Context> subset = *connected;
+    waits->OnInterrupt([subset] {
+      if (auto s = subset.lock()) AbandonMesh(*s, "the world's connections were abandoned");
+    });
+  }
   return connected;
 }
 

@@ -11,7 +11,9 @@
 // address), bounded by `timeout`, which is also the new context's timeout.
 //
 // The new context's rank r is members[r]: members must be in the same order
-// on every member, and contain the caller's world rank.
+// on every member, and contain the caller's world rank. Abandoning the
+// world's connections (AbandonMesh on `world`, from any thread) abandons
+// the subset's as well.
 //
 // Errors: kUnavailable when the world allgather or a pair's connect fails or
 // times out (the caller treats the world as broken); kInvalidArgument for a

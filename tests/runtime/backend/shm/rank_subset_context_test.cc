@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "backend/gloo/gloo_ops.h"
@@ -105,6 +106,38 @@ TEST(RankSubset, AGroupWithoutTheCallerIsRefusedWithoutStallingTheOthers) {
   ASSERT_TRUE(world);
   auto wrong = ConnectRankSubset(world, {1}, milliseconds(5'000));
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  other.get();
+}
+
+// A doomed generation's world is abandoned (bootstrap/gloo_mesh.h) while
+// rank 0 waits in a subset collective on rank 1, which is alive but will
+// never take part: the wait ends at once, not at the subset's timeout.
+TEST(RankSubset, AbandoningTheWorldEndsAWaitOnTheSubset) {
+  gloo::rendezvous::HashStore store;
+  std::promise<void> rank0_done;
+  auto other = std::async(std::launch::async, [&store, done = rank0_done.get_future()]() mutable {
+    auto world = World(store, 1, 2);
+    if (!world) return;
+    auto subset = ConnectRankSubset(world, {0, 1}, milliseconds(20'000));
+    EXPECT_TRUE(subset.ok()) << subset.status();
+    done.wait();  // alive, connected, silent
+  });
+  auto world = World(store, 0, 2);
+  ASSERT_TRUE(world);
+  auto subset = ConnectRankSubset(world, {0, 1}, milliseconds(20'000));
+  ASSERT_TRUE(subset.ok()) << subset.status();
+  auto abandon = std::async(std::launch::async, [&world] {
+    std::this_thread::sleep_for(milliseconds(300));
+    AbandonMesh(*world, "test: the generation is doomed");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  int64_t value = 1;
+  Status s = gloo_ops::Allreduce(*subset, &value, &value, 1, sizeof value,
+                                 GetReduceFn(DataType::kInt64, ReduceOp::kSum));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  abandon.get();
+  rank0_done.set_value();
   other.get();
 }
 
