@@ -19,7 +19,13 @@
 # alternating blocks within one run, per size. Rank r sits on host
 # r / RANKS_PER_HOST (host-major: the flat ring crosses each link once per
 # direction). Needs root (ip netns, tc).
+#
+# MODE=sweep runs the whole runtime instead (--mode sweep: khorovod's
+# allreduce, negotiation included, against raw gloo::allreduce, the flat
+# ring, in alternating blocks), with the runtime's host backend from
+# CPU_OPERATIONS (default shm).
 set -euo pipefail
+mode=${MODE:-backends}; cpu_operations=${CPU_OPERATIONS:-shm}
 bin=$(cd "${1:?BIN_DIR}" && pwd)/khorovod-bench-allreduce
 hosts=${2:-2}; per_host=${3:-2}; rates=${4:-"1gbit 10gbit"}
 min_bytes=${5:-65536}; max_bytes=${6:-67108864}; reps=${7:-3}
@@ -72,6 +78,11 @@ burst_of() {
   esac
 }
 
+# In backends mode the runtime itself stays on gloo, so the bench's check
+# for a mapped segment tells whether its shm backend really used one.
+runtime_backend=gloo
+[ "$mode" = backends ] || runtime_backend=$cpu_operations
+
 run_rate() {
   local rate=$1 store=$work/store-$1 r h l
   mkdir -p "$store"
@@ -84,15 +95,15 @@ run_rate() {
     ip netns exec "$prefix-h$h" env KHOROVOD_RANK=$r KHOROVOD_SIZE=$size \
       KHOROVOD_LOCAL_RANK=$l KHOROVOD_LOCAL_SIZE=$per_host KHOROVOD_CROSS_RANK=$h KHOROVOD_CROSS_SIZE=$hosts \
       KHOROVOD_HOSTNAME=10.231.77.$((h + 1)) KHOROVOD_STORE_PATH="$store" KHOROVOD_JOB_ID=hier-$rate \
-      KHOROVOD_CPU_OPERATIONS=gloo KHOROVOD_TIMEOUT_SECONDS=120 \
-      timeout 900 "$bin" --mode backends --min-bytes "$min_bytes" --max-bytes "$max_bytes" --reps "$reps" \
+      KHOROVOD_CPU_OPERATIONS=$runtime_backend KHOROVOD_TIMEOUT_SECONDS=120 \
+      timeout 900 "$bin" --mode "$mode" --min-bytes "$min_bytes" --max-bytes "$max_bytes" --reps "$reps" \
       >"$work/rank$r.$rate.log" 2>&1 &
     pids+=($!)
   done
   local failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   pids=()
-  echo "## $hosts hosts x $per_host ranks, tbf $rate per host (egress), $(date -u +%FT%TZ)"
+  echo "## $hosts hosts x $per_host ranks, tbf $rate per host (egress), mode $mode, runtime backend $runtime_backend, $(date -u +%FT%TZ)"
   cat "$work/rank0.$rate.log"
   if [ $failed -ne 0 ]; then
     for ((r = 1; r < size; r++)); do echo "--- rank $r"; tail -5 "$work/rank$r.$rate.log"; done
