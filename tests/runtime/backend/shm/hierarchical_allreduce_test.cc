@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -31,6 +32,12 @@ struct Layout {
   int per_host;
   bool interleaved;  // rank r on host r % hosts (else host-major: r / per_host)
 };
+
+// Names the parameter in test listings (ctest's names include it; the
+// default, the struct's bytes, would show its uninitialized padding).
+void PrintTo(const Layout& l, std::ostream* os) {
+  *os << l.hosts << "x" << l.per_host << (l.interleaved ? " interleaved" : "");
+}
 
 std::string LayoutName(const ::testing::TestParamInfo<Layout>& info) {
   return std::to_string(info.param.hosts) + "x" + std::to_string(info.param.per_host) +
@@ -105,29 +112,36 @@ TEST_P(HierarchicalAllreduceTest, EveryDtypeAroundChunkBoundaries) {
         for (DataType dt : kAllDataTypes) dtypes.push_back(dt);
         for (DataType dt : kHostOnlyDataTypes) dtypes.push_back(dt);
         int seed = 0;
-        for (DataType dt : dtypes) {
-          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-            std::vector<std::pair<Tensor, Tensor>> tensors;
-            std::vector<Handle> handles;
-            std::vector<std::string> names;
-            for (int64_t n : Lengths(dt)) {
-              names.push_back(std::string(DataTypeName(dt)) + "." + std::string(ReduceOpName(op)) +
-                              "." + std::to_string(n));
-              tensors.emplace_back(MakeTensor(dt, {n}, op, ctx.rank, ++seed), Tensor(dt, {n}));
-            }
-            for (size_t i = 0; i < tensors.size(); ++i)
-              handles.push_back(rt.allreduce_async(names[i], tensors[i].first.view(),
-                                                   tensors[i].second.view(), {op}));
-            for (size_t i = 0; i < tensors.size(); ++i) {
-              ASSERT_TRUE(handles[i].wait().ok()) << names[i];
-              const int tensor_seed = seed - static_cast<int>(tensors.size() - 1 - i);
-              if (dt == DataType::kBool) {
-                CheckLogicalOr(tensors[i].second, op, ctx.size, tensor_seed, names[i]);
-              } else {
-                CheckAllreduced(tensors[i].second, op, ctx.size, tensor_seed, names[i]);
-              }
+        // Every tensor of one (dtype, op) at once, so they fuse as in training.
+        auto check = [&](DataType dt, ReduceOp op, const std::vector<int64_t>& lengths) {
+          std::vector<std::pair<Tensor, Tensor>> tensors;
+          std::vector<Handle> handles;
+          std::vector<std::string> names;
+          for (int64_t n : lengths) {
+            names.push_back(std::string(DataTypeName(dt)) + "." + std::string(ReduceOpName(op)) +
+                            "." + std::to_string(n));
+            tensors.emplace_back(MakeTensor(dt, {n}, op, ctx.rank, ++seed), Tensor(dt, {n}));
+          }
+          for (size_t i = 0; i < tensors.size(); ++i)
+            handles.push_back(rt.allreduce_async(names[i], tensors[i].first.view(),
+                                                 tensors[i].second.view(), {op}));
+          for (size_t i = 0; i < tensors.size(); ++i) {
+            ASSERT_TRUE(handles[i].wait().ok()) << names[i];
+            const int tensor_seed = seed - static_cast<int>(tensors.size() - 1 - i);
+            if (dt == DataType::kBool) {
+              CheckLogicalOr(tensors[i].second, op, ctx.size, tensor_seed, names[i]);
+            } else {
+              CheckAllreduced(tensors[i].second, op, ctx.size, tensor_seed, names[i]);
             }
           }
+        };
+        for (DataType dt : dtypes) {
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) check(dt, op, Lengths(dt));
+        }
+        // The other reductions (average: the runtime divides the sum).
+        for (DataType dt : {DataType::kFloat32, DataType::kFloat16, DataType::kInt32}) {
+          for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kAverage, ReduceOp::kProduct})
+            check(dt, op, {7, ChunkElems(dt) + 1});
         }
         // One segment per simulated host: this rank maps its host's.
         EXPECT_EQ(MappedSegments(), 1);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <ostream>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,8 @@ int64_t Sum(const std::shared_ptr<gloo::Context>& ctx, int64_t value) {
 struct Layout {
   int hosts, per_host;
 };
+
+void PrintTo(const Layout& l, std::ostream* os) { *os << l.hosts << "x" << l.per_host; }
 
 class RankSubset : public ::testing::TestWithParam<Layout> {};
 
