@@ -17,6 +17,13 @@
 //            raw context, alternating; times relative to Gloo's.
 //   latency: a 4-byte allreduce per step; the difference to raw Gloo is the
 //            per-step cost of negotiation and the thread hand-off.
+//   backends: the two host data planes KHOROVOD_CPU_OPERATIONS chooses
+//            between, gloo (flat) and shm (shared memory within a host;
+//            hierarchical across hosts of equal rank counts), each built by
+//            the backend registry on its own Gloo context and called
+//            directly (no negotiation, which both would share), alternating
+//            blocks; float32 sum from --min-bytes to --max-bytes. For
+//            simulated hosts see bench/hierarchical_netns.sh.
 // Times are the median over --reps blocks of each rank's mean, maxed over ranks.
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -28,11 +35,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "backend/gloo/gloo_direct.h"
 #include "backend/gloo/gloo_ring.h"
+#include "backend/registry.h"
 #include "bootstrap/gloo_bootstrap.h"
 #include "khorovod/runtime.h"
 #include "resnet50_shapes.h"
@@ -174,6 +184,39 @@ class Bench {
     }
   }
 
+  // gloo (flat) against shm on the same sizes, alternating blocks.
+  void Backends(Backend& flat, Backend& shm) {
+    const int n = rt_.size();
+    Print("# backends: float32 sum allreduce, %d ranks, %d hosts, data plane only; shm %s\n", n,
+          rt_.cross_size(), MapsSegment() ? "through shared memory" : "fell back to gloo");
+    Print("# %12s | %10s %8s | %10s %8s | %7s\n", "bytes", "gloo_us", "busbw", "shm_us", "busbw", "speedup");
+    auto run = [](Backend& b, float* data, size_t count) {
+      if (Status s = b.Allreduce(data, data, count, DataType::kFloat32, ReduceOp::kSum); !s.ok())
+        throw std::runtime_error(s.ToString());
+    };
+    for (int64_t bytes = o_.min_bytes; bytes <= o_.max_bytes; bytes *= 2) {
+      const size_t count = static_cast<size_t>(std::max<int64_t>(bytes / 4, 1));
+      std::vector<float> data(count, 1.0f);
+      const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
+      auto [flat_t, shm_t] = Compare(iters, [&] { run(flat, data.data(), count); },
+                                     [&] { run(shm, data.data(), count); });
+      const double gb = static_cast<double>(count * 4) / 1e9, factor = 2.0 * (n - 1) / n;
+      Print("  %12zu | %10.1f %8.3f | %10.1f %8.3f | %7.3f\n", count * 4, flat_t * 1e6, gb / flat_t * factor,
+            shm_t * 1e6, gb / shm_t * factor, flat_t / shm_t);
+      Print("RESULT backends bytes=%zu gloo_us=%.1f shm_us=%.1f speedup=%.3f\n", count * 4, flat_t * 1e6,
+            shm_t * 1e6, flat_t / shm_t);
+    }
+  }
+
+  // Whether this process maps a khorovod shared-memory segment.
+  static bool MapsSegment() {
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      if (line.find("/dev/shm/khorovod-") != std::string::npos) return true;
+    }
+    return false;
+  }
+
   void Resnet() {
     auto shapes = bench::ResNet50ParameterShapes();
     std::vector<std::vector<float>> grads;
@@ -234,8 +277,8 @@ class Bench {
 int main(int argc, char** argv) {
   CLI::App app{"khorovod allreduce benchmark (run under khorovodrun)"};
   Options o;
-  app.add_option("--mode", o.mode, "sweep, resnet, latency, algos or all")
-      ->check(CLI::IsMember({"sweep", "resnet", "latency", "algos", "all"}));
+  app.add_option("--mode", o.mode, "sweep, resnet, latency, algos, backends or all")
+      ->check(CLI::IsMember({"sweep", "resnet", "latency", "algos", "backends", "all"}));
   app.add_option("--min-bytes", o.min_bytes)->check(CLI::PositiveNumber);
   app.add_option("--max-bytes", o.max_bytes)->check(CLI::PositiveNumber);
   app.add_option("--reps", o.reps, "alternating blocks per measurement")->check(CLI::PositiveNumber);
@@ -264,6 +307,17 @@ int main(int argc, char** argv) {
     if (o.mode == "resnet" || o.mode == "all") b.Resnet();
     if (o.mode == "sweep" || o.mode == "all") b.Sweep();
     if (o.mode == "algos") b.Algos();
+    if (o.mode == "backends") {
+      // One Gloo context per backend, like the runtime's own data plane.
+      auto flat_ctx = ConnectGlooContext(*config, "bench-backend-gloo");
+      auto shm_ctx = ConnectGlooContext(*config, "bench-backend-shm");
+      if (!flat_ctx.ok() || !shm_ctx.ok()) throw std::runtime_error("bench: backend contexts did not connect");
+      auto flat = BackendRegistry::Create("gloo", BackendInit{&*config, *flat_ctx});
+      auto shm = BackendRegistry::Create("shm", BackendInit{&*config, *shm_ctx});
+      if (!flat.ok()) throw std::runtime_error(flat.status().ToString());
+      if (!shm.ok()) throw std::runtime_error(shm.status().ToString());
+      b.Backends(**flat, **shm);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;

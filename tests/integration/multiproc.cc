@@ -24,6 +24,7 @@ std::string MakeStoreDir() {
   int code = 0;
   {
     std::map<std::string, std::string> env = options.env;
+    if (options.rank_env) options.rank_env(rank, env);
     env["KHOROVOD_RANK"] = std::to_string(rank);
     env["KHOROVOD_SIZE"] = std::to_string(size);
     env["KHOROVOD_STORE_PATH"] = store;

@@ -25,6 +25,9 @@ struct RankOptions {
   std::chrono::seconds deadline{90};
   // Extra KHOROVOD_* settings applied to every rank's Config.
   std::map<std::string, std::string> env;
+  // Per-rank settings on top of `env` (e.g. a simulated host placement:
+  // KHOROVOD_LOCAL_RANK, KHOROVOD_CROSS_RANK, ...).
+  std::function<void(int rank, std::map<std::string, std::string>& env)> rank_env;
   // Initialize the runtime before calling body (false: body gets an
   // uninitialized runtime and the rank's Config in `config`).
   bool init = true;

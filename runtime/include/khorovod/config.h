@@ -18,10 +18,10 @@
 //                             within this time fails with kStalled [60]
 //   KHOROVOD_TIMEOUT_SECONDS  bound on any single transport operation [30]
 //   KHOROVOD_CPU_OPERATIONS   data-plane backend for host tensors: "gloo",
-//                             "shm" (shared memory among one host's ranks),
-//                             or "auto": shm when this host runs several
-//                             ranks, else gloo ["gloo" until the elastic kill
-//                             soak has run over shm; docs/benchmarks.md]
+//                             "shm" (shared memory among one host's ranks;
+//                             hierarchical across hosts of equal rank counts),
+//                             or "auto": shm when some host runs several
+//                             ranks (size > cross_size), else gloo ["auto"]
 //   KHOROVOD_GPU_OPERATIONS   backend for device tensors: "nccl", "staging"
 //                             (device -> host -> CPU backend -> device), or
 //                             "auto": nccl when built, else staging ["auto"]
@@ -66,7 +66,7 @@ struct Config : Placement {
   size_t cache_capacity = 1024;
   std::chrono::milliseconds stall_timeout{60'000};
   std::chrono::milliseconds transport_timeout{30'000};
-  // "auto": shared memory among this host's ranks when it runs several.
+  // "auto": shm when some host runs several ranks (size > cross_size).
   std::string cpu_backend = "auto";
   std::string gpu_backend = "auto";
   int gpu_device = -1;  // -1: local_rank modulo the visible devices

@@ -65,7 +65,10 @@ StatusOr<Device> BackendRegistry::ResolveDevice(const std::string& name, const C
 StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& name,
                                                            const BackendInit& init) {
   if (name == "auto") {
-    const bool local_peers = init.config && init.config->local_size > 1;
+    // Some host runs several ranks when there are more ranks than hosts;
+    // every rank sees the same size and cross_size, so all choose alike
+    // (local_size, this host's alone, may differ between hosts).
+    const bool local_peers = init.config && init.config->size > init.config->cross_size;
     return Create(local_peers && Has("shm") ? "shm" : "gloo", init);
   }
   BackendFactory factory;

@@ -42,7 +42,8 @@ class BackendRegistry {
   static void Register(const std::string& name, BackendFactory factory);
   static void RegisterDevice(const std::string& name, DeviceResolver resolver);
   // "auto" names the host backend for this placement: "shm" when it is
-  // registered and this host runs several ranks, else "gloo".
+  // registered and some host runs several ranks (size > cross_size), else
+  // "gloo".
   static StatusOr<std::unique_ptr<Backend>> Create(const std::string& name, const BackendInit& init);
   // kInvalidArgument for an unknown name or a backend without a resolver
   // (a host backend).

@@ -8,12 +8,28 @@
 namespace khorovod {
 
 void InterruptibleWaits::Interrupt() {
-  std::lock_guard<std::mutex> lock(mu_);
-  interrupted_.store(true, std::memory_order_release);
-  for (gloo::transport::UnboundBuffer* b : buffers_) {
-    b->abortWaitSend();
-    b->abortWaitRecv();
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupted_.store(true, std::memory_order_release);
+    for (gloo::transport::UnboundBuffer* b : buffers_) {
+      b->abortWaitSend();
+      b->abortWaitRecv();
+    }
+    callbacks.swap(on_interrupt_);
   }
+  for (auto& fn : callbacks) fn();
+}
+
+void InterruptibleWaits::OnInterrupt(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted()) {
+      on_interrupt_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
 }
 
 bool InterruptibleWaits::Register(gloo::transport::UnboundBuffer* buffer) {

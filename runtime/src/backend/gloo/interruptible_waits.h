@@ -17,9 +17,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <initializer_list>
 #include <mutex>
 #include <set>
+#include <vector>
 
 namespace gloo {
 class Context;
@@ -34,9 +36,14 @@ class InterruptibleWaits {
  public:
   virtual ~InterruptibleWaits() = default;
 
-  // Aborts every registered wait, and makes every later registration fail.
+  // Aborts every registered wait, and makes every later registration fail;
+  // then runs the OnInterrupt callbacks (outside the lock).
   void Interrupt();
   bool interrupted() const { return interrupted_.load(std::memory_order_acquire); }
+  // Runs `fn` once when this context is interrupted, at once if it already
+  // was: contexts connected through this one (backend/shm/rank_subset_context.h)
+  // are abandoned with it, so no wait on them outlasts the generation.
+  void OnInterrupt(std::function<void()> fn);
 
  private:
   friend class WaitScope;
@@ -46,6 +53,7 @@ class InterruptibleWaits {
 
   std::mutex mu_;
   std::set<gloo::transport::UnboundBuffer*> buffers_;  // guarded by mu_
+  std::vector<std::function<void()>> on_interrupt_;    // guarded by mu_
   std::atomic<bool> interrupted_{false};
 };
 

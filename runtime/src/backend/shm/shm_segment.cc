@@ -93,7 +93,7 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Open(const std::string& name, 
 }
 
 ShmSegment::~ShmSegment() {
-  if (attached_rank_ >= 0) line(attached_rank_).pid.store(kDeparted, std::memory_order_release);
+  Depart();
   Unlink();
   munmap(base_, bytes_);
 }
@@ -108,6 +108,10 @@ void ShmSegment::Attach(int rank) {
   line(rank).pid.store(getpid(), std::memory_order_release);
 }
 
+void ShmSegment::Depart() {
+  if (attached_rank_ >= 0) line(attached_rank_).pid.store(kDeparted, std::memory_order_release);
+}
+
 std::byte* ShmSegment::Slot(int set, int rank) const {
   return static_cast<std::byte*>(base_) + 64 * static_cast<size_t>(ranks_) +
          (static_cast<size_t>(set) * ranks_ + rank) * slot_bytes_;
@@ -119,16 +123,27 @@ bool ShmSegment::PeerGone(int rank) const {
   return pid > 0 && ProcessEnded(static_cast<pid_t>(pid));
 }
 
-Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout) {
+Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
+                           std::chrono::microseconds yield_for) {
   line(rank).arrived.store(generation, std::memory_order_release);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  const bool may_sleep = yield_for != std::chrono::microseconds::max();
+  bool sleeping = false;
   for (int r = 0; r < ranks_; ++r) {
     // Spin briefly (the peer is usually a few microseconds behind), then
     // yield the core: ranks often outnumber cores.
     for (uint64_t spins = 0; line(r).arrived.load(std::memory_order_acquire) < generation; ++spins) {
       if (spins < 64) continue;
-      std::this_thread::yield();
-      if (spins % 1024 != 0) continue;
+      if (sleeping) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      } else {
+        std::this_thread::yield();
+      }
+      if (may_sleep && !sleeping && spins % 64 == 0) {
+        sleeping = std::chrono::steady_clock::now() - start > yield_for;
+      }
+      if (!sleeping && spins % 1024 != 0) continue;
       if (PeerGone(r)) {
         return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
       }

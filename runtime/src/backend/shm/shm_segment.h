@@ -49,13 +49,21 @@ class ShmSegment {
   // Records this process as `rank` (its pid, for peers' liveness checks);
   // the destructor marks the rank departed.
   void Attach(int rank);
+  // Marks the attached rank departed now: a rank whose collective failed
+  // will not arrive again, and its peers' barriers should end at once
+  // instead of at their timeout.
+  void Depart();
   // Data slot `rank` of set `set` (0 or 1).
   std::byte* Slot(int set, int rank) const;
   size_t slot_bytes() const { return slot_bytes_; }
 
   // Publishes this rank's arrival at barrier `generation` and waits until
-  // every rank has arrived there.
-  Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout);
+  // every rank has arrived there. A wait spins, then yields the core; one
+  // that lasts longer than `yield_for` sleeps in short steps instead, for
+  // waits known to be long (a peer on the network), where yielding in a
+  // loop would take the core from the very processes being waited for.
+  Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
+                 std::chrono::microseconds yield_for = std::chrono::microseconds::max());
 
  private:
   struct alignas(64) Line {

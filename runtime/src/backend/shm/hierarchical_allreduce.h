@@ -1,0 +1,110 @@
+// HierarchicalAllreduce: allreduce for ranks that share hosts, through one
+// shared-memory segment per host and, when there are several hosts, one
+// Gloo allreduce per local rank across hosts.
+//
+// Per chunk (at most one segment slot per rank), on every rank of a host:
+//   1. copy its chunk into its own slot;                           barrier
+//   2. reduce-scatter: local rank l reduces part l of the chunk (1/local_size
+//      of it) over every slot, in local-rank order, into slot 0;
+//   3. cross-host allreduce of part l, in place in slot 0, among the ranks
+//      with local rank l (the cross group: one per host, Gloo's direct
+//      exchange or ring, backend/gloo); skipped with one host;   barrier
+//   4. allgather: every rank copies the whole of slot 0 out.
+// Each link between hosts thus carries each byte of the chunk once per
+// direction of the cross allreduce, split over local_size concurrent
+// streams, while the flat ring sends every rank's share across it.
+// Reduction order is fixed (local ranks in order, then the cross
+// allreduce, whose result every member receives bit for bit), so every rank
+// of the world gets bit-identical results. Chunks alternate between the
+// segment's two slot sets, so step 1 of the next chunk never overwrites
+// what a slower rank is still copying out.
+//
+// Connect is collective over the world: it derives the host and cross
+// groups from every rank's placement (backend/shm/host_layout.h), connects
+// their Gloo contexts (backend/shm/rank_subset_context.h) and joins the
+// host's segment. It returns null (not an error) when the layout does not
+// allow it (uneven hosts, one rank per host, contradictory placements) or
+// some host could not create its segment: then every rank falls back to
+// Gloo, all of them alike.
+//
+// Failures: a barrier that times out or finds a host-mate gone, and a Gloo
+// error across hosts, return kUnavailable; the object stays broken (every
+// later call returns the same error) until the runtime re-forms and
+// destroys it. On the first failure this rank marks itself departed in the
+// segment and fails its cross-group connections, so its host-mates and
+// cross peers stop waiting for it at once instead of at their timeout.
+//
+// Which tensors take it (Pays): every tensor on one host. Across hosts, a
+// tensor up to kBandwidthBoundBytes (where hops, not bytes, set the time),
+// and a larger one only where it saves enough link bytes: per direction a
+// host-major flat ring of n ranks sends 2(n-1)/n of the tensor across a
+// host's link and this path 2(h-1)/h for h hosts, and since its chunks are
+// not pipelined (copy in, reduce, cross step, copy out, one after another)
+// it loses to the ring when that ratio is small: measured 0.8x at 4 hosts x 2
+// (ratio 1.17) from 8 MiB up, 1.3-1.4x at 2 x 2 (ratio 1.5), at 1 Gbit/s
+// (docs/benchmarks.md). Larger tensors below kMinLinkSaving go flat.
+//
+// Thread-safety: one thread (the runtime's background thread) uses it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/shm/shm_segment.h"
+#include "khorovod/config.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace khorovod::shm {
+
+class HierarchicalAllreduce {
+ public:
+  // Bytes of one rank's slot: the largest chunk.
+  static constexpr size_t kSlotBytes = 2 << 20;
+
+  // Largest tensor that takes this path whatever the layout.
+  static constexpr size_t kBandwidthBoundBytes = 2 * kSlotBytes;
+  // Least flat-ring-over-hierarchical link bytes for larger tensors.
+  static constexpr double kMinLinkSaving = 1.3;
+  // Whether a tensor of `bytes` should take this path in a world of `size`
+  // ranks on `hosts` hosts (the same answer on every rank).
+  static bool Pays(int size, int hosts, size_t bytes);
+  bool Pays(size_t bytes) const { return Pays(size_, hosts(), bytes); }
+
+  // Collective over `world` (every rank calls it with its own config).
+  static StatusOr<std::unique_ptr<HierarchicalAllreduce>> Connect(
+      const Config& config, const std::shared_ptr<gloo::Context>& world);
+
+  HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment, int local_rank, int local_size,
+                        std::shared_ptr<gloo::Context> host, std::shared_ptr<gloo::Context> cross,
+                        std::unique_ptr<Backend> cross_backend, std::chrono::milliseconds timeout);
+  ~HierarchicalAllreduce();
+
+  // out = reduce(in over all ranks); `in` and `out` may alias.
+  Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op);
+
+  int hosts() const;
+
+ private:
+  Status Chunk(const std::byte* in, std::byte* out, size_t count, DataType dtype, ReduceOp op);
+  // Marks this rank gone for its peers (see the header comment).
+  void Fail(const Status& why);
+
+  std::unique_ptr<ShmSegment> segment_;
+  int local_rank_, local_size_;
+  int size_;                              // ranks in the world
+  std::shared_ptr<gloo::Context> host_;   // kept for the segment's lifetime
+  std::shared_ptr<gloo::Context> cross_;  // null with one host
+  std::unique_ptr<Backend> cross_backend_;
+  std::chrono::milliseconds timeout_;
+  uint64_t generation_ = 0;
+  uint64_t chunks_ = 0;
+  Status broken_;
+};
+
+}  // namespace khorovod::shm
