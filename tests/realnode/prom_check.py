@@ -87,7 +87,7 @@ def rules(url, path):
                 problems.append(f"{group}/{n}: health {r.get('health')!r} {r.get('lastError', '')}".rstrip())
     total = sum(len(v) for v in want.values())
     if problems or total == 0:
-        print(f"rules: {len(problems)} of {total} not loaded or not healthy: " + "; ".join(problems[:10]))
+        print(f"rules: of {total} rules in {len(want)} groups, not loaded or not healthy: " + "; ".join(problems[:10]))
         return 1
     print(f"rules: all {total} rules of {len(want)} groups loaded and evaluated without error")
     return 0

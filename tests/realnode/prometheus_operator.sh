@@ -152,8 +152,13 @@ n=$(k get servicemonitors,podmonitors,prometheusrules -A -l "$sel" --no-headers 
 
 sm_pool="serviceMonitor/khorovod-system/khorovod/0"
 pm_pool="podMonitor/khorovod-system/khorovod-jobs/0"
-expect "the ServiceMonitor's target (the khorovod operator's metrics Service) is up" 120 check targets "$prom_url" "$sm_pool" 1 \
-  || check targets "$prom_url" "$sm_pool" 1
+# targets_up WHAT POOL MIN: a step; the pool's targets go to the log either way.
+targets_up() {
+  expect "$1" 120 check targets "$prom_url" "$2" "$3"; local rc=$?
+  check targets "$prom_url" "$2" "$3" | sed 's/^/  | /'
+  return $rc
+}
+targets_up "the ServiceMonitor's target (the khorovod operator's metrics Service) is up" "$sm_pool" 1
 expect "the PrometheusRule's rules are loaded and evaluate without error (/api/v1/rules)" 120 \
   check rules "$prom_url" "$root/charts/khorovod/files/khorovod-rules.yaml" || check rules "$prom_url" "$root/charts/khorovod/files/khorovod-rules.yaml"
 
@@ -162,8 +167,7 @@ k create namespace "$JOB_NS" >/dev/null
 wait_for 30 k get serviceaccount default -n "$JOB_NS"
 k apply -n "$JOB_NS" -f "$here/prometheus-operator-job.yaml" >/dev/null && ok "HorovodJob $JOB created" || fail "HorovodJob $JOB"
 expect "$JOB: 2 workers and the rendezvous pod Running" 180 at_least_running "$JOB" "$JOB_NS" 3 || { dump_job "$JOB" "$JOB_NS"; summary; exit 1; }
-expect "the PodMonitor's targets (rendezvous and 2 workers) are up" 120 check targets "$prom_url" "$pm_pool" 3 \
-  || { check targets "$prom_url" "$pm_pool" 3; dump_job "$JOB" "$JOB_NS"; }
+targets_up "the PodMonitor's targets (rendezvous and 2 workers) are up" "$pm_pool" 3 || dump_job "$JOB" "$JOB_NS"
 prom_value() {  # expr: the first sample's value, empty when none
   in_node curl -sfG "$prom_url/api/v1/query" --data-urlencode "query=$1" \
     | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")'
