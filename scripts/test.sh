@@ -175,7 +175,7 @@ if [ "${KHOROVOD_TEST_PROMETHEUS_OPERATOR:-0}" = 1 ]; then
   if build_stage image -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON \
        -DKHOROVOD_BUILD_TESTS=OFF -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
        -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
-    script_stage prometheus-operator bash tests/realnode/prometheus_operator.sh build/image
+    script_stage prometheus-operator timeout 3600 bash tests/realnode/prometheus_operator.sh build/image
   fi
 else
   echo "suite: NOTE: the prometheus-operator stage did not run (KHOROVOD_TEST_PROMETHEUS_OPERATOR=1 runs it; see scripts/test.sh)"

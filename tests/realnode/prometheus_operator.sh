@@ -51,6 +51,7 @@ read -r op_image reloader_image prom_image < <(bash "$root/scripts/images.sh" mo
 prom_version=${prom_image##*:}
 t_images=$((SECONDS - t0 - t_tools))
 trap 'bash "$root/scripts/real-node.sh" down' EXIT
+trap 'exit 143' TERM INT   # a timeout still takes the node down
 bash "$root/scripts/real-node.sh" down
 bash "$root/scripts/real-node.sh" up || broken "the real node did not come up (see the messages above)"
 bash "$root/scripts/images.sh" load ghcr.io/khorovod/khorovod-operator:0.1.0 ghcr.io/khorovod/khorovod-runtime:0.1.0 \
