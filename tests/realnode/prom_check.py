@@ -14,7 +14,8 @@ the node's network namespace, where the Prometheus pod's address routes).
   prom_check.py dashboard URL DASHBOARD JOB RATE_INTERVAL SECONDS
       every query of the Grafana dashboard returns a number (not NaN, which a
       panel shows as no data) within SECONDS, with $khorovod_job = JOB and
-      $__rate_interval = RATE_INTERVAL; a query counts once it has returned one.
+      $__rate_interval = RATE_INTERVAL; a query counts once it has returned one;
+      and every query variable (label_values(METRIC, LABEL)) offers JOB.
 
 Exit status 0 when the check holds, 1 otherwise (the reason on stdout).
 Single checks do not wait: the caller polls them with a deadline.
@@ -106,6 +107,34 @@ def dashboard_queries(path):
     return out
 
 
+def variable_queries(path):
+    """The dashboard's query variables, as (name, metric, label) of their
+    label_values(METRIC, LABEL) queries."""
+    out = []
+    for v in json.load(open(path)).get("templating", {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        q = v.get("query")
+        q = q.get("query", "") if isinstance(q, dict) else (q or v.get("definition", ""))
+        m = re.fullmatch(r"\s*label_values\(\s*([a-zA-Z_:][\w:]*)\s*,\s*(\w+)\s*\)\s*", q)
+        out.append((v.get("name"), m.group(1), m.group(2)) if m else (v.get("name"), None, q))
+    return out
+
+
+def variables_offer(url, path, job):
+    """Every query variable offers JOB among its values (what Grafana's
+    variable drop-down asks: /api/v1/label/LABEL/values?match[]=METRIC)."""
+    missing = []
+    for name, metric, label in variable_queries(path):
+        if metric is None:
+            missing.append(f"${name}: unsupported variable query {label!r}")
+            continue
+        values = get(url, f"/api/v1/label/{label}/values", {"match[]": metric})
+        if job not in values:
+            missing.append(f"${name} = label_values({metric}, {label}) offers {values}, not {job}")
+    return missing
+
+
 def dashboard(url, path, job, rate_interval, seconds):
     queries = dashboard_queries(path)
     pending = {}
@@ -127,13 +156,20 @@ def dashboard(url, path, job, rate_interval, seconds):
                 continue
             if any(s["value"][1] != "NaN" for s in result):
                 del pending[label]
-        if not pending:
-            print(f"dashboard: all {len(queries)} queries return data ({operator} of them the operator's)")
+        try:
+            variables_missing = variables_offer(url, path, job)
+        except Exception as e:
+            variables_missing = [f"variable queries failed: {e}"]
+        if not pending and not variables_missing:
+            print(f"dashboard: all {len(queries)} queries return data ({operator} of them the operator's)"
+                  f" and its {len(variable_queries(path))} variable(s) offer {job}")
             return 0
         if time.monotonic() >= deadline:
             print(f"dashboard: {len(pending)} of {len(queries)} queries returned no data in {seconds}s:")
             for label in sorted(pending):
                 print("  " + label)
+            for m in variables_missing:
+                print("  " + m)
             return 1
         time.sleep(2)
 

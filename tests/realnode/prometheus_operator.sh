@@ -22,7 +22,8 @@
 # workers) are up; every rule of the chart's PrometheusRule is loaded and
 # evaluates without error (/api/v1/rules); every query of
 # deploy/monitoring/khorovod-dashboard.json, the operator's included, returns
-# a number ($khorovod_job = the job, $__rate_interval = 30s).
+# a number ($khorovod_job = the job, $__rate_interval = 30s), and the
+# dashboard's job variable (label_values) offers the job.
 # Every wait is bounded. The node is brought up fresh and always taken down
 # (which removes every pod, CRD and namespace made here).
 # Prints timings and ends with "prometheus-operator: N passed, M failed".
