@@ -8,6 +8,10 @@
 #                                  (the Dockerfiles' `prebuilt` targets) and the
 #                                  PyTorch worker on top (needs the khorovod wheel,
 #                                  see `wheel` below); what the test suite uses
+#   images.sh prebuilt-core BUILD_DIR   the same without the PyTorch worker
+#   images.sh monitoring           prometheus-operator, its config reloader and
+#                                  Prometheus from the binaries scripts/k8s-tools.sh
+#                                  builds; prints the three image names
 #   images.sh source [NAME...]     every shipped Dockerfile's default (from-source)
 #                                  stage, the CUDA worker included; prints times.
 #                                  Tagged localhost/khorovod-source/NAME:0.1.0, so
@@ -137,7 +141,23 @@ prebuilt_images() {
   cp "$root/deploy/docker/slot-entrypoint.sh" "$ctx/deploy/docker/"
   strip_debug "$ctx"
   build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$ctx" --target prebuilt
-  pytorch_image "$REGISTRY/khorovod-runtime:$TAG"
+  [ "${2:-}" = core ] || pytorch_image "$REGISTRY/khorovod-runtime:$TAG"
+}
+
+# prometheus-operator's images, tagged with the versions the binaries were
+# built at (scripts/k8s-tools.sh); one scratch image per binary.
+monitoring_images() {
+  local bin; bin=$(bash "$root/scripts/k8s-tools.sh" prometheus-operator prometheus-config-reloader prometheus | tail -1)
+  local ctx="$cache/ctx-monitoring" op_version prom_version
+  op_version=$(cat "$bin/prometheus-operator.version"); prom_version=$(cat "$bin/prometheus.release")
+  rm -rf "$ctx"; mkdir -p "$ctx"
+  cp "$bin/prometheus-operator" "$bin/prometheus-config-reloader" "$bin/prometheus" "$ctx/"
+  local df="$root/deploy/docker/node/prometheus-operator.Dockerfile"
+  build "localhost/khorovod/prometheus-operator:$op_version" "$df" "$ctx" --target prometheus-operator
+  build "localhost/khorovod/prometheus-config-reloader:$op_version" "$df" "$ctx" --target prometheus-config-reloader
+  build "localhost/khorovod/prometheus:$prom_version" "$df" "$ctx" --target prometheus
+  echo "localhost/khorovod/prometheus-operator:$op_version localhost/khorovod/prometheus-config-reloader:$op_version" \
+       "localhost/khorovod/prometheus:$prom_version"
 }
 
 # The PyTorch worker: the runtime image plus python3, torch and khorovod.torch.
@@ -195,7 +215,9 @@ load() {
 case "${1:-}" in
   node) node_images ;;
   prebuilt) shift; prebuilt_images "$@" ;;
+  prebuilt-core) shift; prebuilt_images "${1:?usage: images.sh prebuilt-core BUILD_DIR}" core ;;
+  monitoring) monitoring_images ;;
   source) shift; source_images "$@" ;;
   load) shift; load "$@" ;;
-  *) echo "usage: images.sh node|prebuilt BUILD_DIR|source|load NAME..." >&2; exit 2 ;;
+  *) echo "usage: images.sh node|prebuilt BUILD_DIR|prebuilt-core BUILD_DIR|monitoring|source|load NAME..." >&2; exit 2 ;;
 esac

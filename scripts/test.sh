@@ -16,7 +16,11 @@
 #      lacks what a node needs);
 #   7. (with KHOROVOD_TEST_ECOSYSTEM=1) the operator with Kueue and with
 #      scheduler-plugins' coscheduling, each built from its Go module
-#      (tests/ecosystem; cold Go builds: docs/benchmarks.md).
+#      (tests/ecosystem; cold Go builds: docs/benchmarks.md);
+#   8. (with KHOROVOD_TEST_PROMETHEUS_OPERATOR=1) the chart's ServiceMonitor,
+#      PodMonitor and PrometheusRule through a real prometheus-operator on the
+#      real node, every dashboard query answered
+#      (tests/realnode/prometheus_operator.sh; cold Go builds: docs/benchmarks.md).
 # Ends with one line: "suite: N passed, M failed, K skipped".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -161,6 +165,20 @@ if [ "${KHOROVOD_TEST_ECOSYSTEM:-0}" = 1 ]; then
   fi
 else
   echo "suite: NOTE: the ecosystem stage did not run (KHOROVOD_TEST_ECOSYSTEM=1 runs it; see scripts/test.sh)"
+fi
+
+# The chart's monitoring through prometheus-operator on the real node, on the
+# image build's binaries (a no-op build when the real-node stage built them).
+# Opt-in: three cold Go builds (prometheus-operator, its config reloader,
+# Prometheus) and a second node bring-up.
+if [ "${KHOROVOD_TEST_PROMETHEUS_OPERATOR:-0}" = 1 ]; then
+  if build_stage image -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON \
+       -DKHOROVOD_BUILD_TESTS=OFF -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
+       -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
+    script_stage prometheus-operator timeout 3600 bash tests/realnode/prometheus_operator.sh build/image
+  fi
+else
+  echo "suite: NOTE: the prometheus-operator stage did not run (KHOROVOD_TEST_PROMETHEUS_OPERATOR=1 runs it; see scripts/test.sh)"
 fi
 
 [ "${realnode_skipped:-0}" = 1 ] && echo "suite: NOTE: the real-node stage was skipped for time (see above)"
