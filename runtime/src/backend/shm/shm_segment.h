@@ -17,6 +17,14 @@
 // left the generation, e.g. back to the rendezvous after a failure of its
 // own), so a dead or departed peer never hangs or kills the survivors.
 //
+// Waits sleep on a process-shared futex: the low 32 bits of the awaited
+// rank's arrival counter. Every arriver (and a rank letting go of the
+// segment) wakes the sleepers on its own counter; a sleeper also wakes
+// every kLivenessPoll to check that the peer still lives, since a crashed
+// peer wakes nobody. Before sleeping a waiter spins briefly, but only when
+// this process may run on at least `ranks` cores (core/waiter_signal.h):
+// on an oversubscribed host the spin would steal the peer's core.
+//
 // Thread-safety: one thread per rank uses its segment (the background
 // thread); processes synchronize through the counters (release/acquire).
 #pragma once
@@ -57,14 +65,25 @@ class ShmSegment {
   // every rank has arrived there.
   Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout);
 
+  // Whether waits spin before they sleep [the auto rule of
+  // KHOROVOD_SPIN_WAITS: allowed cores >= ranks].
+  void SetSpin(bool spin) { spin_ = spin; }
+
  private:
   struct alignas(64) Line {
     std::atomic<uint64_t> arrived;
     std::atomic<int64_t> pid;
+    // Ranks asleep on this line's futex word (so an arriver only makes the
+    // wake-up system call when someone sleeps).
+    std::atomic<uint32_t> sleepers;
   };
   ShmSegment(std::string name, int ranks, size_t slot_bytes, void* base, size_t bytes);
   Line& line(int rank) const { return static_cast<Line*>(base_)[rank]; }
   bool PeerGone(int rank) const;
+  // Waits until rank `r` arrived at `generation`, it is gone, or `deadline`.
+  Status AwaitArrival(int r, uint64_t generation, std::chrono::steady_clock::time_point deadline) const;
+  // Wakes every rank asleep on `rank`'s arrival counter.
+  void WakeSleepers(int rank, bool always) const;
 
   std::string name_;
   int ranks_;
@@ -73,6 +92,7 @@ class ShmSegment {
   size_t bytes_;
   bool linked_ = true;
   int attached_rank_ = -1;
+  bool spin_;
 };
 
 }  // namespace khorovod::shm
