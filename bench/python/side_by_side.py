@@ -86,12 +86,13 @@ def launch(args, fw, ranks, worker_args):
 
 def label(metric):
     kind, _, what = metric.partition("/")
-    if kind == "allreduce":
+    if kind in ("allreduce", "allreduce-cpu"):
+        prefix = "allreduce" if kind == "allreduce" else "CPU time per allreduce"
         n = int(what)
         for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
             if n >= scale:
-                return f"allreduce {n // scale} {unit}"
-        return f"allreduce {n} B"
+                return f"{prefix} {n // scale} {unit}"
+        return f"{prefix} {n} B"
     return f"step {what}"
 
 
