@@ -66,7 +66,9 @@ class ShmSegment {
   Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout);
 
   // Whether waits spin before they sleep [the auto rule of
-  // KHOROVOD_SPIN_WAITS: allowed cores >= ranks].
+  // KHOROVOD_SPIN_WAITS: allowed cores >= ranks]. Call before the first
+  // Barrier. (The shm backend does not pass the setting yet, so `on` and
+  // `off` reach the runtime's own waits but not this barrier.)
   void SetSpin(bool spin) { spin_ = spin; }
 
  private:
