@@ -159,7 +159,7 @@ def main():
                 for row in launch(args, fw, ranks, worker_args):
                     results.setdefault((fw, row["metric"]), []).append(row["us"])
                     if args.raw:
-                        print(f"block {block} " + json.dumps(row), flush=True)
+                        print(f"block {block} {fw} " + json.dumps(row), flush=True)
             print(f"# {ranks} ranks: block {block + 1}/{args.blocks} done",
                   file=sys.stderr, flush=True)
         summarize(results, ranks, args.blocks, load_before, frameworks)
