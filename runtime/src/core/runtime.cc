@@ -251,6 +251,9 @@ class RuntimeImpl {
         ProcessSetCommInit{&s->config, s->context, s->channel.get(), &s->queue, s->metrics, s->timeline}, s->sets);
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
+    // Named for top -H, perf and gdb (at most 15 characters), here rather
+    // than in the thread so that the name is set once init() returns.
+    pthread_setname_np(s->thread.native_handle(), "khorovod-bg");
     session_ = std::move(s);
     return Status::Ok();
   }
@@ -414,8 +417,6 @@ class RuntimeImpl {
 };
 
 void RuntimeImpl::BackgroundLoop(Session& s) {
-  // Named for top, perf and gdb (at most 15 characters).
-  pthread_setname_np(pthread_self(), "khorovod-bg");
   Status fatal;
   auto last_start = Clock::now() - s.config.cycle_time;
   try {

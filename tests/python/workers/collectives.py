@@ -2,6 +2,8 @@
 check, and runtime errors surfacing as Python exceptions with the runtime's
 message. Prints 'rank R: OK' at the end."""
 
+import os
+
 import torch
 
 import khorovod.torch as hvd
@@ -12,6 +14,9 @@ def main():
     r, n = hvd.rank(), hvd.size()
     assert hvd.is_initialized() and 0 <= r < n and hvd.local_rank() == r and hvd.local_size() == n
     assert hvd.cross_rank() == 0
+    # The runtime's background thread is named (top -H, perf, gdb).
+    threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    assert "khorovod-bg" in threads, threads
 
     x = torch.full((3, 2), float(r + 1))
     expected_sum = float(n * (n + 1) // 2)
