@@ -106,7 +106,7 @@ spec:
         containers: [{name: trainer, image: khorovod/runtime:sim, command: [khorovod-example-trainer]}]
 YAML
 }
-running_workers() { k get pods -n sim -l "khorovod.dev/role=worker${1:+,khorovod.dev/job-name=$1}" --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l; }
+running_workers() { k get pods --chunk-size=0 -n sim -l "khorovod.dev/role=worker${1:+,khorovod.dev/job-name=$1}" --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l; }
 phase_count() { k get hvdjob -n sim -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c "^$1$" || true; }
 cpu_seconds() { awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$op_pid/stat"; }
 rss_mib() { awk '/VmRSS/{printf "%.1f", $2 / 1024}' "/proc/$op_pid/status"; }
@@ -140,7 +140,7 @@ scenario() {  # label jobs replicas
     "$(rss_mib)" "$(peak_rss_mib)" "$(api_requests)" "$(echo "$(api_requests) / $jobs" | bc -l)" "$(cat "$dir/peak_rate")"
 
   # Failures: 5% of the workers fail with exit 137; every job must replace them.
-  local victims; victims=$(k get pods -n sim -l khorovod.dev/role=worker -o name | shuf -n $((total / 20)) --random-source=<(yes))
+  local victims; victims=$(k get pods --chunk-size=0 -n sim -l khorovod.dev/role=worker -o name | shuf -n $((total / 20)) --random-source=<(yes))
   for p in $victims; do echo "$p"; done | xargs -P 8 -I{} sh -c "'$K8S_BIN/kubectl' -n sim patch {} --subresource status --type merge -p '{\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"trainer\",\"image\":\"i\",\"imageID\":\"\",\"ready\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":137}}}]}}' >/dev/null"
   converged() { [ "$(running_workers)" -ge "$total" ] && [ "$(phase_count Running)" -ge "$jobs" ]; }
   local tf0; tf0=$(date +%s.%N)
@@ -166,7 +166,7 @@ scenario() {  # label jobs replicas
   stop_operator
   [ "${4:-}" = last ] && return 0  # the cluster is torn down next
   k delete hvdjob -n sim --all --wait=false >/dev/null
-  gone() { [ "$(k get pods -n sim --no-headers 2>/dev/null | wc -l)" -eq 0 ]; }
+  gone() { [ "$(k get pods --chunk-size=0 -n sim --no-headers 2>/dev/null | wc -l)" -eq 0 ]; }
   wait_until 1200 gone
 }
 set -- ${KWOK_SCENARIOS:-big:1:2000 many:200:50}

@@ -8,6 +8,11 @@ and busy minutes alike. Every figure is the median over blocks of the
 block's mean; the ratios are other / khorovod time (above 1: khorovod is
 faster) from the same run. Prints a Markdown table per rank count, and the
 raw lines with --raw.
+
+With --baseline-khorovodrun and --baseline-pythonpath, a fourth framework,
+"baseline", is khorovod.torch from another build (e.g. the commit before a
+change, built in a detached worktree), run by the same worker in the same
+rotation, so a change's effect is a same-run ratio too.
 """
 
 import argparse
@@ -20,7 +25,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "side_by_side_worker.py")
-FRAMEWORKS = ("khorovod", "horovod", "ddp")
+FRAMEWORKS = ("khorovod", "baseline", "horovod", "ddp")
+TITLES = {"khorovod": "khorovod", "baseline": "baseline", "horovod": "Horovod", "ddp": "DDP"}
 
 
 def free_port():
@@ -29,17 +35,19 @@ def free_port():
         return s.getsockname()[1]
 
 
-def base_env(args):
+def base_env(args, fw):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, args.khorovod_pythonpath) if p)
+    pythonpath = args.baseline_pythonpath if fw == "baseline" else args.khorovod_pythonpath
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, pythonpath) if p)
     return env
 
 
 def launch(args, fw, ranks, worker_args):
-    env = base_env(args)
-    worker = [WORKER, "--framework", fw] + worker_args
-    if fw == "khorovod":
-        cmds = [[args.khorovodrun, "-np", str(ranks), args.python] + worker]
+    env = base_env(args, fw)
+    worker = [WORKER, "--framework", "khorovod" if fw == "baseline" else fw] + worker_args
+    if fw in ("khorovod", "baseline"):
+        run = args.baseline_khorovodrun if fw == "baseline" else args.khorovodrun
+        cmds = [[run, "-np", str(ranks), args.python] + worker]
     elif fw == "horovod":
         horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
         cmds = [[horovodrun, "--gloo", "-np", str(ranks), "-H", f"localhost:{ranks}",
@@ -78,31 +86,37 @@ def launch(args, fw, ranks, worker_args):
 
 def label(metric):
     kind, _, what = metric.partition("/")
-    if kind == "allreduce":
+    if kind in ("allreduce", "allreduce-cpu"):
+        prefix = "allreduce" if kind == "allreduce" else "CPU time per allreduce"
         n = int(what)
         for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
             if n >= scale:
-                return f"allreduce {n // scale} {unit}"
-        return f"allreduce {n} B"
+                return f"{prefix} {n // scale} {unit}"
+        return f"{prefix} {n} B"
     return f"step {what}"
 
 
-def summarize(results, ranks, blocks, load_before):
+def summarize(results, ranks, blocks, load_before, frameworks):
     load_after = os.getloadavg()[0]
-    print(f"\n### {ranks} ranks ({blocks} alternating blocks; median of block means; "
-          f"1-min load average {load_before:.1f} before, {load_after:.1f} after)\n")
-    print("| measure | khorovod | Horovod | DDP | Horovod / khorovod | DDP / khorovod |")
-    print("|---|---|---|---|---|---|")
+    shown = [fw for fw in FRAMEWORKS if fw in frameworks]
+    others = [fw for fw in shown if fw != "khorovod"]
+    print(f"\n### {ranks} ranks ({blocks} alternating blocks; median of block means, "
+          f"min..max of block means in brackets; 1-min load average {load_before:.1f} "
+          f"before, {load_after:.1f} after)\n")
+    print("| measure | " + " | ".join(TITLES[fw] for fw in shown) + " | " +
+          " | ".join(f"{TITLES[o]} / khorovod" for o in others) + " |")
+    print("|---|" + "---|" * (len(shown) + len(others)))
     metrics = []
     for (fw, metric) in results:
         if metric not in metrics:
             metrics.append(metric)
     for metric in metrics:
-        med = {fw: statistics.median(results[(fw, metric)])
-               for fw in FRAMEWORKS if (fw, metric) in results}
-        cells = [f"{med[fw]:.0f} µs" if fw in med else "—" for fw in FRAMEWORKS]
+        runs = {fw: results[(fw, metric)] for fw in shown if (fw, metric) in results}
+        med = {fw: statistics.median(v) for fw, v in runs.items()}
+        cells = [f"{med[fw]:.0f} µs ({min(runs[fw]):.0f}..{max(runs[fw]):.0f})" if fw in med
+                 else "—" for fw in shown]
         ratios = [f"{med[o] / med['khorovod']:.2f}x" if o in med and "khorovod" in med else "—"
-                  for o in ("horovod", "ddp")]
+                  for o in others]
         print(f"| {label(metric)} | " + " | ".join(cells + ratios) + " |")
 
 
@@ -111,18 +125,30 @@ def main():
     p.add_argument("--khorovodrun", required=True)
     p.add_argument("--khorovod-pythonpath", required=True,
                    help="the build's python/ directory (holds khorovod)")
-    p.add_argument("--horovod-python", required=True,
-                   help="python of the venv scripts/horovod-wheel.sh made")
+    p.add_argument("--horovod-python", default="",
+                   help="python of the venv scripts/horovod-wheel.sh made (needed for horovod)")
+    p.add_argument("--baseline-khorovodrun", default="",
+                   help="khorovodrun of the baseline build (needed for baseline)")
+    p.add_argument("--baseline-pythonpath", default="",
+                   help="the baseline build's python/ directory")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--ranks", default="2,4")
     p.add_argument("--blocks", type=int, default=5)
-    p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    p.add_argument("--frameworks", default="khorovod,horovod,ddp",
+                   help="comma-separated, of " + ", ".join(FRAMEWORKS))
     p.add_argument("--steps", default="mlp,bandwidth,resnet")
     p.add_argument("--sizes", default="4,65536,4194304,67108864")
     p.add_argument("--timeout", type=int, default=900)
     p.add_argument("--raw", action="store_true")
     args = p.parse_args()
     frameworks = [f for f in args.frameworks.split(",") if f]
+    for fw in frameworks:
+        if fw not in FRAMEWORKS:
+            p.error(f"unknown framework {fw}")
+    if "horovod" in frameworks and not args.horovod_python:
+        p.error("horovod needs --horovod-python")
+    if "baseline" in frameworks and not (args.baseline_khorovodrun and args.baseline_pythonpath):
+        p.error("baseline needs --baseline-khorovodrun and --baseline-pythonpath")
     worker_args = ["--steps", args.steps, "--sizes", args.sizes]
     for ranks in (int(r) for r in args.ranks.split(",")):
         results = {}
@@ -133,10 +159,10 @@ def main():
                 for row in launch(args, fw, ranks, worker_args):
                     results.setdefault((fw, row["metric"]), []).append(row["us"])
                     if args.raw:
-                        print(f"block {block} " + json.dumps(row), flush=True)
+                        print(f"block {block} {fw} " + json.dumps(row), flush=True)
             print(f"# {ranks} ranks: block {block + 1}/{args.blocks} done",
                   file=sys.stderr, flush=True)
-        summarize(results, ranks, args.blocks, load_before)
+        summarize(results, ranks, args.blocks, load_before, frameworks)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,17 @@ Measurements (rank 0 prints one ``SXS {json}`` line for each):
 - step/<workload>: a whole training step (zero_grad, forward, backward,
   optimizer step) of each workload of workloads.py, mean over the block;
 - allreduce/<bytes>: one blocking in-place sum allreduce of a float32 tensor
-  of that many bytes from Python, mean over the block.
+  of that many bytes from Python, mean over the block;
+- allreduce-cpu/<bytes>: the CPU time (user + system, all of rank 0's
+  threads) those calls used, per call: what spinning waits cost a host whose
+  ranks outnumber its cores, and less sensitive to other load than the time.
 Every rank runs the same number of iterations (it depends on the size only)
 and each timed loop starts after a barrier.
 """
 
 import argparse
 import json
+import resource
 import time
 
 import torch
@@ -81,14 +85,25 @@ def framework(name):
     return _HorovodApi("khorovod.torch" if name == "khorovod" else "horovod.torch")
 
 
-def timed(fw, fn, iters, warmup):
+def cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(fw, fn, iters, warmup, cpu=None):
+    """Mean µs per call of the timed loop; with a list `cpu`, appends the
+    loop's CPU µs per call (all of this process's threads)."""
     for _ in range(warmup):
         fn()
     fw.barrier()
+    cpu_start = cpu_seconds()
     start = time.perf_counter()
     for _ in range(iters):
         fn()
-    return (time.perf_counter() - start) / iters * 1e6
+    us = (time.perf_counter() - start) / iters * 1e6
+    if cpu is not None:
+        cpu.append((cpu_seconds() - cpu_start) / iters * 1e6)
+    return us
 
 
 STEP_ITERS = {"mlp": 100, "bandwidth": 3, "resnet": 3}
@@ -117,8 +132,10 @@ def measure_allreduce(fw, sizes, report):
     for nbytes in sizes:
         t = torch.ones(max(nbytes // 4, 1))
         name = f"sxs.allreduce.{nbytes}"
-        us = timed(fw, lambda: fw.allreduce(t, name), allreduce_iters(nbytes), warmup=1)
+        cpu = []
+        us = timed(fw, lambda: fw.allreduce(t, name), allreduce_iters(nbytes), warmup=1, cpu=cpu)
         report(f"allreduce/{nbytes}", us)
+        report(f"allreduce-cpu/{nbytes}", cpu[0])
         del t
 
 

@@ -12,9 +12,9 @@
 // boundary (a bad dtype code) raise ValueError through pybind11.
 //
 // Threading and the GIL: every call that may block (init, reset, shutdown,
-// wait, barrier, join) releases the GIL, so the runtime's background thread
-// and other Python threads keep running. Submissions hold it: they only
-// enqueue. A Runtime may be used from any thread, as runtime.h allows.
+// wait, barrier, join, the blocking allreduce) releases the GIL, so the
+// runtime's background thread and other Python threads keep running.
+// Submissions hold it: they only enqueue. A Runtime may be used from any thread, as runtime.h allows.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -58,11 +58,11 @@ TensorView MakeView(uintptr_t address, int dtype, std::vector<int64_t> shape, in
   return v;
 }
 
-khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postscale) {
+khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postscale, int process_set = 0) {
   if (op < 0 || op > static_cast<int>(khorovod::ReduceOp::kProduct)) {
     throw py::value_error("khorovod: unknown reduce op " + std::to_string(op));
   }
-  return {static_cast<khorovod::ReduceOp>(op), prescale, postscale};
+  return {static_cast<khorovod::ReduceOp>(op), prescale, postscale, process_set};
 }
 
 // take_output() of a host result as (bytes, dtype code, shape); copies
@@ -148,6 +148,19 @@ PYBIND11_MODULE(_khorovod, m) {
            [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out, int op,
               double prescale, double postscale) {
              return rt.allreduce_async(name, in, out, ReduceOptions(op, prescale, postscale));
+           })
+      // allreduce_ from Python: one call, submit and wait, with the GIL
+      // released throughout (no Handle, no second round trip into C++).
+      .def("allreduce",
+           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out, int op,
+              double prescale, double postscale, int process_set) {
+             const auto options = ReduceOptions(op, prescale, postscale, process_set);
+             Status s;
+             {
+               py::gil_scoped_release release;
+               s = rt.allreduce(name, in, out, options);
+             }
+             return ToTuple(s);
            })
       .def("grouped_allreduce_async",
            [](Runtime& rt, const std::vector<std::string>& names, const std::vector<TensorView>& in,

@@ -246,6 +246,19 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=None):
+    if isinstance(tensor, torch.Tensor) and not tensor.is_sparse and tensor.is_contiguous():
+        # One runtime call that submits and waits with the GIL released: no
+        # Handle, and the runtime counts this thread as blocked before it
+        # queues the request, so the background thread starts at once.
+        ps = process_sets.resolve(process_set)
+        op = _op_code(op, average)
+        _check_reduce_dtype(tensor, op)
+        buf = tensor.detach()
+        view = _view(buf)
+        raise_for_status(CONTEXT.runtime().allreduce(
+            _name(name, "allreduce", ps), view, view, op, float(prescale_factor),
+            float(postscale_factor), ps))
+        return tensor
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
                                         postscale_factor, process_set))
 

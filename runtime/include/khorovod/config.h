@@ -26,6 +26,12 @@
 //                             (device -> host -> CPU backend -> device), or
 //                             "auto": nccl when built, else staging ["auto"]
 //   KHOROVOD_GPU_DEVICE       GPU ordinal this process uses [local_rank]
+//   KHOROVOD_SPIN_WAITS       whether waits spin briefly before sleeping:
+//                             "on", "off", or "auto": spin only while this
+//                             process may run on at least local_size cores.
+//                             "on" by default: on an oversubscribed 2-vCPU
+//                             host "auto" measured slower for small
+//                             allreduces (docs/benchmarks.md) ["on"]
 // Elastic jobs (set by khorovodrun --min-np/--max-np or the operator):
 //   KHOROVOD_RENDEZVOUS_ADDR  HOST:PORT of the job's khorovod-rendezvous server;
 //                             when set, rank and size come from the server
@@ -54,6 +60,9 @@
 
 namespace khorovod {
 
+// KHOROVOD_SPIN_WAITS (core/waiter_signal.h).
+enum class SpinWaits { kAuto, kOn, kOff };
+
 // The Placement part is this process's place in the world (from
 // KHOROVOD_RANK ... or, in an elastic job, from each generation's assignment).
 struct Config : Placement {
@@ -70,6 +79,7 @@ struct Config : Placement {
   std::string cpu_backend = "auto";
   std::string gpu_backend = "auto";
   int gpu_device = -1;  // -1: local_rank modulo the visible devices
+  SpinWaits spin_waits = SpinWaits::kOn;
 
   std::string rendezvous_addr;
   std::string rendezvous_token;

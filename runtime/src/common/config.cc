@@ -73,6 +73,21 @@ Status ReadInt(const EnvReader& env, const std::string& key, int64_t min, int64_
   return Status::Ok();
 }
 
+Status ReadSpinWaits(const EnvReader& env, SpinWaits* out) {
+  const std::string* v = env.Find("KHOROVOD_SPIN_WAITS");
+  if (!v) return Status::Ok();
+  if (*v == "auto") {
+    *out = SpinWaits::kAuto;
+  } else if (*v == "on") {
+    *out = SpinWaits::kOn;
+  } else if (*v == "off") {
+    *out = SpinWaits::kOff;
+  } else {
+    return Status::InvalidArgument("KHOROVOD_SPIN_WAITS='" + *v + "': expected auto, on or off");
+  }
+  return Status::Ok();
+}
+
 // <hostname>-<pid>, restricted to the characters worker names allow.
 std::string DefaultWorkerName() {
   char host[256] = {};
@@ -136,6 +151,7 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   env.String("KHOROVOD_CPU_OPERATIONS", &c.cpu_backend);
   env.String("KHOROVOD_GPU_OPERATIONS", &c.gpu_backend);
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_GPU_DEVICE", 0, 1 << 16, &c.gpu_device));
+  KH_RETURN_IF_ERROR(ReadSpinWaits(env, &c.spin_waits));
   env.String("KHOROVOD_RENDEZVOUS_ADDR", &c.rendezvous_addr);
   env.String("KHOROVOD_RENDEZVOUS_TOKEN", &c.rendezvous_token);
   if (const std::string* file = env.Find("KHOROVOD_RENDEZVOUS_TOKEN_FILE"); file && c.rendezvous_token.empty()) {

@@ -1,7 +1,6 @@
 #include "core/completion.h"
 
-#include <thread>
-
+#include "core/waiter_signal.h"
 #include "khorovod/handle.h"
 
 namespace khorovod {
@@ -14,13 +13,6 @@ void Completion::Finish(const Status& status) {
   if (--remaining_ == 0) {
     done_.store(true, std::memory_order_release);
     cv_.notify_all();
-  }
-}
-
-void Completion::SpinUntilDone() const {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-  while (!done_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) {
-    std::this_thread::yield();
   }
 }
 
@@ -46,36 +38,19 @@ void Completion::AddBlocked(std::chrono::steady_clock::time_point since) const {
                         std::memory_order_relaxed);
 }
 
-namespace {
-
-// Counts the calling thread as blocked for its lifetime.
-class BlockedWaiter {
- public:
-  explicit BlockedWaiter(std::atomic<int>* count) : count_(count) {
-    if (count_) count_->fetch_add(1, std::memory_order_acq_rel);
-  }
-  ~BlockedWaiter() {
-    if (count_) count_->fetch_sub(1, std::memory_order_acq_rel);
-  }
-  BlockedWaiter(const BlockedWaiter&) = delete;
-  BlockedWaiter& operator=(const BlockedWaiter&) = delete;
-
- private:
-  std::atomic<int>* count_;
-};
-
-}  // namespace
-
 Status Completion::Wait() const {
   if (done_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(mu_);
     return status_;
   }
-  BlockedWaiter blocked(waiters_.get());
+  WaiterCount blocked(waiters_.get());
   // Only a wait that actually blocks reads the clock.
   const bool timed = wait_sink_ != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  SpinUntilDone();
+  // On virtual machines waking a sleeping thread can cost far more than a
+  // small collective; the spin budget is zero where spinning would steal
+  // the core the operation needs.
+  SpinUntil([this] { return done_.load(std::memory_order_acquire); }, spin_);
   Status result;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -89,7 +64,7 @@ Status Completion::Wait() const {
 Status Completion::WaitFor(std::chrono::milliseconds timeout) const {
   const bool timed = wait_sink_ && !done_.load(std::memory_order_acquire);
   const auto start = std::chrono::steady_clock::now();
-  BlockedWaiter blocked(done_.load(std::memory_order_acquire) ? nullptr : waiters_.get());
+  WaiterCount blocked(done_.load(std::memory_order_acquire) ? nullptr : waiters_.get());
   std::unique_lock<std::mutex> lock(mu_);
   const bool finished = cv_.wait_for(lock, timeout, [&] { return remaining_ <= 0; });
   if (timed) AddBlocked(start);

@@ -2,8 +2,9 @@
 //
 // The background thread fills in results and calls Finish() once per part
 // (a grouped allreduce has one part per tensor); the operation is done when
-// every part finished. The first error wins. Waiters block on a condition
-// variable; nothing here ever spins.
+// every part finished. The first error wins. Waiters spin for the budget
+// set with SetSpin (zero unless the runtime's SpinPolicy allows it; see
+// core/waiter_signal.h), then block on a condition variable.
 //
 // Thread-safety: every method is safe to call concurrently.
 #pragma once
@@ -47,13 +48,14 @@ class Completion {
   // TensorQueue::waiters). Call before the completion is shared.
   void SetWaiterCount(std::shared_ptr<std::atomic<int>> count) { waiters_ = std::move(count); }
 
+  // How long Wait() spins before it sleeps [0]. Call before the completion
+  // is shared.
+  void SetSpin(std::chrono::microseconds budget) { spin_ = budget; }
+
   // A completion that is already done, for calls rejected before enqueueing.
   static std::shared_ptr<Completion> Failed(const Status& status);
 
  private:
-  // Spins briefly before sleeping: on virtual machines waking a sleeping
-  // thread can cost milliseconds, far more than a small collective.
-  void SpinUntilDone() const;
   void AddBlocked(std::chrono::steady_clock::time_point since) const;
 
   mutable std::mutex mu_;
@@ -66,6 +68,7 @@ class Completion {
   int join_last_rank_ = -1;
   std::shared_ptr<std::atomic<int64_t>> wait_sink_;
   std::shared_ptr<std::atomic<int>> waiters_;
+  std::chrono::microseconds spin_{0};
 };
 
 }  // namespace khorovod::detail

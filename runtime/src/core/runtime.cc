@@ -5,6 +5,8 @@
 
 #include <gloo/context.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <csignal>
@@ -23,6 +25,7 @@
 #include "core/process_set_table.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
+#include "core/waiter_signal.h"
 #include "khorovod/metrics/http_endpoint.h"
 #include "observability/timeline.h"
 #include "observability/worker_metrics.h"
@@ -37,8 +40,12 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kIdleWait = std::chrono::milliseconds(5);
 
 // After a round that did work, the next submission usually follows within
-// microseconds; spinning that long avoids a costly sleep and wake-up.
+// microseconds; spinning that long avoids a costly sleep and wake-up (when
+// the SpinPolicy allows spinning at all).
 constexpr auto kBusySpin = std::chrono::microseconds(200);
+
+// How long a caller blocked on a result spins before it sleeps (same rule).
+constexpr auto kWaitSpin = std::chrono::microseconds(100);
 
 // Work arriving after an idle spell usually comes in a burst (a backward
 // pass submitting one gradient after another). The round waits until
@@ -81,6 +88,8 @@ void IgnoreSigpipe() {
 // Everything that exists between init() and shutdown().
 struct Session {
   Config config;
+  // Whether this session's waits spin before sleeping (core/waiter_signal.h).
+  SpinPolicy spin;
   std::shared_ptr<gloo::Context> context;
   std::unique_ptr<Backend> backend;
   // Created with the session, but its backend only at the first device
@@ -221,6 +230,7 @@ class RuntimeImpl {
     // The process's device tensors live on the GPU it was pinned to in an
     // earlier generation; a new local rank must not move it elsewhere.
     if (pinned_device_ && s->config.gpu_device < 0) s->config.gpu_device = pinned_device_->index;
+    s->spin = SpinPolicy::ForConfig(s->config);
     auto context = rendezvous_->Connect(assignment, config);
     if (!context.ok()) return context.status();
     s->context = *context;
@@ -241,6 +251,9 @@ class RuntimeImpl {
         ProcessSetCommInit{&s->config, s->context, s->channel.get(), &s->queue, s->metrics, s->timeline}, s->sets);
     Session* raw = s.get();
     s->thread = std::thread([raw] { BackgroundLoop(*raw); });
+    // Named for top -H, perf and gdb (at most 15 characters), here rather
+    // than in the thread so that the name is set once init() returns.
+    pthread_setname_np(s->thread.native_handle(), "khorovod-bg");
     session_ = std::move(s);
     return Status::Ok();
   }
@@ -297,6 +310,7 @@ class RuntimeImpl {
     auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
     if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
     completion->SetWaiterCount(session_->queue.waiters());
+    completion->SetSpin(session_->spin.Budget(kWaitSpin));
     const auto now = Clock::now();
     for (PendingOp& op : ops) {
       op.request.rank = session_->config.rank;
@@ -337,6 +351,11 @@ class RuntimeImpl {
   std::shared_ptr<const ProcessSetTable> process_sets() const {
     std::shared_lock lock(mu_);
     return session_ ? session_->sets : nullptr;
+  }
+
+  std::shared_ptr<std::atomic<int>> waiters() const {
+    std::shared_lock lock(mu_);
+    return session_ ? session_->queue.waiters() : nullptr;
   }
 
  private:
@@ -407,7 +426,7 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       auto next_start = last_start + s.config.cycle_time;
       if (!s.negotiator->has_local_work()) {
         s.queue.WaitForWork(Clock::now() + kIdleWait,
-                            round.idle ? std::chrono::microseconds(0) : kBusySpin);
+                            round.idle ? std::chrono::microseconds(0) : s.spin.Budget(kBusySpin));
         if (s.queue.has_incoming()) WaitForBurstToEnd(s.queue, s.config.cycle_time);
       } else {
         std::this_thread::sleep_until(next_start);
@@ -491,6 +510,7 @@ namespace detail {
 Handle Submit(RuntimeImpl& impl, std::vector<PendingOp> ops) { return impl.Submit(std::move(ops)); }
 Status CheckRoot(const RuntimeImpl& impl, int root) { return impl.CheckRoot(root); }
 std::shared_ptr<const ProcessSetTable> ProcessSets(const RuntimeImpl& impl) { return impl.process_sets(); }
+std::shared_ptr<std::atomic<int>> Waiters(const RuntimeImpl& impl) { return impl.waiters(); }
 }  // namespace detail
 
 }  // namespace khorovod

@@ -7,6 +7,7 @@
 #include "common/enforce.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
+#include "core/waiter_signal.h"
 #include "khorovod/runtime.h"
 
 namespace khorovod {
@@ -39,6 +40,19 @@ Status CheckName(const std::string& name) {
 }
 
 Handle Rejected(const Status& s) { return Handle(detail::Completion::Failed(s)); }
+
+// A blocking collective counts its thread as a waiter from before it
+// submits until it returns: the background thread then starts the round on
+// its first look instead of waiting for a burst of submissions to end
+// (core/waiter_signal.h).
+class BlockingCall {
+ public:
+  explicit BlockingCall(const RuntimeImpl& impl) : waiters_(detail::Waiters(impl)), count_(waiters_.get()) {}
+
+ private:
+  std::shared_ptr<std::atomic<int>> waiters_;  // outlives count_
+  WaiterCount count_;
+};
 
 PendingOp MakeOp(OpType type, const std::string& name, const TensorView& input) {
   PendingOp op;
@@ -175,6 +189,7 @@ Handle Runtime::reducescatter_async(const std::string& name, const TensorView& i
 
 Status Runtime::allreduce(const std::string& name, const TensorView& input, const TensorView& output,
                           const AllreduceOptions& options) {
+  BlockingCall blocking(*impl_);
   return allreduce_async(name, input, output, options).wait();
 }
 
@@ -182,11 +197,13 @@ Status Runtime::grouped_allreduce(const std::vector<std::string>& names,
                                   const std::vector<TensorView>& inputs,
                                   const std::vector<TensorView>& outputs,
                                   const AllreduceOptions& options) {
+  BlockingCall blocking(*impl_);
   return grouped_allreduce_async(names, inputs, outputs, options).wait();
 }
 
 Status Runtime::allgather(const std::string& name, const TensorView& input, Tensor* output,
                           const AllgatherOptions& options) {
+  BlockingCall blocking(*impl_);
   Handle h = allgather_async(name, input, options);
   KH_RETURN_IF_ERROR(h.wait());
   if (output) *output = h.take_output();
@@ -195,11 +212,13 @@ Status Runtime::allgather(const std::string& name, const TensorView& input, Tens
 
 Status Runtime::broadcast(const std::string& name, const TensorView& buffer,
                           const BroadcastOptions& options) {
+  BlockingCall blocking(*impl_);
   return broadcast_async(name, buffer, options).wait();
 }
 
 Status Runtime::alltoall(const std::string& name, const TensorView& input, Tensor* output,
                          std::vector<int64_t>* received_splits, const AlltoallOptions& options) {
+  BlockingCall blocking(*impl_);
   Handle h = alltoall_async(name, input, options);
   KH_RETURN_IF_ERROR(h.wait());
   if (output) *output = h.take_output();
@@ -209,6 +228,7 @@ Status Runtime::alltoall(const std::string& name, const TensorView& input, Tenso
 
 Status Runtime::reducescatter(const std::string& name, const TensorView& input, Tensor* output,
                               const ReducescatterOptions& options) {
+  BlockingCall blocking(*impl_);
   Handle h = reducescatter_async(name, input, options);
   KH_RETURN_IF_ERROR(h.wait());
   if (output) *output = h.take_output();

@@ -5,6 +5,8 @@
 // Thread-safety: both may be called from any thread.
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <vector>
 
 #include "core/process_set_table.h"
@@ -23,6 +25,10 @@ Handle Submit(RuntimeImpl& impl, std::vector<PendingOp> ops);
 Status CheckRoot(const RuntimeImpl& impl, int root);
 // The running session's process sets; null before init().
 std::shared_ptr<const ProcessSetTable> ProcessSets(const RuntimeImpl& impl);
+// The running session's count of blocked callers (TensorQueue::waiters);
+// null before init(). A blocking collective counts itself in it before it
+// submits (core/waiter_signal.h).
+std::shared_ptr<std::atomic<int>> Waiters(const RuntimeImpl& impl);
 }  // namespace detail
 
 }  // namespace khorovod

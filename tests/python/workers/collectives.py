@@ -2,6 +2,8 @@
 check, and runtime errors surfacing as Python exceptions with the runtime's
 message. Prints 'rank R: OK' at the end."""
 
+import os
+
 import torch
 
 import khorovod.torch as hvd
@@ -12,6 +14,9 @@ def main():
     r, n = hvd.rank(), hvd.size()
     assert hvd.is_initialized() and 0 <= r < n and hvd.local_rank() == r and hvd.local_size() == n
     assert hvd.cross_rank() == 0
+    # The runtime's background thread is named (top -H, perf, gdb).
+    threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    assert "khorovod-bg" in threads, threads
 
     x = torch.full((3, 2), float(r + 1))
     expected_sum = float(n * (n + 1) // 2)
@@ -77,6 +82,22 @@ def main():
         assert str(e) == f"MISMATCH: {e.runtime_message}"
     # ... and the runtime keeps working afterwards.
     assert torch.equal(hvd.allreduce(torch.ones(1), name="after", op=hvd.Sum), torch.full((1,), n))
+    # allreduce_ of a contiguous tensor is one blocking runtime call: its
+    # errors surface the same way, and a process set's ranks still apply.
+    try:
+        hvd.allreduce_(torch.ones(r + 1), name="mismatch_", op=hvd.Sum)
+        raise AssertionError("a shape mismatch in allreduce_ was not reported")
+    except hvd.KhorovodError as e:
+        assert e.code == "MISMATCH" and "shape" in e.runtime_message, str(e)
+    try:
+        hvd.allreduce_(torch.ones(2), name="khorovod.reserved")
+        raise AssertionError("a reserved name in allreduce_ was not refused")
+    except ValueError as e:
+        assert "reserved" in str(e), str(e)
+    for i in range(3):  # the same name again once the call returned
+        w = torch.full((2,), float(r + i))
+        assert hvd.allreduce_(w, name="again", op=hvd.Max) is w
+        assert torch.equal(w, torch.full((2,), float(n - 1 + i)))
     try:
         hvd.broadcast(torch.ones(1), root_rank=n + 5, name="badroot")
         raise AssertionError("a bad root was not reported")

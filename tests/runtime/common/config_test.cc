@@ -267,5 +267,24 @@ TEST(Config, GpuSettings) {
   }
 }
 
+TEST(Config, SpinWaits) {
+  StatusOr<Config> d = Config::FromMap({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->spin_waits, SpinWaits::kOn);
+  const std::pair<const char*, SpinWaits> cases[] = {
+      {"auto", SpinWaits::kAuto}, {"on", SpinWaits::kOn}, {"off", SpinWaits::kOff}};
+  for (const auto& [text, want] : cases) {
+    StatusOr<Config> c = Config::FromMap({{"KHOROVOD_SPIN_WAITS", text}});
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status();
+    EXPECT_EQ(c->spin_waits, want) << text;
+  }
+  for (const char* bad : {"yes", "1", "ON"}) {
+    StatusOr<Config> b = Config::FromMap({{"KHOROVOD_SPIN_WAITS", bad}});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(b.status().message().find("KHOROVOD_SPIN_WAITS"), std::string::npos) << b.status();
+  }
+}
+
 }  // namespace
 }  // namespace khorovod

@@ -14,6 +14,7 @@
 #include "backend/shm/segment_join.h"
 #include "bootstrap/gloo_mesh.h"
 #include "common/reduce_kernels.h"
+#include "core/waiter_signal.h"
 
 namespace khorovod::shm {
 namespace {
@@ -74,6 +75,7 @@ StatusOr<std::unique_ptr<HierarchicalAllreduce>> HierarchicalAllreduce::Connect(
   }
   auto segment = JoinSegment(host, kSlotBytes);
   if (!segment.ok()) return segment.status();
+  if (*segment) (*segment)->SetSpin(SpinPolicy::ForConfig(config).enabled());
   if (one_host) {
     if (!*segment) return Result();  // JoinSegment agreed over the whole world
     return std::make_unique<HierarchicalAllreduce>(std::move(*segment), host->rank, host->size,

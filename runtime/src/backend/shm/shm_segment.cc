@@ -1,15 +1,21 @@
 #include "backend/shm/shm_segment.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <random>
-#include <thread>
+
+#include "core/waiter_signal.h"
 
 namespace khorovod::shm {
 namespace {
@@ -49,6 +55,34 @@ bool ProcessEnded(pid_t pid) {
   return paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
+// The futex word of an arrival counter: its low 32 bits. Generations only
+// grow, so a waiter that saw value v sleeps only while the low half still
+// equals v's (a change of exactly 2^32 generations in between is moot).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the futex word is the counter's low half");
+static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == 8);
+
+uint32_t* FutexWord(std::atomic<uint64_t>& counter) { return reinterpret_cast<uint32_t*>(&counter); }
+
+// Sleeps while *word == expected, at most `timeout` (a wake-up, a changed
+// word, a signal or the timeout all return; callers re-check). Not
+// FUTEX_PRIVATE_FLAG: the word is shared between processes.
+void FutexWait(uint32_t* word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+  syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void FutexWake(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
+
+// A sleeping waiter wakes this often to check that its peer still lives: a
+// crashed peer wakes nobody.
+constexpr auto kLivenessPoll = std::chrono::milliseconds(10);
+
+// How long a waiter spins before it sleeps, where spinning is allowed: a
+// peer is usually a few microseconds behind.
+constexpr auto kBarrierSpin = std::chrono::microseconds(50);
+
 Status Errno(const std::string& what) {
   return Status::Unavailable("shared memory: " + what + ": " + std::strerror(errno));
 }
@@ -56,7 +90,12 @@ Status Errno(const std::string& what) {
 }  // namespace
 
 ShmSegment::ShmSegment(std::string name, int ranks, size_t slot_bytes, void* base, size_t bytes)
-    : name_(std::move(name)), ranks_(ranks), slot_bytes_(slot_bytes), base_(base), bytes_(bytes) {}
+    : name_(std::move(name)),
+      ranks_(ranks),
+      slot_bytes_(slot_bytes),
+      base_(base),
+      bytes_(bytes),
+      spin_(AllowedCores() >= ranks) {}
 
 StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Create(int ranks, size_t slot_bytes) {
   const std::string name = FreshName();
@@ -109,7 +148,9 @@ void ShmSegment::Attach(int rank) {
 }
 
 void ShmSegment::Depart() {
-  if (attached_rank_ >= 0) line(attached_rank_).pid.store(kDeparted, std::memory_order_release);
+  if (attached_rank_ < 0) return;
+  line(attached_rank_).pid.store(kDeparted, std::memory_order_seq_cst);
+  WakeSleepers(attached_rank_, /*always=*/true);  // they see the departure at once
 }
 
 std::byte* ShmSegment::Slot(int set, int rank) const {
@@ -123,36 +164,49 @@ bool ShmSegment::PeerGone(int rank) const {
   return pid > 0 && ProcessEnded(static_cast<pid_t>(pid));
 }
 
+void ShmSegment::WakeSleepers(int rank, bool always) const {
+  // seq_cst pairs with the sleeper's increment then re-read: either it sees
+  // the new value, or this load sees it counted (and the kernel's compare
+  // of the futex word covers the rest).
+  if (always || line(rank).sleepers.load(std::memory_order_seq_cst) > 0) FutexWake(FutexWord(line(rank).arrived));
+}
+
 Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
                            std::chrono::microseconds yield_for) {
-  line(rank).arrived.store(generation, std::memory_order_release);
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + timeout;
-  const bool may_sleep = yield_for != std::chrono::microseconds::max();
-  bool sleeping = false;
+  line(rank).arrived.store(generation, std::memory_order_seq_cst);
+  WakeSleepers(rank, /*always=*/false);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (int r = 0; r < ranks_; ++r) {
-    // Spin briefly (the peer is usually a few microseconds behind), then
-    // yield the core: ranks often outnumber cores.
-    for (uint64_t spins = 0; line(r).arrived.load(std::memory_order_acquire) < generation; ++spins) {
-      if (spins < 64) continue;
-      if (sleeping) {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-      } else {
-        std::this_thread::yield();
-      }
-      if (may_sleep && !sleeping && spins % 64 == 0) {
-        sleeping = std::chrono::steady_clock::now() - start > yield_for;
-      }
-      if (!sleeping && spins % 1024 != 0) continue;
-      if (PeerGone(r)) {
-        return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        return Status::Unavailable("shared memory: timed out waiting for rank " + std::to_string(r));
-      }
-    }
+    if (r == rank) continue;
+    KH_RETURN_IF_ERROR(AwaitArrival(r, generation, deadline, yield_for));
   }
   return Status::Ok();
+}
+
+Status ShmSegment::AwaitArrival(int r, uint64_t generation, std::chrono::steady_clock::time_point deadline,
+                                std::chrono::microseconds spin_at_most) const {
+  Line& peer = line(r);
+  const auto arrived = [&] { return peer.arrived.load(std::memory_order_acquire) >= generation; };
+  const auto spin = std::min(spin_ ? kBarrierSpin : std::chrono::microseconds(0), spin_at_most);
+  if (SpinUntil(arrived, spin)) return Status::Ok();
+  for (;;) {
+    peer.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint64_t seen = peer.arrived.load(std::memory_order_seq_cst);
+    if (seen < generation) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      FutexWait(FutexWord(peer.arrived), static_cast<uint32_t>(seen),
+                std::clamp<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(0), kLivenessPoll));
+    }
+    peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    // An arrival before leaving still counts, so this comes first.
+    if (arrived()) return Status::Ok();
+    if (PeerGone(r)) {
+      return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable("shared memory: timed out waiting for rank " + std::to_string(r));
+    }
+  }
 }
 
 }  // namespace khorovod::shm

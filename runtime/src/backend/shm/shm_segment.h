@@ -17,6 +17,14 @@
 // left the generation, e.g. back to the rendezvous after a failure of its
 // own), so a dead or departed peer never hangs or kills the survivors.
 //
+// Waits sleep on a process-shared futex: the low 32 bits of the awaited
+// rank's arrival counter. Every arriver (and a rank letting go of the
+// segment) wakes the sleepers on its own counter; a sleeper also wakes
+// every kLivenessPoll to check that the peer still lives, since a crashed
+// peer wakes nobody. Before sleeping a waiter spins briefly, but only when
+// this process may run on at least `ranks` cores (core/waiter_signal.h):
+// on an oversubscribed host the spin would steal the peer's core.
+//
 // Thread-safety: one thread per rank uses its segment (the background
 // thread); processes synchronize through the counters (release/acquire).
 #pragma once
@@ -58,21 +66,35 @@ class ShmSegment {
   size_t slot_bytes() const { return slot_bytes_; }
 
   // Publishes this rank's arrival at barrier `generation` and waits until
-  // every rank has arrived there. A wait spins, then yields the core; one
-  // that lasts longer than `yield_for` sleeps in short steps instead, for
-  // waits known to be long (a peer on the network), where yielding in a
-  // loop would take the core from the very processes being waited for.
+  // every rank has arrived there. A wait spins briefly (when spinning is
+  // allowed, SetSpin) and then sleeps on the peer's futex word; `yield_for`
+  // caps the spin, for waits known to be long (a peer on the network), where
+  // spinning would take the core from the very processes being waited for.
   Status Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
                  std::chrono::microseconds yield_for = std::chrono::microseconds::max());
+
+  // Whether waits spin before they sleep: the backend passes
+  // KHOROVOD_SPIN_WAITS's answer (core/waiter_signal.h); until then, the
+  // auto rule (allowed cores >= ranks). Call before the first Barrier.
+  void SetSpin(bool spin) { spin_ = spin; }
 
  private:
   struct alignas(64) Line {
     std::atomic<uint64_t> arrived;
     std::atomic<int64_t> pid;
+    // Ranks asleep on this line's futex word (so an arriver only makes the
+    // wake-up system call when someone sleeps).
+    std::atomic<uint32_t> sleepers;
   };
   ShmSegment(std::string name, int ranks, size_t slot_bytes, void* base, size_t bytes);
   Line& line(int rank) const { return static_cast<Line*>(base_)[rank]; }
   bool PeerGone(int rank) const;
+  // Waits until rank `r` arrived at `generation`, it is gone, or `deadline`.
+  // Spins at most `spin_at_most` (and only when spin_ allows), then sleeps.
+  Status AwaitArrival(int r, uint64_t generation, std::chrono::steady_clock::time_point deadline,
+                      std::chrono::microseconds spin_at_most) const;
+  // Wakes every rank asleep on `rank`'s arrival counter.
+  void WakeSleepers(int rank, bool always) const;
 
   std::string name_;
   int ranks_;
@@ -81,6 +103,7 @@ class ShmSegment {
   size_t bytes_;
   bool linked_ = true;
   int attached_rank_ = -1;
+  bool spin_;
 };
 
 }  // namespace khorovod::shm

@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 namespace khorovod::shm {
 namespace {
@@ -90,6 +93,101 @@ TEST(ShmSegment, ARankThatNeverArrivesTimesOut) {
   Status s = (*creator)->Barrier(0, 1, milliseconds(200));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("timed out"), std::string::npos) << s;
+}
+
+// The futex sleep (spinning off, as on an oversubscribed host): a waiter
+// asleep on its peer's counter is woken by the arrival, not only by its
+// liveness poll, and no wake-up is lost over many generations.
+TEST(ShmSegment, ASleepingWaiterIsWokenByTheArrival) {
+  auto creator = ShmSegment::Create(2, 4096);
+  ASSERT_TRUE(creator.ok()) << creator.status();
+  auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  (*creator)->Attach(0);
+  (*peer)->Attach(1);
+  (*creator)->SetSpin(false);
+  (*peer)->SetSpin(false);
+  std::thread late([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_TRUE((*peer)->Barrier(1, 1, milliseconds(10'000)).ok());
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE((*creator)->Barrier(0, 1, milliseconds(10'000)).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(90));
+  late.join();
+}
+
+TEST(ShmSegment, ManyGenerationsWithoutSpinningLoseNoWakeUp) {
+  constexpr int kRanks = 3;
+  constexpr uint64_t kGenerations = 2000;
+  auto creator = ShmSegment::Create(kRanks, 64);
+  ASSERT_TRUE(creator.ok()) << creator.status();
+  std::vector<std::unique_ptr<ShmSegment>> segs;
+  segs.push_back(std::move(*creator));
+  for (int r = 1; r < kRanks; ++r) {
+    auto s = ShmSegment::Open(segs[0]->name(), kRanks, 64);
+    ASSERT_TRUE(s.ok()) << s.status();
+    segs.push_back(std::move(*s));
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    segs[r]->Attach(r);
+    segs[r]->SetSpin(false);
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      for (uint64_t g = 1; g <= kGenerations; ++g) {
+        if (!segs[r]->Barrier(r, g, milliseconds(20'000)).ok()) {
+          failures.fetch_add(1);
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  // A lost wake-up costs a whole liveness poll (10 ms): 2000 of them would
+  // take 20 s; prompt wake-ups take a small fraction of that.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+}
+
+TEST(ShmSegment, WithoutSpinningADepartedPeerStillEndsTheWait) {
+  auto creator = ShmSegment::Create(2, 4096);
+  ASSERT_TRUE(creator.ok()) << creator.status();
+  (*creator)->Attach(0);
+  (*creator)->SetSpin(false);
+  auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  (*peer)->Attach(1);
+  std::thread leaver([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    peer->reset();  // lets go while rank 0 sleeps on its counter
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = (*creator)->Barrier(0, 1, milliseconds(20'000));
+  leaver.join();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("left the generation"), std::string::npos) << s;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(ShmSegment, WithoutSpinningARankThatNeverArrivesTimesOutOnTime) {
+  auto creator = ShmSegment::Create(2, 4096);
+  ASSERT_TRUE(creator.ok()) << creator.status();
+  auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
+  ASSERT_TRUE(peer.ok()) << peer.status();
+  (*creator)->Attach(0);
+  (*peer)->Attach(1);
+  (*creator)->SetSpin(false);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = (*creator)->Barrier(0, 1, milliseconds(200));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("timed out"), std::string::npos) << s;
+  EXPECT_GE(took, milliseconds(200));
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// Waiter signals: the spin rule (KHOROVOD_SPIN_WAITS against the allowed
+// cores and the ranks on the host), the bounded spin, the waiter count.
+#include "core/waiter_signal.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace khorovod {
+namespace {
+
+using std::chrono::microseconds;
+using Clock = std::chrono::steady_clock;
+
+TEST(SpinPolicy, AutoSpinsOnlyWhenEveryLocalRankHasACore) {
+  EXPECT_TRUE(SpinPolicy::Resolve(SpinWaits::kAuto, 2, 2).enabled());
+  EXPECT_TRUE(SpinPolicy::Resolve(SpinWaits::kAuto, 1, 8).enabled());
+  EXPECT_FALSE(SpinPolicy::Resolve(SpinWaits::kAuto, 4, 2).enabled());
+  EXPECT_FALSE(SpinPolicy::Resolve(SpinWaits::kAuto, 3, 2).enabled());
+}
+
+TEST(SpinPolicy, OnAndOffOverrideTheCoreCount) {
+  EXPECT_TRUE(SpinPolicy::Resolve(SpinWaits::kOn, 8, 1).enabled());
+  EXPECT_FALSE(SpinPolicy::Resolve(SpinWaits::kOff, 1, 64).enabled());
+  EXPECT_FALSE(SpinPolicy().enabled());
+}
+
+TEST(SpinPolicy, BudgetIsZeroWhenSpinningIsOff) {
+  EXPECT_EQ(SpinPolicy::Resolve(SpinWaits::kOn, 1, 1).Budget(microseconds(200)), microseconds(200));
+  EXPECT_EQ(SpinPolicy::Resolve(SpinWaits::kOff, 1, 1).Budget(microseconds(200)), microseconds(0));
+}
+
+TEST(SpinPolicy, ForConfigReadsTheSettingAndLocalSize) {
+  Config c;
+  c.local_size = 1 << 20;  // more ranks than any machine has cores
+  EXPECT_FALSE(SpinPolicy::ForConfig(c).enabled());
+  c.spin_waits = SpinWaits::kOn;
+  EXPECT_TRUE(SpinPolicy::ForConfig(c).enabled());
+  c.spin_waits = SpinWaits::kAuto;
+  c.local_size = 1;
+  EXPECT_TRUE(SpinPolicy::ForConfig(c).enabled());
+}
+
+// sched_getaffinity reads the calling thread's mask: a thread pinned to one
+// core sees one allowed core, whatever the machine has.
+TEST(AllowedCores, FollowsTheAffinityMask) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(AllowedCores(), CPU_COUNT(&all));
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  int seen = -1;
+  std::thread pinned([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) seen = AllowedCores();
+  });
+  pinned.join();
+  EXPECT_EQ(seen, 1);
+}
+
+TEST(SpinUntil, ReturnsAsSoonAsTheConditionHolds) {
+  std::atomic<bool> flag{false};
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    flag.store(true);
+  });
+  const auto start = Clock::now();
+  EXPECT_TRUE(SpinUntil([&] { return flag.load(); }, std::chrono::seconds(30)));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  setter.join();
+}
+
+TEST(SpinUntil, GivesUpAfterItsBudget) {
+  const auto start = Clock::now();
+  EXPECT_FALSE(SpinUntil([] { return false; }, microseconds(2000)));
+  EXPECT_GE(Clock::now() - start, microseconds(2000));
+}
+
+TEST(SpinUntil, AZeroBudgetPollsOnce) {
+  int polls = 0;
+  EXPECT_FALSE(SpinUntil([&] { return ++polls > 5; }, microseconds(0)));
+  EXPECT_EQ(polls, 1);
+  EXPECT_TRUE(SpinUntil([] { return true; }, microseconds(0)));
+}
+
+TEST(WaiterCount, CountsForItsLifetime) {
+  std::atomic<int> count{0};
+  {
+    WaiterCount a(&count);
+    EXPECT_EQ(count.load(), 1);
+    {
+      WaiterCount b(&count);
+      EXPECT_EQ(count.load(), 2);
+    }
+    EXPECT_EQ(count.load(), 1);
+  }
+  EXPECT_EQ(count.load(), 0);
+  WaiterCount none(nullptr);  // before init(): no count, no crash
+}
+
+}  // namespace
+}  // namespace khorovod
