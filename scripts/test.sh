@@ -73,6 +73,7 @@ build_stage() {
 }
 
 runtime_targets=(collectives_test device_collectives_test device_elastic_test runtime_unit_test backend_unit_test gloo_backend_test host_backends_test
+                 hierarchical_allreduce_test
                  elastic_test khorovodrun launcher_test
                  rendezvous_unit_test rendezvous_http_test khorovod-rendezvous operator_unit_test)
 
@@ -95,7 +96,7 @@ if build_stage asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHORO
 fi
 if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF \
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test device_collectives_test runtime_unit_test backend_unit_test \
-     gloo_backend_test host_backends_test; then
+     gloo_backend_test host_backends_test hierarchical_allreduce_test; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
     run_stage tsan -L "runtime-unit|runtime-integration" --timeout 900
 fi
