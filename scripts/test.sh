@@ -98,7 +98,8 @@ if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROV
      -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test device_collectives_test runtime_unit_test backend_unit_test \
      gloo_backend_test host_backends_test hierarchical_allreduce_test; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
-    run_stage tsan -L "runtime-unit|runtime-integration" --timeout 900
+    run_stage tsan -L "runtime-unit|runtime-integration" --timeout 900 \
+      -E "HierarchicalAllreduceTest.EveryDtypeAroundChunkBoundaries"  # data coverage (10-27 s in ci, >150 s under TSan); ci and asan run it
 fi
 
 if bash scripts/install-fuzz-deps.sh; then
