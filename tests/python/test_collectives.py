@@ -92,31 +92,22 @@ def test_results_export_through_dlpack():
         hvd.shutdown()
 
 
+# Every collective on CUDA tensors, and a short DistributedOptimizer training run.
+CUDA_WORKERS = ["cuda_collectives.py", "cuda_training.py"]
+
+
 @needs_cuda
-def test_cuda_tensors_single_process_nccl():
-    job = run_job(worker("cuda_collectives.py"), np=1, env={"KHOROVOD_GPU_OPERATIONS": "nccl"})
+@pytest.mark.parametrize("script", CUDA_WORKERS)
+def test_cuda_single_process_nccl(script):
+    job = run_job(worker(script), np=1, env={"KHOROVOD_GPU_OPERATIONS": "nccl"})
     assert job.returncode == 0, job.output
     assert len(job.lines(": OK")) == 1, job.output
 
 
 @needs_cuda
-def test_cuda_tensors_two_processes_share_a_gpu_through_staging():
-    job = run_job(worker("cuda_collectives.py"), np=2,
-                  env={"KHOROVOD_GPU_OPERATIONS": "staging", "KHOROVOD_GPU_DEVICE": "0"})
-    assert job.returncode == 0, job.output
-    assert len(job.lines(": OK")) == 2, job.output
-
-
-@needs_cuda
-def test_cuda_training_single_process_nccl():
-    job = run_job(worker("cuda_training.py"), np=1, env={"KHOROVOD_GPU_OPERATIONS": "nccl"})
-    assert job.returncode == 0, job.output
-    assert len(job.lines(": OK")) == 1, job.output
-
-
-@needs_cuda
-def test_cuda_training_two_processes_share_a_gpu_through_staging():
-    job = run_job(worker("cuda_training.py"), np=2,
+@pytest.mark.parametrize("script", CUDA_WORKERS)
+def test_cuda_two_processes_share_a_gpu_through_staging(script):
+    job = run_job(worker(script), np=2,
                   env={"KHOROVOD_GPU_OPERATIONS": "staging", "KHOROVOD_GPU_DEVICE": "0"})
     assert job.returncode == 0, job.output
     assert len(job.lines(": OK")) == 2, job.output
