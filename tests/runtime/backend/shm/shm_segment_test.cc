@@ -18,15 +18,30 @@ namespace {
 
 using std::chrono::milliseconds;
 
-TEST(ShmSegment, BarrierPassesOnceEveryRankArrived) {
+// Ranks 0 and 1 of one two-rank segment, both in this process, attached.
+struct AttachedPair {
+  std::unique_ptr<ShmSegment> creator, peer;
+};
+AttachedPair Attached() {
+  AttachedPair p;
   auto creator = ShmSegment::Create(2, 4096);
-  ASSERT_TRUE(creator.ok()) << creator.status();
+  EXPECT_TRUE(creator.ok()) << creator.status();
+  if (!creator.ok()) return p;
   auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
-  ASSERT_TRUE(peer.ok()) << peer.status();
-  (*creator)->Attach(0);
-  (*peer)->Attach(1);
-  std::thread other([&] { EXPECT_TRUE((*peer)->Barrier(1, 1, milliseconds(10'000)).ok()); });
-  EXPECT_TRUE((*creator)->Barrier(0, 1, milliseconds(10'000)).ok());
+  EXPECT_TRUE(peer.ok()) << peer.status();
+  if (!peer.ok()) return p;
+  p.creator = std::move(*creator);
+  p.peer = std::move(*peer);
+  p.creator->Attach(0);
+  p.peer->Attach(1);
+  return p;
+}
+
+TEST(ShmSegment, BarrierPassesOnceEveryRankArrived) {
+  auto [creator, peer] = Attached();
+  ASSERT_TRUE(creator && peer);
+  std::thread other([&] { EXPECT_TRUE(peer->Barrier(1, 1, milliseconds(10'000)).ok()); });
+  EXPECT_TRUE(creator->Barrier(0, 1, milliseconds(10'000)).ok());
   other.join();
 }
 
@@ -84,13 +99,9 @@ TEST(ShmSegment, AnArrivalBeforeLeavingStillCounts) {
 }
 
 TEST(ShmSegment, ARankThatNeverArrivesTimesOut) {
-  auto creator = ShmSegment::Create(2, 4096);
-  ASSERT_TRUE(creator.ok()) << creator.status();
-  auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
-  ASSERT_TRUE(peer.ok()) << peer.status();
-  (*creator)->Attach(0);
-  (*peer)->Attach(1);
-  Status s = (*creator)->Barrier(0, 1, milliseconds(200));
+  auto [creator, peer] = Attached();
+  ASSERT_TRUE(creator && peer);
+  Status s = creator->Barrier(0, 1, milliseconds(200));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("timed out"), std::string::npos) << s;
 }
@@ -99,20 +110,16 @@ TEST(ShmSegment, ARankThatNeverArrivesTimesOut) {
 // asleep on its peer's counter is woken by the arrival, not only by its
 // liveness poll, and no wake-up is lost over many generations.
 TEST(ShmSegment, ASleepingWaiterIsWokenByTheArrival) {
-  auto creator = ShmSegment::Create(2, 4096);
-  ASSERT_TRUE(creator.ok()) << creator.status();
-  auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
-  ASSERT_TRUE(peer.ok()) << peer.status();
-  (*creator)->Attach(0);
-  (*peer)->Attach(1);
-  (*creator)->SetSpin(false);
-  (*peer)->SetSpin(false);
+  auto [creator, peer] = Attached();
+  ASSERT_TRUE(creator && peer);
+  creator->SetSpin(false);
+  peer->SetSpin(false);
   std::thread late([&] {
     std::this_thread::sleep_for(milliseconds(100));
-    EXPECT_TRUE((*peer)->Barrier(1, 1, milliseconds(10'000)).ok());
+    EXPECT_TRUE(peer->Barrier(1, 1, milliseconds(10'000)).ok());
   });
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE((*creator)->Barrier(0, 1, milliseconds(10'000)).ok());
+  EXPECT_TRUE(creator->Barrier(0, 1, milliseconds(10'000)).ok());
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(90));
   late.join();
 }
@@ -174,15 +181,11 @@ TEST(ShmSegment, WithoutSpinningADepartedPeerStillEndsTheWait) {
 }
 
 TEST(ShmSegment, WithoutSpinningARankThatNeverArrivesTimesOutOnTime) {
-  auto creator = ShmSegment::Create(2, 4096);
-  ASSERT_TRUE(creator.ok()) << creator.status();
-  auto peer = ShmSegment::Open((*creator)->name(), 2, 4096);
-  ASSERT_TRUE(peer.ok()) << peer.status();
-  (*creator)->Attach(0);
-  (*peer)->Attach(1);
-  (*creator)->SetSpin(false);
+  auto [creator, peer] = Attached();
+  ASSERT_TRUE(creator && peer);
+  creator->SetSpin(false);
   const auto start = std::chrono::steady_clock::now();
-  Status s = (*creator)->Barrier(0, 1, milliseconds(200));
+  Status s = creator->Barrier(0, 1, milliseconds(200));
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("timed out"), std::string::npos) << s;
