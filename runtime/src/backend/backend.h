@@ -1,7 +1,9 @@
 // Backend: the data plane, i.e. the collectives a fused Response runs on.
 //
 // The negotiation protocol (core/negotiator.h) is written once, over its own
-// transport (core/control_channel.h); a backend only moves and reduces bytes. Calls arrive one at a time from the runtime's
+// transport (core/control_channel.h); a backend only moves and reduces bytes,
+// though it may offer a faster transport for that protocol than Gloo's
+// (TakeControlChannel). Calls arrive one at a time from the runtime's
 // background thread, in the same order on every rank. Buffers live on the
 // device the backend was created for (host memory for Gloo; device memory
 // and the runtime's stream for NCCL). `in` and `out` may alias.
@@ -17,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/control_channel.h"
 #include "khorovod/dtype.h"
 #include "khorovod/ops.h"
 #include "khorovod/status.h"
@@ -65,6 +68,12 @@ class Backend {
   // Device backends (NCCL, host staging) also provide the memory operations
   // the executor's device path needs; host backends return null.
   virtual DeviceOps* device_ops() { return nullptr; }
+
+  // A transport for the negotiation that this backend's placement makes
+  // faster than the Gloo one (shared memory when every rank runs on this
+  // host), handed over once, when the session starts; null: the runtime
+  // negotiates over Gloo. It must not depend on the backend's lifetime.
+  virtual std::unique_ptr<ControlChannel> TakeControlChannel() { return nullptr; }
 };
 
 // DeviceOps: what the executor needs to run a device response without

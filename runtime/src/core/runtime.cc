@@ -95,7 +95,7 @@ struct Session {
   // Created with the session, but its backend only at the first device
   // response; destroyed before the context it may use.
   std::unique_ptr<DeviceBackend> device;
-  std::unique_ptr<GlooControlChannel> channel;
+  std::unique_ptr<ControlChannel> channel;  // the backend's, else Gloo's
   TensorQueue queue;
   std::unique_ptr<Negotiator> negotiator;
   std::unique_ptr<Executor> executor;
@@ -239,7 +239,8 @@ class RuntimeImpl {
     if (!backend.ok()) return backend.status();
     s->backend = std::move(*backend);
     s->device = std::make_unique<DeviceBackend>(&s->config, s->context);
-    s->channel = std::make_unique<GlooControlChannel>(s->context);
+    s->channel = s->backend->TakeControlChannel();
+    if (!s->channel) s->channel = std::make_unique<GlooControlChannel>(s->context);
     s->negotiator = std::make_unique<Negotiator>(s->config, s->channel.get(), &s->queue);
     s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
                                              s->backend.get(), s->device.get(), &s->queue, metrics_.get(),

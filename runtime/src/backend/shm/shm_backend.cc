@@ -11,6 +11,8 @@
 //     could not create its segment: the wrapped Gloo backend.
 // Every other collective runs on the Gloo backend it wraps. The choice
 // depends only on every rank's placement, which all ranks see alike.
+// With every rank on this host, the negotiation takes shared memory too
+// (backend/shm/shm_control_channel.h), handed to the runtime at start.
 //
 // Failures: a barrier that times out or finds a peer's process gone, or a
 // Gloo failure across hosts, returns kUnavailable, and the backend stays
@@ -20,14 +22,17 @@
 
 #include "backend/registry.h"
 #include "backend/shm/hierarchical_allreduce.h"
+#include "backend/shm/shm_control_channel.h"
+#include "core/waiter_signal.h"
 
 namespace khorovod {
 namespace {
 
 class ShmBackend final : public Backend {
  public:
-  ShmBackend(std::unique_ptr<Backend> gloo, std::unique_ptr<shm::HierarchicalAllreduce> shm)
-      : gloo_(std::move(gloo)), shm_(std::move(shm)) {}
+  ShmBackend(std::unique_ptr<Backend> gloo, std::unique_ptr<shm::HierarchicalAllreduce> shm,
+             std::unique_ptr<ControlChannel> control)
+      : gloo_(std::move(gloo)), shm_(std::move(shm)), control_(std::move(control)) {}
 
   std::string_view name() const override { return "shm"; }
   bool SupportsDevice(const Device& device) const override { return device.kind == DeviceKind::kCPU; }
@@ -64,9 +69,12 @@ class ShmBackend final : public Backend {
   }
   Status Barrier() override { return gloo_->Barrier(); }
 
+  std::unique_ptr<ControlChannel> TakeControlChannel() override { return std::move(control_); }
+
  private:
   std::unique_ptr<Backend> gloo_;
   std::unique_ptr<shm::HierarchicalAllreduce> shm_;  // null: allreduce through Gloo
+  std::unique_ptr<ControlChannel> control_;          // null: negotiate over Gloo
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeShmBackend(const BackendInit& init) {
@@ -75,7 +83,16 @@ StatusOr<std::unique_ptr<Backend>> MakeShmBackend(const BackendInit& init) {
   if (!gloo.ok()) return gloo.status();
   auto shm = shm::HierarchicalAllreduce::Connect(*init.config, init.gloo_context);
   if (!shm.ok()) return shm.status();
-  return std::unique_ptr<Backend>(std::make_unique<ShmBackend>(std::move(*gloo), std::move(*shm)));
+  std::unique_ptr<ControlChannel> control;
+  // hosts() is the same on every rank, so all connect the channel or none.
+  if (*shm && (*shm)->hosts() == 1) {
+    auto channel = shm::ShmControlChannel::Connect(init.gloo_context, init.config->transport_timeout,
+                                                   SpinPolicy::ForConfig(*init.config).enabled());
+    if (!channel.ok()) return channel.status();
+    control = std::move(*channel);
+  }
+  return std::unique_ptr<Backend>(
+      std::make_unique<ShmBackend>(std::move(*gloo), std::move(*shm), std::move(control)));
 }
 
 }  // namespace

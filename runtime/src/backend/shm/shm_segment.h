@@ -26,7 +26,9 @@
 // on an oversubscribed host the spin would steal the peer's core.
 //
 // Thread-safety: one thread per rank uses its segment (the background
-// thread); processes synchronize through the counters (release/acquire).
+// thread), except Depart(), which any thread may call (a generation
+// abandoned from the heartbeat thread); processes synchronize through the
+// counters (release/acquire).
 #pragma once
 
 #include <atomic>

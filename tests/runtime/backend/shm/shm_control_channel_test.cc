@@ -1,0 +1,156 @@
+// ShmControlChannel: every rank (a thread here, over loopback and one
+// segment) sees every rank's words in rank order, round after round, with
+// messages too large for a slot and the Gloo-only primitives interleaved;
+// a rank that leaves, or a world whose connections are abandoned, ends its
+// peers' waits with kUnavailable instead of a hang.
+#include "backend/shm/shm_control_channel.h"
+
+#include <gloo/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "bootstrap/gloo_mesh.h"
+
+namespace khorovod::shm {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::shared_ptr<gloo::Context> World(gloo::rendezvous::HashStore& store, int rank, int size) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  MeshOptions o;
+  o.rank = rank;
+  o.size = size;
+  o.timeout = milliseconds(20'000);
+  auto ctx = ConnectAbandonableMesh(store, gloo::transport::tcp::CreateDevice(attr), o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status();
+  return ctx.ok() ? *ctx : nullptr;
+}
+
+std::unique_ptr<ControlChannel> Channel(const std::shared_ptr<gloo::Context>& world, milliseconds timeout,
+                                        bool spin) {
+  auto channel = ShmControlChannel::Connect(world, timeout, spin);
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  EXPECT_TRUE(channel.ok() && *channel) << "the segment could not be joined";
+  return channel.ok() ? std::move(*channel) : nullptr;
+}
+
+// Runs body(rank, world) on `size` threads, each with its own world rank.
+template <class Body>
+void OnEveryRank(int size, Body body) {
+  gloo::rendezvous::HashStore store;
+  std::vector<std::future<void>> ranks;
+  for (int rank = 0; rank < size; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [&store, rank, size, &body] {
+      auto world = World(store, rank, size);
+      if (world) body(rank, world);
+    }));
+  }
+  for (auto& r : ranks) r.get();
+}
+
+// A word that names its rank, round and position, so a stale or misplaced
+// word cannot pass for the right one.
+uint64_t Word(int rank, int round, size_t i) {
+  return (uint64_t(rank) << 48) | (uint64_t(round) << 16) | i;
+}
+
+struct Case {
+  int ranks;
+  bool spin;
+};
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  return std::to_string(info.param.ranks) + "ranks" + (info.param.spin ? "Spinning" : "Sleeping");
+}
+
+class ShmControlChannelTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShmControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
+  const Case c = GetParam();
+  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    auto channel = Channel(world, milliseconds(20'000), c.spin);
+    ASSERT_TRUE(channel);
+    // Small messages take shared memory; every 7th round is larger than a
+    // slot and takes Gloo; every 11th adds the coordinator's primitives.
+    const size_t slot_words = ShmControlChannel::kSlotBytes / sizeof(uint64_t);
+    for (int round = 0; round < 300; ++round) {
+      const size_t words = round % 7 == 6 ? slot_words + 3 : 1 + round % 161;
+      std::vector<uint64_t> mine(words), all;
+      for (size_t i = 0; i < words; ++i) mine[i] = Word(rank, round, i);
+      Status s = channel->AllgatherWords(mine, &all);
+      ASSERT_TRUE(s.ok()) << "round " << round << ": " << s;
+      ASSERT_EQ(all.size(), words * c.ranks);
+      for (int r = 0; r < c.ranks; ++r)
+        for (size_t i = 0; i < words; ++i)
+          ASSERT_EQ(all[r * words + i], Word(r, round, i)) << "round " << round << " rank " << r << " word " << i;
+      if (round % 11 == 10) {
+        std::vector<std::string> gathered;
+        ASSERT_TRUE(channel->GatherToRoot("rank" + std::to_string(rank), &gathered).ok());
+        if (rank == 0) {
+          ASSERT_EQ(gathered.size(), static_cast<size_t>(c.ranks));
+          for (int r = 0; r < c.ranks; ++r) EXPECT_EQ(gathered[r], "rank" + std::to_string(r));
+        }
+        std::string answer = rank == 0 ? "answer" + std::to_string(round) : "";
+        ASSERT_TRUE(channel->BroadcastFromRoot(&answer).ok());
+        EXPECT_EQ(answer, "answer" + std::to_string(round));
+      }
+    }
+  });
+}
+
+TEST_P(ShmControlChannelTest, ARankThatLeavesEndsTheOthersWaitAtOnce) {
+  const Case c = GetParam();
+  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    auto channel = Channel(world, milliseconds(30'000), c.spin);
+    ASSERT_TRUE(channel);
+    std::vector<uint64_t> mine{uint64_t(rank)}, all;
+    ASSERT_TRUE(channel->AllgatherWords(mine, &all).ok());
+    if (rank == c.ranks - 1) {
+      channel.reset();  // leaves the generation without arriving again
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Status s = channel->AllgatherWords(mine, &all);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(10'000));
+    // Broken from then on, without waiting again.
+    EXPECT_EQ(channel->AllgatherWords(mine, &all).code(), StatusCode::kUnavailable);
+  });
+}
+
+TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsEveryRanksWait) {
+  const Case c = GetParam();
+  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    auto channel = Channel(world, milliseconds(30'000), c.spin);
+    ASSERT_TRUE(channel);
+    std::vector<uint64_t> mine{uint64_t(rank)}, all;
+    ASSERT_TRUE(channel->AllgatherWords(mine, &all).ok());
+    // Rank 0 never comes to the next round: its world is abandoned instead
+    // (as the heartbeat thread does for a doomed generation).
+    if (rank == 0) {
+      AbandonMesh(*world, "test: the generation is doomed");
+      EXPECT_EQ(channel->AllgatherWords(mine, &all).code(), StatusCode::kUnavailable);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Status s = channel->AllgatherWords(mine, &all);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(10'000));
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ShmControlChannelTest,
+                         ::testing::Values(Case{2, true}, Case{3, true}, Case{4, true}, Case{2, false},
+                                           Case{4, false}),
+                         Name);
+
+}  // namespace
+}  // namespace khorovod::shm
