@@ -21,15 +21,11 @@ StatusOr<std::unique_ptr<ControlChannel>> ShmControlChannel::Connect(
 
 ShmControlChannel::ShmControlChannel(std::shared_ptr<gloo::Context> world, std::shared_ptr<ShmSegment> segment,
                                      std::chrono::milliseconds timeout)
-    : gloo_(world), shared_(std::make_shared<Shared>()), rank_(world->rank), size_(world->size), timeout_(timeout) {
-  shared_->segment = std::move(segment);
+    : gloo_(world), segment_(std::move(segment)), rank_(world->rank), size_(world->size), timeout_(timeout) {
   if (auto* waits = dynamic_cast<InterruptibleWaits*>(world.get())) {
-    std::weak_ptr<Shared> weak = shared_;
+    std::weak_ptr<ShmSegment> weak = segment_;
     waits->OnInterrupt([weak] {
-      if (auto shared = weak.lock()) {
-        shared->abandoned.store(true, std::memory_order_release);
-        shared->segment->Depart();
-      }
+      if (auto segment = weak.lock()) segment->Abandon();
     });
   }
 }
@@ -40,23 +36,20 @@ ShmControlChannel::~ShmControlChannel() = default;
 
 Status ShmControlChannel::Fail(const Status& why) {
   broken_ = why;
-  shared_->segment->Depart();
+  segment_->Depart();
   return broken_;
 }
 
 Status ShmControlChannel::AllgatherWords(const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) {
-  const size_t bytes = mine.size() * sizeof(uint64_t);
-  ShmSegment& segment = *shared_->segment;
   if (!broken_.ok()) return broken_;
-  if (bytes > segment.slot_bytes()) return gloo_.AllgatherWords(mine, all);
-  if (shared_->abandoned.load(std::memory_order_acquire))
-    return Fail(Status::Unavailable("shared memory: this generation's connections were abandoned"));
+  const size_t bytes = mine.size() * sizeof(uint64_t);
+  if (bytes > segment_->slot_bytes()) return gloo_.AllgatherWords(mine, all);
   const uint64_t generation = ++round_;
   const int set = static_cast<int>(generation & 1);
-  std::memcpy(segment.Slot(set, rank_), mine.data(), bytes);
-  if (Status s = segment.Barrier(rank_, generation, timeout_); !s.ok()) return Fail(s);
+  std::memcpy(segment_->Slot(set, rank_), mine.data(), bytes);
+  if (Status s = segment_->Barrier(rank_, generation, timeout_); !s.ok()) return Fail(s);
   all->resize(mine.size() * static_cast<size_t>(size_));
-  for (int r = 0; r < size_; ++r) std::memcpy(all->data() + r * mine.size(), segment.Slot(set, r), bytes);
+  for (int r = 0; r < size_; ++r) std::memcpy(all->data() + r * mine.size(), segment_->Slot(set, r), bytes);
   return Status::Ok();
 }
 

@@ -24,14 +24,15 @@
 // departed, returns kUnavailable (as a Gloo failure does), and so does every
 // later call. Abandoning the world's Gloo connections (a doomed elastic
 // generation, bootstrap/gloo_mesh.h) abandons this channel too: the rank
-// departs the segment, so its peers' waits end at once, and its own next
-// exchange fails. A failing rank departs as well.
+// departs the segment, so its peers' waits end at once, and its own wait
+// ends as well, even on a peer that lives on without arriving (stopped, so
+// only the rendezvous's heartbeat timeout can tell); every later exchange
+// fails. A failing rank departs as well.
 //
 // Thread-safety: one caller at a time (the runtime's background thread);
 // the abandonment may come from any thread.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -69,15 +70,11 @@ class ShmControlChannel final : public ControlChannel {
   Status BroadcastFromRoot(std::string* data) override;
 
  private:
-  // What the abandonment callback reaches; it may outlive the channel.
-  struct Shared {
-    std::shared_ptr<ShmSegment> segment;
-    std::atomic<bool> abandoned{false};
-  };
   Status Fail(const Status& why);
 
   GlooControlChannel gloo_;
-  std::shared_ptr<Shared> shared_;
+  // Shared with the abandonment callback, which may outlive the channel.
+  std::shared_ptr<ShmSegment> segment_;
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   uint64_t round_ = 0;  // the barrier generation of the last round

@@ -153,6 +153,11 @@ void ShmSegment::Depart() {
   WakeSleepers(attached_rank_, /*always=*/true);  // they see the departure at once
 }
 
+void ShmSegment::Abandon() {
+  abandoned_.store(true, std::memory_order_seq_cst);
+  Depart();
+}
+
 std::byte* ShmSegment::Slot(int set, int rank) const {
   return static_cast<std::byte*>(base_) + 64 * static_cast<size_t>(ranks_) +
          (static_cast<size_t>(set) * ranks_ + rank) * slot_bytes_;
@@ -173,6 +178,9 @@ void ShmSegment::WakeSleepers(int rank, bool always) const {
 
 Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
                            std::chrono::microseconds yield_for) {
+  if (abandoned_.load(std::memory_order_acquire)) {
+    return Status::Unavailable("shared memory: this rank's generation was abandoned");
+  }
   line(rank).arrived.store(generation, std::memory_order_seq_cst);
   WakeSleepers(rank, /*always=*/false);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -200,6 +208,9 @@ Status ShmSegment::AwaitArrival(int r, uint64_t generation, std::chrono::steady_
     peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     // An arrival before leaving still counts, so this comes first.
     if (arrived()) return Status::Ok();
+    if (abandoned_.load(std::memory_order_acquire)) {
+      return Status::Unavailable("shared memory: this rank's generation was abandoned");
+    }
     if (PeerGone(r)) {
       return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
     }

@@ -26,9 +26,9 @@
 // on an oversubscribed host the spin would steal the peer's core.
 //
 // Thread-safety: one thread per rank uses its segment (the background
-// thread), except Depart(), which any thread may call (a generation
-// abandoned from the heartbeat thread); processes synchronize through the
-// counters (release/acquire).
+// thread), except Depart() and Abandon(), which any thread may call (a
+// generation abandoned from the heartbeat thread); processes synchronize
+// through the counters (release/acquire).
 #pragma once
 
 #include <atomic>
@@ -63,6 +63,11 @@ class ShmSegment {
   // will not arrive again, and its peers' barriers should end at once
   // instead of at their timeout.
   void Depart();
+  // Depart(), and end this rank's own waits too: a barrier in progress or
+  // to come returns kUnavailable (within one liveness poll), even while the
+  // peer it waits for lives on without arriving (stopped, or blocked
+  // elsewhere), which neither its death nor its departure would signal.
+  void Abandon();
   // Data slot `rank` of set `set` (0 or 1).
   std::byte* Slot(int set, int rank) const;
   size_t slot_bytes() const { return slot_bytes_; }
@@ -106,6 +111,7 @@ class ShmSegment {
   bool linked_ = true;
   int attached_rank_ = -1;
   bool spin_;
+  std::atomic<bool> abandoned_{false};
 };
 
 }  // namespace khorovod::shm

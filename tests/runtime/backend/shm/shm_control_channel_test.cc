@@ -10,9 +10,11 @@
 #include <gloo/transport/tcp/device.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/gloo_mesh.h"
@@ -142,6 +144,34 @@ TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsEveryRanksWait) {
     }
     const auto start = std::chrono::steady_clock::now();
     Status s = channel->AllgatherWords(mine, &all);
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(10'000));
+  });
+}
+
+// A peer that lives on without arriving (a stopped process) neither dies nor
+// departs: only the rendezvous's heartbeat timeout tells, and then the
+// elastic heartbeat abandons the world. That must end the wait on it too.
+TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsTheWaitOnAPeerThatNeverArrives) {
+  const Case c = GetParam();
+  std::atomic<int> done{0};
+  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    auto channel = Channel(world, milliseconds(60'000), c.spin);
+    ASSERT_TRUE(channel);
+    std::vector<uint64_t> mine{uint64_t(rank)}, all;
+    ASSERT_TRUE(channel->AllgatherWords(mine, &all).ok());
+    if (rank == 0) {  // stays attached and alive, and never arrives again
+      for (int i = 0; i < 3000 && done.load() < c.ranks - 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+      return;
+    }
+    std::thread heartbeat([world] {
+      std::this_thread::sleep_for(milliseconds(200));
+      AbandonMesh(*world, "test: a member missed its heartbeats");
+    });
+    const auto start = std::chrono::steady_clock::now();
+    Status s = channel->AllgatherWords(mine, &all);
+    heartbeat.join();
+    done.fetch_add(1);
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
     EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(10'000));
   });
