@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +69,8 @@ struct Case {
   int ranks;
   bool spin;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.ranks << " ranks, " << (c.spin ? "spinning" : "sleeping"); }
 
 std::string Name(const ::testing::TestParamInfo<Case>& info) {
   return std::to_string(info.param.ranks) + "ranks" + (info.param.spin ? "Spinning" : "Sleeping");
