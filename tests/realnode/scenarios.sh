@@ -180,7 +180,10 @@ scenario_pytorch() {
   k create namespace "$ns" >/dev/null
   wait_for 30 k get serviceaccount default -n "$ns"
   k create configmap torch-scripts -n "$ns" --from-file "$root/examples/python/mnist_synthetic.py" >/dev/null
-  sed "s/EPOCHS/${REALNODE_TORCH_EPOCHS:-3}/" "$here/pytorch-job.yaml" | k apply -n "$ns" -f - >/dev/null
+  # Long enough for Prometheus (2 s scrapes, after discovering the pods) to
+  # take several samples of the workers: on a quiet machine 3 epochs of
+  # 2048 samples ended 8 s after the containers started, before any scrape.
+  sed "s/EPOCHS/${REALNODE_TORCH_EPOCHS:-10}/" "$here/pytorch-job.yaml" | k apply -n "$ns" -f - >/dev/null
   expect "$job: 2 PyTorch workers Running" 300 at_least_running "$job" "$ns" 3 || { dump_job "$job" "$ns"; return 1; }
   # The workers' own gauges, and the dashboard's recorded efficiency and
   # throughput (deploy/monitoring/khorovod-rules.yaml), for this job.
