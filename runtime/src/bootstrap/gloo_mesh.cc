@@ -1,5 +1,6 @@
 #include "bootstrap/gloo_mesh.h"
 
+#include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/context.h>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -134,6 +136,29 @@ class MeshWatchdog {
   std::thread thread_;
 };
 
+// Waits until every peer in `keys` has published its addresses. The store's
+// own wait cannot be interrupted, so it is taken in short slices: a peer that
+// died after the rendezvous put it in the generation but before it published
+// (a replacement killed while it starts) is then given up within a slice of
+// the watchdog's verdict, instead of after the whole connect timeout. The
+// watchdog's deadline bounds the loop.
+constexpr auto kAddressWaitSlice = std::chrono::milliseconds(200);
+
+void WaitForAddresses(gloo::rendezvous::Store& store, const std::vector<std::string>& keys,
+                      const MeshWatchdog& watchdog) {
+  for (;;) {
+    try {
+      store.wait(keys, kAddressWaitSlice);
+      return;
+    } catch (const gloo::IoException& e) {
+      // Gloo's stores and HttpStore say "Wait timeout" for a slice that ran
+      // out; anything else (an unreachable server, a failed job) is final.
+      if (std::string_view(e.what()).find("Wait timeout") == std::string_view::npos) throw;
+    }
+    if (const std::string why = watchdog.reason(); !why.empty()) throw std::runtime_error(why);
+  }
+}
+
 // gloo::Context keeps its device and transport context protected; this
 // subclass installs the ones connected here.
 class MeshContext final : public gloo::rendezvous::Context, public InterruptibleWaits {
@@ -167,7 +192,7 @@ class MeshContext final : public gloo::rendezvous::Context, public Interruptible
         for (int peer = 0; peer < size; ++peer) {
           if (peer != rank) keys.push_back(AddressKey(peer));
         }
-        store.wait(keys, getTimeout());
+        WaitForAddresses(store, keys, watchdog);
         std::vector<std::vector<char>> addresses(static_cast<size_t>(size));
         for (int peer = 0; peer < size; ++peer) {
           if (peer != rank) addresses[static_cast<size_t>(peer)] = AddressOf(store.get(AddressKey(peer)), peer);

@@ -101,6 +101,25 @@ TEST(GlooMesh, DeadPeerIsAbandonedWhenTheWorldChanges) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
 }
 
+// Rank 1 was put in the generation but died before it published anything
+// (a replacement killed while it starts). Rank 0, waiting for its address,
+// returns once `abandon` turns true, not at the connect timeout.
+TEST(GlooMesh, APeerThatNeverPublishedIsAbandonedWhenTheWorldChanges) {
+  gloo::rendezvous::HashStore store;
+  std::atomic<bool> world_changed{false};
+  MeshOptions o = Options(0, 2, milliseconds(60000));
+  o.abandon = [&] { return world_changed.load(); };
+  const auto start = Clock::now();
+  auto survivor = std::async(std::launch::async, [&] { return ConnectAbandonableMesh(store, LoopbackDevice(), o).status(); });
+  std::this_thread::sleep_for(milliseconds(300));
+  world_changed = true;
+  ASSERT_EQ(survivor.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  Status st = survivor.get();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.message();
+  EXPECT_NE(st.message().find("newer world"), std::string::npos) << st.message();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
 // With no news from the rendezvous, the connect deadline (not Gloo's 5x)
 // bounds the wait for a dead peer. Which side of a pair dials depends on the
 // random ports, so several rounds make sure the waiting side is exercised.
