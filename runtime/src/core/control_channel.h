@@ -1,7 +1,9 @@
 // ControlChannel: the transport the negotiation protocol (core/negotiator.h)
 // runs over. Only the negotiator talks through it; the data plane is the
 // Backend's. The implementation over a Gloo context is
-// backend/gloo/gloo_control_channel.h.
+// backend/gloo/gloo_control_channel.h; when every rank runs on one host, the
+// shm backend hands the session backend/shm/shm_control_channel.h instead
+// (Backend::TakeControlChannel).
 //
 // Errors: a failed exchange (a peer is gone) returns kUnavailable.
 //
