@@ -101,7 +101,15 @@ def main():
             finally:
                 log.write("commit", state.step)
 
-    train(state)
+    try:
+        train(state)
+    except hvd.JobFinishedError as e:
+        # Left behind (e.g. stopped past the heartbeat timeout) while the
+        # others finished the training: nothing is left to do, as for a late
+        # joiner (the C++ worker returns 0 here too).
+        print(f"soak worker: {e}", file=sys.stderr)
+        hvd.shutdown()
+        return 0
     checksum, expected = digest(model.weight), digest(replay(state.step))
     big_ok = big_state_is_exact(model.big, state.step)
     log.write("done", hvd.rank(), hvd.size(), state.step, checksum, expected, 1 if big_ok else 0)

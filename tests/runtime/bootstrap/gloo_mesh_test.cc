@@ -5,6 +5,7 @@
 // live peer that will never answer (it left the generation) is released.
 #include "bootstrap/gloo_mesh.h"
 
+#include "backend/gloo/gloo_ops.h"
 #include "backend/gloo/interruptible_waits.h"
 
 #include <gloo/allreduce.h>
@@ -187,6 +188,31 @@ TEST_P(AbandonWhileWaiting, EndsTheWaitOnASilentPeer) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, AbandonWhileWaiting, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Send" : "Recv"; });
+
+// The broadcast (an elastic state sync's) waits on its root like any
+// operation on the mesh: a root that went back to the rendezvous without
+// sending ends the wait when the generation is abandoned.
+TEST(GlooMesh, AbandoningEndsABroadcastWaitingOnASilentRoot) {
+  gloo::rendezvous::HashStore store;
+  auto connect = [&store](int rank) {
+    return ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, 2, milliseconds(60000)));
+  };
+  auto other = std::async(std::launch::async, connect, 1);
+  auto mine = connect(0);
+  auto silent_root = other.get();
+  ASSERT_TRUE(mine.ok() && silent_root.ok());
+  auto context = *mine;
+  std::vector<char> payload(1 << 20, 'x');
+  auto waiter = std::async(std::launch::async,
+                           [&] { return gloo_ops::BroadcastBytes(context, payload.data(), payload.size(), 1); });
+  ASSERT_EQ(waiter.wait_for(milliseconds(300)), std::future_status::timeout);
+  const auto start = Clock::now();
+  AbandonMesh(*context, "the generation is re-forming");
+  ASSERT_EQ(waiter.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  Status s = waiter.get();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+}
 
 // The mesh's waits can be interrupted without any pair failing: the path
 // that ends a send Gloo keeps queued after its pair failed.

@@ -4,7 +4,6 @@
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/context.h>
 
@@ -95,14 +94,35 @@ Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in
   });
 }
 
+// A binomial tree on unbound buffers, registered with the context's
+// InterruptibleWaits: Gloo's own broadcast waits on buffers nobody can
+// abort, so a receiver whose root died mid-broadcast (an elastic state sync)
+// waited out the whole transport timeout even after its generation was
+// abandoned. In virtual ranks (the root is 0), rank v receives from v minus
+// its highest set bit, then sends to v + m for every power of two m above
+// v's highest bit while that is a rank.
 Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes, int root) {
-  if (bytes == 0 || ctx->size == 1) return Status::Ok();
+  const int size = ctx->size;
+  if (bytes == 0 || size == 1) return Status::Ok();
+  constexpr uint64_t kBroadcastSlot = uint64_t{0x7b} << 56;
   return Guarded("broadcast", [&] {
-    gloo::BroadcastOptions opts(ctx);
-    opts.setRoot(root);
-    if (ctx->rank == root) opts.setInput(static_cast<uint8_t*>(buffer), bytes);
-    opts.setOutput(static_cast<uint8_t*>(buffer), bytes);
-    gloo::broadcast(opts);
+    const int vrank = (ctx->rank - root + size) % size;
+    auto buf = ctx->createUnboundBuffer(buffer, bytes);
+    WaitScope waits(*ctx, {buf.get()});
+    waits.Check();
+    const auto timeout = ctx->getTimeout();
+    int high = 0;  // vrank's highest set bit (0 for the root)
+    for (int bit = 1; bit > 0 && bit <= vrank; bit <<= 1) high = bit;
+    if (vrank != 0) {
+      buf->recv((vrank - high + root) % size, kBroadcastSlot);
+      waits.WaitRecv(*buf, timeout);
+    }
+    int children = 0;
+    for (int m = high == 0 ? 1 : high << 1; m > 0 && vrank + m < size; m <<= 1) {
+      buf->send((vrank + m + root) % size, kBroadcastSlot);
+      ++children;
+    }
+    for (int i = 0; i < children; ++i) waits.WaitSend(*buf, timeout);
   });
 }
 

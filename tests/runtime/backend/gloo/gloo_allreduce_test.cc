@@ -1,5 +1,6 @@
 // The Gloo backend's allreduce algorithms (one-hop direct exchange, span
-// ring, Gloo's own ring) across real forked processes on loopback: the same
+// ring, Gloo's own ring) and its broadcast across real forked processes on
+// loopback: the same
 // results, bit for bit, for every size and rank count, in place and out of
 // place; and a peer that dies mid-collective surfaces as kUnavailable on the
 // survivor within the context's timeout, never as a crash or a hang.
@@ -134,6 +135,31 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return std::to_string(info.param.ranks) + "ranks_" + std::to_string(info.param.count) + "floats";
     });
+
+// The binomial-tree broadcast on unbound buffers: every rank ends with the
+// root's bytes, for every root, at rank counts whose trees have one to three
+// levels, and sizes from one byte to several MiB.
+class GlooBroadcastTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooBroadcastTest, EveryRankGetsTheRootsBytesFromEveryRoot) {
+  const int size = GetParam();
+  const auto codes = RunRanks(size, std::chrono::milliseconds(60000), [size](const std::shared_ptr<gloo::Context>& ctx) {
+    for (int root = 0; root < size; ++root) {
+      for (size_t bytes : {size_t{1}, size_t{4097}, size_t{3} << 20}) {
+        std::vector<uint8_t> buf(bytes);
+        for (size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(ctx->rank * 31 + i * 7 + root);
+        if (!BroadcastBytes(ctx, buf.data(), bytes, root).ok()) return 10;
+        for (size_t i = 0; i < bytes; ++i) {
+          if (buf[i] != static_cast<uint8_t>(root * 31 + i * 7 + root)) return 11;
+        }
+      }
+    }
+    return 0;
+  });
+  for (int r = 0; r < size; ++r) EXPECT_EQ(codes[r], 0) << "rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooBroadcastTest, ::testing::Values(2, 3, 5, 8));
 
 TEST(GlooDirectAllreduce, APeerThatDiesSurfacesAsUnavailableOnTheSurvivor) {
   const auto codes = RunRanks(2, std::chrono::seconds(3), [](const auto& ctx) {
