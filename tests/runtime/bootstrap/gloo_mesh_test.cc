@@ -7,6 +7,7 @@
 
 #include "backend/gloo/gloo_ops.h"
 #include "backend/gloo/interruptible_waits.h"
+#include "loopback_mesh.h"
 
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
@@ -26,19 +27,8 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<gloo::transport::Device> LoopbackDevice() {
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  return gloo::transport::tcp::CreateDevice(attr);
-}
-
-MeshOptions Options(int rank, int size, milliseconds timeout) {
-  MeshOptions o;
-  o.rank = rank;
-  o.size = size;
-  o.timeout = timeout;
-  return o;
-}
+using khorovod::testing::LoopbackDevice;
+constexpr auto Options = khorovod::testing::MeshOptionsFor;
 
 class MeshSizes : public ::testing::TestWithParam<int> {};
 
@@ -152,14 +142,8 @@ class AbandonWhileWaiting : public ::testing::TestWithParam<bool> {};
 TEST_P(AbandonWhileWaiting, EndsTheWaitOnASilentPeer) {
   const bool sending = GetParam();
   gloo::rendezvous::HashStore store;
-  auto connect = [&store](int rank) {
-    return ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, 2, milliseconds(60000)));
-  };
-  auto other = std::async(std::launch::async, connect, 1);
-  auto mine = connect(0);
-  auto silent = other.get();
-  ASSERT_TRUE(mine.ok() && silent.ok());
-  auto context = *mine;
+  auto [context, silent] = khorovod::testing::ConnectedPair(store);  // rank 1 never takes part
+  ASSERT_TRUE(context);
   std::vector<char> payload(1 << 20, 'x');
   auto waiter = std::async(std::launch::async, [&] {
     auto buffer = context->createUnboundBuffer(payload.data(), payload.size());
@@ -194,14 +178,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, AbandonWhileWaiting, ::testing::Values(false, true
 // sending ends the wait when the generation is abandoned.
 TEST(GlooMesh, AbandoningEndsABroadcastWaitingOnASilentRoot) {
   gloo::rendezvous::HashStore store;
-  auto connect = [&store](int rank) {
-    return ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, 2, milliseconds(60000)));
-  };
-  auto other = std::async(std::launch::async, connect, 1);
-  auto mine = connect(0);
-  auto silent_root = other.get();
-  ASSERT_TRUE(mine.ok() && silent_root.ok());
-  auto context = *mine;
+  auto [context, silent] = khorovod::testing::ConnectedPair(store);  // rank 1 never takes part
+  ASSERT_TRUE(context);
   std::vector<char> payload(1 << 20, 'x');
   auto waiter = std::async(std::launch::async,
                            [&] { return gloo_ops::BroadcastBytes(context, payload.data(), payload.size(), 1); });
@@ -218,13 +196,8 @@ TEST(GlooMesh, AbandoningEndsABroadcastWaitingOnASilentRoot) {
 // that ends a send Gloo keeps queued after its pair failed.
 TEST(GlooMesh, InterruptedWaitsThrowAndLaterOnesFailAtOnce) {
   gloo::rendezvous::HashStore store;
-  auto other = std::async(std::launch::async, [&store] {
-    return ConnectAbandonableMesh(store, LoopbackDevice(), Options(1, 2, milliseconds(60000)));
-  });
-  auto mine = ConnectAbandonableMesh(store, LoopbackDevice(), Options(0, 2, milliseconds(60000)));
-  auto silent = other.get();
-  ASSERT_TRUE(mine.ok() && silent.ok());
-  auto context = *mine;
+  auto [context, silent] = khorovod::testing::ConnectedPair(store);  // rank 1 never takes part
+  ASSERT_TRUE(context);
   auto* waits = dynamic_cast<InterruptibleWaits*>(context.get());
   ASSERT_NE(waits, nullptr);
   std::vector<char> payload(64);

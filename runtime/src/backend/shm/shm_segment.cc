@@ -87,6 +87,8 @@ Status Errno(const std::string& what) {
   return Status::Unavailable("shared memory: " + what + ": " + std::strerror(errno));
 }
 
+Status AbandonedError() { return Status::Unavailable("shared memory: this rank's generation was abandoned"); }
+
 }  // namespace
 
 ShmSegment::ShmSegment(std::string name, int ranks, size_t slot_bytes, void* base, size_t bytes)
@@ -178,9 +180,7 @@ void ShmSegment::WakeSleepers(int rank, bool always) const {
 
 Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
                            std::chrono::microseconds yield_for) {
-  if (abandoned_.load(std::memory_order_acquire)) {
-    return Status::Unavailable("shared memory: this rank's generation was abandoned");
-  }
+  if (abandoned_.load(std::memory_order_acquire)) return AbandonedError();
   line(rank).arrived.store(generation, std::memory_order_seq_cst);
   WakeSleepers(rank, /*always=*/false);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -208,9 +208,7 @@ Status ShmSegment::AwaitArrival(int r, uint64_t generation, std::chrono::steady_
     peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     // An arrival before leaving still counts, so this comes first.
     if (arrived()) return Status::Ok();
-    if (abandoned_.load(std::memory_order_acquire)) {
-      return Status::Unavailable("shared memory: this rank's generation was abandoned");
-    }
+    if (abandoned_.load(std::memory_order_acquire)) return AbandonedError();
     if (PeerGone(r)) {
       return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
     }

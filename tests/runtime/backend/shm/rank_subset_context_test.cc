@@ -6,7 +6,6 @@
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/hash_store.h>
-#include <gloo/transport/tcp/device.h>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -17,23 +16,14 @@
 #include "backend/gloo/gloo_ops.h"
 #include "bootstrap/gloo_mesh.h"
 #include "common/reduce_kernels.h"
+#include "loopback_mesh.h"
 
 namespace khorovod::shm {
 namespace {
 
 using std::chrono::milliseconds;
 
-std::shared_ptr<gloo::Context> World(gloo::rendezvous::HashStore& store, int rank, int size) {
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  MeshOptions o;
-  o.rank = rank;
-  o.size = size;
-  o.timeout = milliseconds(20'000);
-  auto ctx = ConnectAbandonableMesh(store, gloo::transport::tcp::CreateDevice(attr), o);
-  EXPECT_TRUE(ctx.ok()) << ctx.status();
-  return ctx.ok() ? *ctx : nullptr;
-}
+using khorovod::testing::LoopbackWorld;
 
 // Sums `value` over a context's ranks.
 int64_t Sum(const std::shared_ptr<gloo::Context>& ctx, int64_t value) {
@@ -60,7 +50,7 @@ TEST_P(RankSubset, HostAndCrossGroupsConnectAndReduceAmongTheirMembers) {
   std::vector<std::future<void>> ranks;
   for (int rank = 0; rank < size; ++rank) {
     ranks.push_back(std::async(std::launch::async, [&store, rank, size, l] {
-      auto world = World(store, rank, size);
+      auto world = LoopbackWorld(store, rank, size);
       if (!world) return;
       std::vector<int> host, cross;
       for (int r = 0; r < size; ++r) {
@@ -97,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RankSubset,
 TEST(RankSubset, AGroupWithoutTheCallerIsRefusedWithoutStallingTheOthers) {
   gloo::rendezvous::HashStore store;
   auto other = std::async(std::launch::async, [&store] {
-    auto world = World(store, 1, 2);
+    auto world = LoopbackWorld(store, 1, 2);
     if (!world) return;
     auto alone = ConnectRankSubset(world, {1}, milliseconds(5'000));
     EXPECT_TRUE(alone.ok()) << alone.status();
@@ -105,7 +95,7 @@ TEST(RankSubset, AGroupWithoutTheCallerIsRefusedWithoutStallingTheOthers) {
       EXPECT_EQ((*alone)->size, 1);
     }
   });
-  auto world = World(store, 0, 2);
+  auto world = LoopbackWorld(store, 0, 2);
   ASSERT_TRUE(world);
   auto wrong = ConnectRankSubset(world, {1}, milliseconds(5'000));
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
@@ -119,13 +109,13 @@ TEST(RankSubset, AbandoningTheWorldEndsAWaitOnTheSubset) {
   gloo::rendezvous::HashStore store;
   std::promise<void> rank0_done;
   auto other = std::async(std::launch::async, [&store, done = rank0_done.get_future()]() mutable {
-    auto world = World(store, 1, 2);
+    auto world = LoopbackWorld(store, 1, 2);
     if (!world) return;
     auto subset = ConnectRankSubset(world, {0, 1}, milliseconds(20'000));
     EXPECT_TRUE(subset.ok()) << subset.status();
     done.wait();  // alive, connected, silent
   });
-  auto world = World(store, 0, 2);
+  auto world = LoopbackWorld(store, 0, 2);
   ASSERT_TRUE(world);
   auto subset = ConnectRankSubset(world, {0, 1}, milliseconds(20'000));
   ASSERT_TRUE(subset.ok()) << subset.status();
