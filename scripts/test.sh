@@ -1,191 +1,209 @@
 #!/usr/bin/env bash
-# The whole test suite, exactly as CI runs it (.ci/run calls this script):
-#   1. a warnings-as-errors build, with the GPU backends compiled and linked
-#      against CUDA/NCCL wheels (scripts/install-cuda.sh), and every test
-#      (ctest; tests labelled gpu skip without a GPU), the operator's against
-#      a real kube-apiserver + etcd on loopback;
-#   2. the runtime and launcher tests again under ASan+UBSan;
-#   3. the runtime's unit and multi-process tests under TSan (the elastic
-#      tests need cpp-httplib, which Debian does not build with TSan);
-#   4. a short libFuzzer run over the rendezvous request handlers (clang;
-#      skipped, and said so, if clang cannot be installed);
-#   5. `pip install .` of khorovod.torch against PyPI's torch and Debian's;
-#   6. the real node: the images built from a Release build, a kubelet with
-#      containerd, CNI, CoreDNS and kube-proxy, and the user's story asserted
-#      through the API (tests/realnode; fails, never skips, if the machine
-#      lacks what a node needs);
-#   7. (with KHOROVOD_TEST_ECOSYSTEM=1) the operator with Kueue and with
-#      scheduler-plugins' coscheduling, each built from its Go module
-#      (tests/ecosystem; cold Go builds: docs/benchmarks.md);
-#   8. (with KHOROVOD_TEST_PROMETHEUS_OPERATOR=1) the chart's ServiceMonitor,
-#      PodMonitor and PrometheusRule through a real prometheus-operator on the
-#      real node, every dashboard query answered
-#      (tests/realnode/prometheus_operator.sh; cold Go builds: docs/benchmarks.md).
-# Ends with one line: "suite: N passed, M failed, K skipped".
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# Stages, in this order: what users run first, the deep checks last.
+#   deps                 Debian packages (scripts/install-deps.sh)
+#   k8s-tools            every cluster tool, from one Go module graph
+#                        (scripts/k8s-tools.sh; cached in ~/.cache/khorovod/k8s)
+#   realnode             the user's story on a real node: images from a
+#                        CPU-only build, kubelet + containerd + CNI + CoreDNS +
+#                        kube-proxy, Helm, kubectl apply, kills (tests/realnode)
+#   prometheus-operator  the chart's ServiceMonitor, PodMonitor and
+#                        PrometheusRule through a real prometheus-operator
+#   ecosystem            Kueue admission and coscheduling gangs (tests/ecosystem)
+#   pip-install          `pip install .` of khorovod.torch over PyPI's torch and
+#                        Debian's, the seed script at 4 ranks
+#   ci                   warnings-as-errors build with the GPU backends compiled
+#                        (CUDA/NCCL wheels, scripts/install-cuda.sh) and every
+#                        ctest test, the operator's against a real kube-apiserver
+#   asan, tsan, fuzz     the deep checks: sanitizer builds over the runtime's
+#                        memory and concurrency tests, and a libFuzzer run over
+#                        the rendezvous request handlers
+# Downloads (PyPI wheels, CUDA/NCCL wheels, Debian base images, clang) run in
+# the background while the CPU-bound stages build.
+#
+# Budget: CI stops the suite at 90 minutes. A stage runs only if, at the time
+# it took last on this machine (or its cold default below), it still ends
+# within KHOROVOD_SUITE_BUDGET_MIN (default 85) minutes. Only the deep checks
+# are ever left out for time, and the summary names them.
+#
+# Options: --stage NAME[,NAME...] runs only those stages (the inner loop;
+# k8s-tools and deps run when a chosen stage needs them).
+# Ends with a per-stage table (time, cold or warm caches, counts) and one line:
+# "suite: N passed, M failed, K skipped".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 suite_start=$SECONDS
-bash scripts/install-deps.sh || exit 1
-# The Kubernetes binaries the operator tests run against (etcd, kube-apiserver,
-# kube-controller-manager, kubectl, ...), built from Go modules and cached in
-# ~/.cache/khorovod/k8s by version: minutes on a fresh machine, instant after.
-echo "== k8s tools"
-bash scripts/k8s-tools.sh || { echo "suite: BROKEN STAGE: k8s tools"; echo "suite: 0 passed, 1 failed"; exit 1; }
-
-passed=0; failed=0; skipped=0; broken=(); failed_names=()
+suite_budget_min=${KHOROVOD_SUITE_BUDGET_MIN:-85}
+cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
+source "$root/scripts/test/stages.sh"
 logdir="$root/build/test-logs"; mkdir -p "$logdir"
 
-# Downloads overlap the CPU-bound builds below: PyPI's torch wheels (3.9 GB;
-# the pip-install stage and the PyTorch image) and the debootstrapped Debian
-# base images (the real-node stage). Both are cached outside the clone; the
-# stages that need them wait for this and then find them in the cache (or
-# fail there with the reason, see build/test-logs/prefetch.log).
-( bash scripts/python-wheels.sh --download-only && bash scripts/base-image.sh ) > "$logdir/prefetch.log" 2>&1 &
+only=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --stage) only=",$2,"; shift ;;
+    --stage=*) only=",${1#--stage=},"; ;;
+    *) echo "usage: scripts/test.sh [--stage NAME[,NAME...]]" >&2; exit 2 ;;
+  esac
+  shift
+done
+wanted() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
+
+# Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
+# suite's stages"), used to plan before this machine has measured its own.
+STAGE_DEFAULT_SECS=([asan]=600 [tsan]=420 [fuzz]=150)
+
+# ---- deps (and the background downloads)
+stage_begin deps warm
+bash scripts/install-deps.sh > "$logdir/deps.log" 2>&1; deps_rc=$?
+cat "$logdir/deps.log"
+grep -q "installing" "$logdir/deps.log" && stage_cache=cold
+if [ $deps_rc -ne 0 ]; then stage_broken "install-deps failed"; stage_table; exit 1; fi
+stage_end_counts 0 0
+
+# I/O-bound preparation overlaps the CPU-bound builds: PyPI's torch wheels
+# (pip-install and the PyTorch image), the CUDA/NCCL wheels (ci), the Debian
+# base images (realnode) and clang (fuzz). Each is cached outside the clone;
+# the stages that need them wait for this and then find them (or fail there
+# with the reason, see build/test-logs/prefetch.log).
+( set -x; bash scripts/python-wheels.sh --download-only; bash scripts/install-cuda.sh; bash scripts/base-image.sh;
+  bash scripts/install-fuzz-deps.sh ) > "$logdir/prefetch.log" 2>&1 &
 prefetch_pid=$!
-
-# run_stage NAME CTEST_ARGS... : runs ctest in build/NAME and tallies its summary.
-run_stage() {
-  local name=$1; shift
-  echo "== ctest ($name)"
-  ctest --test-dir "build/$name" --output-on-failure --no-tests=error "$@" 2>&1 | tee "$logdir/$name.log"
-  local summary
-  summary=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$logdir/$name.log" | tail -1)
-  if [ -z "$summary" ]; then broken+=("$name: no ctest summary"); return; fi
-  local total fails skips
-  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$summary")
-  fails=$(sed -E 's/.*tests passed, ([0-9]+) tests? failed.*/\1/' <<<"$summary")
-  # ctest counts a skipped test (GTEST_SKIP, e.g. a GPU test without a GPU)
-  # as not failed; report it apart instead of as passed.
-  skips=$(grep -cE '\(Skipped\)$' "$logdir/$name.log" || true)
-  passed=$((passed + total - fails - skips)); failed=$((failed + fails)); skipped=$((skipped + skips))
-  # Named again at the end, where CI's tail shows them.
-  local t
-  while read -r t; do failed_names+=("$name: $t"); done < <(
-    sed -n '/The following tests FAILED:/,$p' "$logdir/$name.log" | grep -E '^[[:space:]]+[0-9]+ - ' |
-      sed -E 's/^[[:space:]]+[0-9]+ - //')
+wait_prefetch() {
+  [ -n "${prefetch_pid:-}" ] || return 0
+  wait "$prefetch_pid" || echo "suite: the prefetch failed (build/test-logs/prefetch.log); the stages retry what they need"
+  prefetch_pid=""
 }
 
-build_stage() {
-  local name=$1; shift
-  echo "== build ($name)"
-  if ! bash scripts/build.sh "$name" "$@"; then broken+=("$name: build failed"); return 1; fi
-}
+# ---- k8s-tools: every stage below that runs a cluster needs them.
+stage_begin k8s-tools warm
+if bash scripts/k8s-tools.sh > "$logdir/k8s-tools.log" 2>&1; then
+  grep -q "k8s-tools: building" "$logdir/k8s-tools.log" && stage_cache=cold
+  stage_end_counts 0 0
+else
+  grep -q "k8s-tools: building" "$logdir/k8s-tools.log" && stage_cache=cold
+  tail -30 "$logdir/k8s-tools.log"; stage_broken "building the cluster tools failed"; stage_table; exit 1
+fi
 
-runtime_targets=(collectives_test device_collectives_test device_elastic_test runtime_unit_test backend_unit_test gloo_backend_test host_backends_test
-                 hierarchical_allreduce_test
+# build NAME CMAKE_ARGS... [-- TARGETS...]: scripts/build.sh, its cold/warm
+# verdict from ccache's misses (a mostly-hit build is warm).
+build() {
+  local before; before=$(ccache_misses)
+  echo "-- build ($1)"
+  bash scripts/build.sh "$@" 2>&1 | tee "$logdir/build-$1.log" | grep -E "error|warning|FAILED" | head -40
+  local rc=${PIPESTATUS[0]}
+  [ $(( $(ccache_misses) - before )) -gt 20 ] && stage_cache=cold
+  return "$rc"
+}
+image_build_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKHOROVOD_BUILD_TESTS=OFF
+                  -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF
+                  -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator)
+
+# ---- realnode: the images copy this CPU-only build's binaries, stripped
+# (scripts/images.sh prebuilt): no compiler runs inside an image build.
+if wanted realnode; then
+  stage_begin realnode warm
+  podman image exists ghcr.io/khorovod/khorovod-pytorch:0.1.0 2>/dev/null || stage_cache=cold
+  if build image "${image_build_args[@]}"; then
+    wait_prefetch
+    bash tests/realnode/run.sh build/image 2>&1 | tee "$logdir/realnode.log"
+    stage_end_script "$logdir/realnode.log"
+  else stage_broken "build (image) failed"; fi
+fi
+
+# ---- prometheus-operator: on the same binaries, a node of its own.
+if wanted prometheus-operator; then
+  stage_begin prometheus-operator warm
+  podman images --format '{{.Repository}}' 2>/dev/null | grep -q '/prometheus-operator$' || stage_cache=cold
+  if build image "${image_build_args[@]}"; then
+    timeout 1800 bash tests/realnode/prometheus_operator.sh build/image 2>&1 | tee "$logdir/prometheus-operator.log"
+    stage_end_script "$logdir/prometheus-operator.log"
+  else stage_broken "build (image) failed"; fi
+fi
+
+# ---- ecosystem: Kueue and coscheduling, on the image build's operator.
+if wanted ecosystem; then
+  stage_begin ecosystem warm
+  if build image "${image_build_args[@]}"; then
+    timeout 2400 bash tests/ecosystem/run.sh build/image/bin/khorovod-operator 2>&1 | tee "$logdir/ecosystem.log"
+    stage_end_script "$logdir/ecosystem.log"
+  else stage_broken "build (image) failed"; fi
+fi
+
+# ---- pip-install: khorovod.torch as users install it.
+if wanted pip-install; then
+  wait_prefetch
+  stage_begin pip-install warm
+  compgen -G "$cache/venv/*/.complete" >/dev/null || stage_cache=cold
+  bash tests/python/pip_install.sh 2>&1 | tee "$logdir/pip-install.log"
+  stage_end_script "$logdir/pip-install.log"
+fi
+
+# ---- ci: every test, with the GPU backends compiled (their tests skip here).
+runtime_targets=(collectives_test device_collectives_test device_elastic_test runtime_unit_test backend_unit_test
+                 gloo_backend_test host_backends_test hierarchical_allreduce_test
                  elastic_test khorovodrun launcher_test
                  rendezvous_unit_test rendezvous_http_test khorovod-rendezvous operator_unit_test)
-
-# The ci stage also compiles and links the GPU backends (NCCL, host staging)
-# against CUDA/NCCL from PyPI wheels cached under ~/.cache/khorovod; their
-# GPU tests skip here. The sanitizer stages build without them.
-gpu_args=(-DKHOROVOD_WITH_NCCL=OFF)
-if cuda_prefix=$(bash scripts/install-cuda.sh | tail -1) && [ -d "$cuda_prefix" ]; then
-  gpu_args=(-DKHOROVOD_WITH_NCCL=ON "-DKHOROVOD_CUDA_ROOT=$cuda_prefix")
-else
-  broken+=("install-cuda: CUDA/NCCL wheels unavailable; GPU backends not compiled")
-fi
-if build_stage ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON "${gpu_args[@]}"; then
-  run_stage ci --timeout 600
-fi
-if build_stage asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF \
-     -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}"; then
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_stage asan -L "runtime|launcher|rendezvous|operator-unit" --timeout 900 \
-      -E "HierarchicalAllreduceTest.EveryDtypeAroundChunkBoundaries"  # data coverage: >150 s at -O0; the ci stage runs it
-fi
-if build_stage tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF \
-     -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test device_collectives_test runtime_unit_test backend_unit_test \
-     gloo_backend_test host_backends_test hierarchical_allreduce_test; then
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
-    run_stage tsan -L "runtime-unit|runtime-integration" --timeout 900 \
-      -E "HierarchicalAllreduceTest.EveryDtypeAroundChunkBoundaries"  # data coverage: >150 s under TSan; the ci stage runs it
-fi
-
-if bash scripts/install-fuzz-deps.sh; then
-  if build_stage fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_BUILD_BENCHMARKS=OFF \
-       -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF \
-       -- rendezvous_http_fuzzer; then
-    run_stage fuzz -L fuzz --timeout 300
-  fi
-else
-  echo "suite: fuzz stage skipped: clang-14 / libclang-rt-14-dev could not be installed"
-fi
-
-# script_stage NAME COMMAND...: a stage that ends with "NAME: N passed, M failed".
-script_stage() {
-  local name=$1; shift
-  echo "== $name"
-  "$@" 2>&1 | tee "$logdir/$name.log"
-  local summary; summary=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$logdir/$name.log" | tail -1)
-  if [ -z "$summary" ]; then broken+=("$name: no summary"); return; fi
-  passed=$((passed + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$summary")))
-  failed=$((failed + $(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$summary")))
-  local t
-  while read -r t; do failed_names+=("$name: $t"); done < <(grep -E '^FAIL: | FAILED$| ended without its summary$' "$logdir/$name.log" | head -20)
-}
-# khorovod.torch as users install it: `pip install .` into a venv with
-# PyPI's pinned torch and into one over Debian's python3-torch, each running
-# the seed script at 4 ranks (wheels and venvs cached in ~/.cache/khorovod).
-wait "$prefetch_pid" || echo "suite: the prefetch failed (build/test-logs/prefetch.log); the stages below retry it"
-script_stage pip-install bash tests/python/pip_install.sh
-
-# The images copy the binaries of this CPU-only build, stripped (scripts/images.sh
-# prebuilt): no compiler runs inside an image build. Its flags are the ci
-# stage's, so ccache serves every object that does not see CUDA (the operator,
-# launcher and rendezvous) from that stage. The shipped Dockerfiles' own
-# from-source builds are timed apart (docs/benchmarks.md).
-#
-# CI stops the suite at 90 minutes. A first run on a fresh machine builds and
-# loads the 7.45 GB PyTorch image (up to ~35 min under load; ~10 min once
-# cached), so when the stages above already took so long that the real node
-# would overrun KHOROVOD_SUITE_BUDGET_MIN (default 85), the stage is skipped
-# and the summary says so; the next run, with the caches warm, runs it.
-budget_min=${KHOROVOD_SUITE_BUDGET_MIN:-85}
-realnode_min=35
-podman image exists ghcr.io/khorovod/khorovod-pytorch:0.1.0 2>/dev/null && realnode_min=12
-elapsed_min=$(((SECONDS - suite_start) / 60))
-if [ $((elapsed_min + realnode_min)) -gt "$budget_min" ]; then
-  echo "suite: SKIPPED STAGE realnode: the suite has run ${elapsed_min} min and the real node needs about" \
-       "${realnode_min} min more, past the ${budget_min}-min budget (KHOROVOD_SUITE_BUDGET_MIN); run it with" \
-       "'bash tests/realnode/run.sh build/image' after building build/image"
-  skipped=$((skipped + 1)); realnode_skipped=1
-elif build_stage image -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKHOROVOD_BUILD_TESTS=OFF \
-     -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
-     -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
-  script_stage realnode bash tests/realnode/run.sh build/image
-fi
-
-# Kueue admission and gang scheduling by a real coscheduling scheduler, on the
-# ci build's operator. Opt-in until the lead decides: the two cold Go builds
-# cost minutes on a fresh machine (docs/benchmarks.md, "Ecosystem stage").
-if [ "${KHOROVOD_TEST_ECOSYSTEM:-0}" = 1 ]; then
-  if [ -x build/ci/bin/khorovod-operator ]; then
-    script_stage ecosystem bash tests/ecosystem/run.sh build/ci/bin/khorovod-operator
+if wanted ci; then
+  wait_prefetch
+  stage_begin ci warm
+  gpu_args=(-DKHOROVOD_WITH_NCCL=OFF)
+  if cuda_prefix=$(bash scripts/install-cuda.sh | tail -1) && [ -d "$cuda_prefix" ]; then
+    gpu_args=(-DKHOROVOD_WITH_NCCL=ON "-DKHOROVOD_CUDA_ROOT=$cuda_prefix")
   else
-    broken+=("ecosystem: build/ci/bin/khorovod-operator missing")
+    broken+=("install-cuda: CUDA/NCCL wheels unavailable; GPU backends not compiled"); failed=$((failed + 1))
   fi
-else
-  echo "suite: NOTE: the ecosystem stage did not run (KHOROVOD_TEST_ECOSYSTEM=1 runs it; see scripts/test.sh)"
+  if build ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON "${gpu_args[@]}"; then
+    ctest --test-dir build/ci --output-on-failure --no-tests=error --timeout 600 2>&1 | tee "$logdir/ci.log"
+    stage_end_ctest "$logdir/ci.log"
+  else stage_broken "build (ci) failed"; fi
 fi
 
-# The chart's monitoring through prometheus-operator on the real node, on the
-# image build's binaries (a no-op build when the real-node stage built them).
-# Opt-in: three cold Go builds (prometheus-operator, its config reloader,
-# Prometheus) and a second node bring-up.
-if [ "${KHOROVOD_TEST_PROMETHEUS_OPERATOR:-0}" = 1 ]; then
-  if build_stage image -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON \
-       -DKHOROVOD_BUILD_TESTS=OFF -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_BUILD_PYTHON=OFF -DKHOROVOD_WITH_NCCL=OFF \
-       -- khorovodrun khorovod-rendezvous khorovod-example-trainer khorovod-operator; then
-    script_stage prometheus-operator timeout 3600 bash tests/realnode/prometheus_operator.sh build/image
-  fi
-else
-  echo "suite: NOTE: the prometheus-operator stage did not run (KHOROVOD_TEST_PROMETHEUS_OPERATOR=1 runs it; see scripts/test.sh)"
+# ---- the deep checks, each only if it still fits the budget.
+# deep_stage NAME: whether NAME runs (chosen, and fits the budget; else skipped and named).
+deep_stage() {
+  wanted "$1" || return 1
+  local state=warm
+  [ -d "build/$1" ] || state=cold
+  if stage_fits "$1" "$state"; then return 0; fi
+  stage_skip "$1" "at $(( (SECONDS - suite_start) / 60 )) min it would end past the ${suite_budget_min}-min budget" \
+                  "(about $(( $(stage_estimate "$1" "$state") / 60 )) min; KHOROVOD_SUITE_BUDGET_MIN)"
+  return 1
+}
+if deep_stage asan; then
+  stage_begin asan warm
+  if build asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF \
+       -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}"; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir build/asan --output-on-failure --no-tests=error --timeout 900 \
+        -L "runtime|launcher|rendezvous|operator-unit" \
+        -E "HierarchicalAllreduceTest.EveryDtypeAroundChunkBoundaries" 2>&1 | tee "$logdir/asan.log"
+    stage_end_ctest "$logdir/asan.log"   # that data-coverage test takes >150 s at -O0; ci runs it
+  else stage_broken "build (asan) failed"; fi
+fi
+if deep_stage tsan; then
+  stage_begin tsan warm
+  if build tsan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=thread -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF \
+       -DKHOROVOD_BUILD_BENCHMARKS=OFF -- collectives_test device_collectives_test runtime_unit_test backend_unit_test \
+       gloo_backend_test host_backends_test hierarchical_allreduce_test; then
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
+      ctest --test-dir build/tsan --output-on-failure --no-tests=error --timeout 900 -L "runtime-unit|runtime-integration" \
+        -E "HierarchicalAllreduceTest.EveryDtypeAroundChunkBoundaries" 2>&1 | tee "$logdir/tsan.log"
+    stage_end_ctest "$logdir/tsan.log"   # the elastic tests need cpp-httplib, which Debian does not build with TSan
+  else stage_broken "build (tsan) failed"; fi
+fi
+if deep_stage fuzz; then
+  wait_prefetch
+  stage_begin fuzz warm
+  if ! bash scripts/install-fuzz-deps.sh; then
+    stage_broken "clang-14 / libclang-rt-14-dev could not be installed"
+  elif build fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_BUILD_BENCHMARKS=OFF \
+         -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF -- rendezvous_http_fuzzer; then
+    ctest --test-dir build/fuzz --output-on-failure --no-tests=error --timeout 300 -L fuzz 2>&1 | tee "$logdir/fuzz.log"
+    stage_end_ctest "$logdir/fuzz.log"
+  else stage_broken "build (fuzz) failed"; fi
 fi
 
-[ "${realnode_skipped:-0}" = 1 ] && echo "suite: NOTE: the real-node stage was skipped for time (see above)"
-for t in "${failed_names[@]}"; do echo "suite: FAILED: $t"; done
-for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; failed=$((failed + 1)); done
-echo "suite: $passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+wait_prefetch
+stage_table

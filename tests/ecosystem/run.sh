@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The ecosystem stage (opt-in: KHOROVOD_TEST_ECOSYSTEM=1 in scripts/test.sh):
-# the operator beside the cluster tools its users run, each built from its own
-# Go module at a pinned version (scripts/k8s-tools.sh; cached by version in
-# ~/.cache/khorovod/k8s, cold builds of several minutes each, one at a time):
+# The ecosystem stage of scripts/test.sh: the operator beside the cluster
+# tools its users run, built at pinned versions in the one module graph of
+# scripts/k8s-tools.sh (cached in ~/.cache/khorovod/k8s):
 #   gang_test.sh   scheduler-plugins' coscheduling as a second scheduler;
 #   kueue_test.sh  Kueue's controller manager admitting HorovodJobs.
 # Ends with "ecosystem: N passed, M failed" (the sum of the tests' own lines;

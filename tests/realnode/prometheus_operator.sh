@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The chart's monitoring through a real prometheus-operator, on the real node
-# (opt-in stage "prometheus-operator" of scripts/test.sh:
-# KHOROVOD_TEST_PROMETHEUS_OPERATOR=1). Everything runs as pods:
+# (stage "prometheus-operator" of scripts/test.sh). Everything runs as pods:
 #   * prometheus-operator v0.85.0 (its Go module, built by scripts/k8s-tools.sh,
 #     in a scratch image from scripts/images.sh monitoring) with the CRDs and
 #     RBAC its module ships, in namespace "monitoring";
