@@ -7,7 +7,9 @@ object below. That object is the only mutable module state of the package;
 everything else receives what it needs from it. ``shutdown()`` ends the
 runtime (collective, like the C++ one); a later ``init()`` starts a fresh
 one. An ``atexit`` hook shuts a forgotten runtime down before the
-interpreter tears down.
+interpreter tears down. An elastic worker that comes to join after the job
+finished training has nothing to do: ``init()`` ends it with exit status 0
+(JobFinishedExit, a SystemExit) instead of raising JobFinishedError.
 
 Orphans: an async handle dropped while its operation is in flight hands its
 tensors to ``adopt_orphan``; they stay referenced here until the runtime has
@@ -24,7 +26,7 @@ import atexit
 import threading
 
 from . import _khorovod
-from ._errors import NotInitializedError, raise_for_status
+from ._errors import JobFinishedError, NotInitializedError, exit_job_finished, raise_for_status
 
 
 class _Context:
@@ -44,7 +46,10 @@ class _Context:
             if self._runtime is not None and self._runtime.is_initialized():
                 return False  # Horovod allows init() twice
             runtime = _khorovod.Runtime()
-            raise_for_status(runtime.init())
+            try:
+                raise_for_status(runtime.init())
+            except JobFinishedError as e:  # a late joiner: nothing left to do
+                exit_job_finished(e)
             self._runtime = runtime
             self._generation += 1
             return True

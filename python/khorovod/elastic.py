@@ -22,7 +22,9 @@ elastic.h), restated:
   (KHOROVOD_ELASTIC_TIMEOUT_SECONDS) with DEADLINE_EXCEEDED naming it. Only
   the rendezvous server's verdicts end the job otherwise: the job failed
   (its reset limit or elastic timeout; FAILED_PRECONDITION, message says
-  which) or training finished (JobFinishedError, JOB_FINISHED).
+  which) or training finished (JOB_FINISHED: the others finished while this
+  worker was out; it shuts down and ends with exit status 0 through
+  JobFinishedExit, a SystemExit, as a late joiner's ``init()`` does).
 - Outside an elastic job (khorovodrun without --min-np/--max-np) commit()
   never interrupts and a failure cannot be recovered: reset raises
   FAILED_PRECONDITION with the runtime's message.
@@ -39,7 +41,8 @@ import os
 import time
 
 from ._context import CONTEXT
-from ._errors import HorovodInternalError, HostsUpdatedInterrupt, KhorovodError, raise_for_status
+from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
+                      exit_job_finished, raise_for_status)
 from . import _khorovod
 
 _INT32 = 6  # dtype code of int32 (dtype.h)
@@ -164,6 +167,12 @@ def _reset(resets, reset_limit, cause):
         try:
             raise_for_status(CONTEXT.reset())
             return resets
+        except JobFinishedError as e:
+            try:
+                CONTEXT.shutdown()
+            except KhorovodError:
+                pass  # the generation is gone; nothing more to leave
+            exit_job_finished(e)
         except KhorovodError as e:
             if e.code not in _RETRYABLE_RESET:
                 if e.code == "FAILED_PRECONDITION":
