@@ -234,3 +234,46 @@ def test_a_python_late_joiner_ends_with_status_0_and_the_job_succeeds():
     assert "Traceback" not in job.output, job.output
     late = job.lines("the elastic job finished training before it joined")
     print("late joiner path:", "exited 0 after the job finished" if late else "joined in time")
+
+
+def test_torch_state_dispatches_keywords_by_type_as_horovods_registry():
+    import torch
+    import khorovod.torch as hvd
+    from khorovod.common.elastic import ObjectState, State
+    from khorovod.torch.elastic import get_handler_registry
+    hvd.init()
+    try:
+        data = list(range(12))
+        train, val = (hvd.elastic.ElasticSampler(data, shuffle=False) for _ in range(2))
+        model = torch.nn.Linear(2, 1)
+        st = hvd.elastic.TorchState(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                    train_sampler=train, val_sampler=val, epoch=0)
+        assert set(st._handlers) == {"model", "optimizer", "train_sampler", "val_sampler"}
+        assert st.train_sampler is train and st.epoch == 0
+        assert any(t is torch.nn.Module for t, _ in get_handler_registry())
+        train.record_batch(1, 3)
+        st.commit()
+        train.record_batch(3, 3)
+        st.restore()  # in place: the DataLoader's sampler object is the one restored
+        assert st.train_sampler is train and list(train) == data[6:], list(train)
+        assert list(val) == data
+
+        calls = []
+
+        class Resetting(ObjectState):
+            def reset(self):
+                calls.append("reset")
+        obj = Resetting(bcast_object=None, get_rank=None, lr=0.5)
+        obj.register_reset_callbacks([lambda: calls.append("callback")])
+        obj.lr = 1.0
+        obj.restore()
+        assert obj.lr == 0.5
+        obj.lr = 2.0
+        obj.save()
+        obj.sync()  # one rank: its own values
+        assert obj.lr == 2.0
+        obj.on_reset()
+        assert calls == ["reset", "callback"]
+        assert issubclass(hvd.elastic.TorchState, State)
+    finally:
+        hvd.shutdown()
