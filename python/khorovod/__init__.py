@@ -6,8 +6,8 @@ This top-level package holds what is framework-neutral: the lifecycle and
 topology calls, the exceptions, and the elastic ``run`` decorator.
 """
 
-from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
-                      NotInitializedError)
+from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, JobFinishedExit,
+                      KhorovodError, NotInitializedError)
 from . import elastic
 from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                      gloo_enabled, init, is_initialized, local_rank, local_size, mpi_built,
@@ -16,8 +16,8 @@ from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, g
 
 __all__ = [
     "elastic",
-    "HorovodInternalError", "HostsUpdatedInterrupt", "JobFinishedError", "KhorovodError",
-    "NotInitializedError",
+    "HorovodInternalError", "HostsUpdatedInterrupt", "JobFinishedError", "JobFinishedExit",
+    "KhorovodError", "NotInitializedError",
     "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built",
     "gloo_enabled", "init", "is_initialized", "local_rank", "local_size", "mpi_built",
     "mpi_enabled", "mpi_threads_supported", "nccl_built", "rank", "rocm_built", "shutdown",

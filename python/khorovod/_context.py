@@ -7,7 +7,16 @@ object below. That object is the only mutable module state of the package;
 everything else receives what it needs from it. ``shutdown()`` ends the
 runtime (collective, like the C++ one); a later ``init()`` starts a fresh
 one. An ``atexit`` hook shuts a forgotten runtime down before the
-interpreter tears down.
+interpreter tears down. An elastic worker that comes to join after the job
+finished training has nothing to do: ``init()`` ends it with exit status 0
+(JobFinishedExit, a SystemExit) instead of raising JobFinishedError.
+
+Orphans: an async handle dropped while its operation is in flight hands its
+tensors to ``adopt_orphan``; they stay referenced here until the runtime has
+finished with them (checked at every later adoption and at ``reap_orphans``),
+and at the latest until ``shutdown``/``reset`` has stopped the background
+thread, after which the runtime touches no tensor memory. So no Python program
+can make the runtime write into freed memory by dropping a handle.
 
 Thread-safety: ``init``/``shutdown`` are serialized by a lock; the other
 calls may come from any thread (the C++ Runtime is thread-safe).
@@ -17,7 +26,7 @@ import atexit
 import threading
 
 from . import _khorovod
-from ._errors import NotInitializedError, raise_for_status
+from ._errors import JobFinishedError, NotInitializedError, exit_job_finished, raise_for_status
 
 
 class _Context:
@@ -28,13 +37,19 @@ class _Context:
         # Changes whenever the runtime's session ends (shutdown, reset): what
         # was registered in it (process sets) is gone with it.
         self._generation = 0
+        # (native handle, tensors) of dropped handles still in flight.
+        self._orphans_lock = threading.Lock()
+        self._orphans = []
 
     def init(self):
         with self._lock:
             if self._runtime is not None and self._runtime.is_initialized():
                 return False  # Horovod allows init() twice
             runtime = _khorovod.Runtime()
-            raise_for_status(runtime.init())
+            try:
+                raise_for_status(runtime.init())
+            except JobFinishedError as e:  # a late joiner: nothing left to do
+                exit_job_finished(e)
             self._runtime = runtime
             self._generation += 1
             return True
@@ -44,13 +59,38 @@ class _Context:
             runtime, self._runtime = self._runtime, None
             self._generation += 1
         if runtime is not None:
-            raise_for_status(runtime.shutdown())
+            status = runtime.shutdown()
+            self._release_orphans()  # the background thread has stopped
+            raise_for_status(status)
 
     def reset(self):
         """Elastic: re-forms the job (Runtime.reset); returns its status."""
         with self._lock:
             self._generation += 1
-        return self.runtime().reset()
+        status = self.runtime().reset()
+        self.reap_orphans()  # the old session's operations have all ended
+        return status
+
+    def adopt_orphan(self, native_handle, tensors):
+        """Keeps ``tensors`` alive until ``native_handle`` is ready: its Python
+        Handle was dropped while the runtime still reads or writes them."""
+        self.reap_orphans()
+        with self._orphans_lock:
+            self._orphans.append((native_handle, tensors))
+
+    def reap_orphans(self):
+        """Lets go of the tensors of orphaned operations that have finished."""
+        with self._orphans_lock:
+            if self._orphans:
+                self._orphans = [o for o in self._orphans if not o[0].ready()]
+
+    def orphan_count(self):
+        with self._orphans_lock:
+            return len(self._orphans)
+
+    def _release_orphans(self):
+        with self._orphans_lock:
+            self._orphans = []
 
     def generation(self):
         return self._generation

@@ -14,8 +14,10 @@ name. Names follow horovod where Horovod has one:
 - HostsUpdatedInterrupt: ``commit`` found that workers joined or left
   (MEMBERSHIP_CHANGED). Elastic ``run`` re-forms without rolling back.
 - JobFinishedError: an elastic worker asked to join after another worker's
-  training finished (JOB_FINISHED); there is nothing left to do, so the
-  program should exit 0 (see docs/elastic.md).
+  training finished (JOB_FINISHED); there is nothing left to do. ``init()``
+  and ``elastic.run`` do not raise it: they end the worker with exit status
+  0 through JobFinishedExit (a SystemExit carrying the JobFinishedError as
+  ``error``), so unmodified Horovod scripts end cleanly (see docs/elastic.md).
 
 Thread-safety: pure functions and classes.
 """
@@ -44,6 +46,25 @@ class InvalidArgumentError(KhorovodError, ValueError):
 
 class JobFinishedError(KhorovodError):
     """The elastic job finished training before this worker joined: exit 0."""
+
+
+class JobFinishedExit(SystemExit):
+    """Ends a worker that has nothing left to do (the elastic job finished
+    training before it joined) with exit status 0. A SystemExit, so
+    ``except Exception`` in a script does not swallow it; ``error`` is the
+    JobFinishedError with the runtime's message."""
+
+    def __init__(self, error):
+        super().__init__(0)
+        self.error = error
+
+
+def exit_job_finished(error):
+    """Says why on stderr and raises JobFinishedExit(error)."""
+    import sys
+    print(f"khorovod: this worker ends with exit status 0: the elastic job finished training "
+          f"before it joined ({error})", file=sys.stderr, flush=True)
+    raise JobFinishedExit(error) from error
 
 
 class NotInitializedError(KhorovodError, ValueError):

@@ -22,13 +22,16 @@ elastic.h), restated:
   (KHOROVOD_ELASTIC_TIMEOUT_SECONDS) with DEADLINE_EXCEEDED naming it. Only
   the rendezvous server's verdicts end the job otherwise: the job failed
   (its reset limit or elastic timeout; FAILED_PRECONDITION, message says
-  which) or training finished (JobFinishedError, JOB_FINISHED).
+  which) or training finished (JOB_FINISHED: the others finished while this
+  worker was out; it shuts down and ends with exit status 0 through
+  JobFinishedExit, a SystemExit, as a late joiner's ``init()`` does).
 - Outside an elastic job (khorovodrun without --min-np/--max-np) commit()
   never interrupts and a failure cannot be recovered: reset raises
   FAILED_PRECONDITION with the runtime's message.
 
-Subclasses implement save(), restore() and sync(); khorovod.torch.elastic
-provides TorchState.
+Subclasses implement save(), restore() and sync() (and may override
+reset(), called on every re-formation before the callbacks); ObjectState
+keeps plain attributes; khorovod.torch.elastic provides TorchState.
 
 Thread-safety: a State belongs to the training thread.
 """
@@ -39,7 +42,8 @@ import os
 import time
 
 from ._context import CONTEXT
-from ._errors import HorovodInternalError, HostsUpdatedInterrupt, KhorovodError, raise_for_status
+from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
+                      exit_job_finished, raise_for_status)
 from . import _khorovod
 
 _INT32 = 6  # dtype code of int32 (dtype.h)
@@ -48,9 +52,14 @@ _MAX = 3    # ReduceOp::kMax
 
 class State:
     """Training state that survives re-formations. Subclass and implement
-    save(), restore() and sync()."""
+    save(), restore() and sync(); reset() (optional) runs after every
+    re-formation, before the reset callbacks and sync (as Horovod's).
+    ``bcast_object``/``get_rank`` are Horovod's constructor arguments (kept
+    for subclasses such as ObjectState; None: khorovod's own)."""
 
-    def __init__(self):
+    def __init__(self, bcast_object=None, get_rank=None):
+        self._bcast_object = bcast_object
+        self._get_rank = get_rank
         self._reset_callbacks = []
         # Serial number of the commit the state holds (0: none yet). Subclasses
         # save and restore it with their state and sync it from the holder of
@@ -63,8 +72,12 @@ class State:
         self._reset_callbacks.extend(callbacks)
 
     def on_reset(self):
+        self.reset()
         for callback in self._reset_callbacks:
             callback()
+
+    def reset(self):
+        """Called after every re-formation, before the callbacks and sync()."""
 
     def commit(self):
         """Saves the state; raises HostsUpdatedInterrupt if the job must re-form."""
@@ -90,6 +103,39 @@ class State:
 
     def sync(self):
         raise NotImplementedError
+
+
+def _broadcast_object(obj):
+    """Rank 0's ``obj`` on every rank (pickle over the runtime's broadcast)."""
+    from .torch import functions  # the torch binding owns the object broadcast
+    return functions.broadcast_object(obj, root_rank=0, name="elastic.object_state")
+
+
+class ObjectState(State):
+    """Plain Python attributes as elastic state (horovod.common.elastic's):
+    every keyword becomes an attribute; save() records their values,
+    restore() puts them back, sync() broadcasts them from rank 0."""
+
+    def __init__(self, bcast_object=None, get_rank=None, **kwargs):
+        super().__init__(bcast_object=bcast_object, get_rank=get_rank)
+        self._saved_state = kwargs
+        self._set_attrs()
+
+    def save(self):
+        self._saved_state = {attr: getattr(self, attr) for attr in self._saved_state}
+
+    def restore(self):
+        self._set_attrs()
+
+    def sync(self):
+        if self._saved_state:
+            bcast = self._bcast_object or _broadcast_object
+            self._saved_state = bcast(self._saved_state)
+            self._set_attrs()
+
+    def _set_attrs(self):
+        for attr, value in self._saved_state.items():
+            setattr(self, attr, value)
 
 
 def _timed_sync(state):
@@ -164,6 +210,12 @@ def _reset(resets, reset_limit, cause):
         try:
             raise_for_status(CONTEXT.reset())
             return resets
+        except JobFinishedError as e:
+            try:
+                CONTEXT.shutdown()
+            except KhorovodError:
+                pass  # the generation is gone; nothing more to leave
+            exit_job_finished(e)
         except KhorovodError as e:
             if e.code not in _RETRYABLE_RESET:
                 if e.code == "FAILED_PRECONDITION":

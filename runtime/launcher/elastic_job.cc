@@ -261,6 +261,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
     vars.push_back({"KHOROVOD_HOSTNAME", opts.hostname});
+    for (EnvVar& v : elastic_horovod_variables(opts.hostname)) vars.push_back(std::move(v));
     vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts.elastic_timeout.count())});
     WorkerSpec spec;
     spec.rank = id;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 
 namespace khorovod::launcher {
 namespace {
@@ -11,6 +12,26 @@ bool is_number(const std::string& s) {
   char* end = nullptr;
   std::strtod(s.c_str(), &end);
   return *end == '\0';
+}
+
+// horovodrun's stall-check flags (horovod/runner/launch.py) as the runtime's
+// KHOROVOD_STALL_* variables.
+std::optional<std::string> apply_stall_flags(const HorovodrunFlags& f,
+                                             const std::function<void(const char*, const std::string&)>& set) {
+  if (f.no_stall_check) set("KHOROVOD_STALL_CHECK_DISABLE", "1");
+  if (!f.stall_warning_seconds.empty()) {
+    if (!is_number(f.stall_warning_seconds) || std::strtod(f.stall_warning_seconds.c_str(), nullptr) <= 0) {
+      return "--stall-check-warning-time-seconds expects a number > 0";
+    }
+    set("KHOROVOD_STALL_CHECK_TIME_SECONDS", f.stall_warning_seconds);
+  }
+  if (!f.stall_shutdown_seconds.empty()) {
+    if (!is_number(f.stall_shutdown_seconds) || std::strtod(f.stall_shutdown_seconds.c_str(), nullptr) < 0) {
+      return "--stall-check-shutdown-time-seconds expects a number >= 0";
+    }
+    set("KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", f.stall_shutdown_seconds);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -30,6 +51,11 @@ void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
   app.add_flag("--disable-cache", f.disable_cache, "Sets KHOROVOD_CACHE_CAPACITY=0");
   app.add_option("--timeline-filename", f.timeline_filename, "Sets KHOROVOD_TIMELINE");
   app.add_option("--log-level", f.log_level, "horovodrun: accepted, no effect");
+  app.add_flag("--no-stall-check", f.no_stall_check, "Sets KHOROVOD_STALL_CHECK_DISABLE=1");
+  app.add_option("--stall-check-warning-time-seconds", f.stall_warning_seconds,
+                 "Sets KHOROVOD_STALL_CHECK_TIME_SECONDS (default 60)");
+  app.add_option("--stall-check-shutdown-time-seconds", f.stall_shutdown_seconds,
+                 "Sets KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS (default 0: never)");
 }
 
 std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, LaunchOptions& opts) {
@@ -59,7 +85,8 @@ std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, Laun
     set("KHOROVOD_CACHE_CAPACITY", f.cache_capacity);
   }
   if (!f.timeline_filename.empty()) set("KHOROVOD_TIMELINE", f.timeline_filename);
-  return std::nullopt;
+  return apply_stall_flags(f, set);
 }
+
 
 }  // namespace khorovod::launcher

@@ -13,6 +13,8 @@
 //   --network-interface IFACE       only lo (khorovodrun is single-host)
 //   --fusion-threshold-mb, --cycle-time-ms, --cache-capacity,
 //   --disable-cache, --timeline-filename, --log-level  worker settings
+//   --no-stall-check, --stall-check-warning-time-seconds S,
+//   --stall-check-shutdown-time-seconds S  the stall check (KHOROVOD_STALL_*)
 //
 // Thread-safety: used during argument parsing only.
 #pragma once
@@ -31,6 +33,9 @@ struct HorovodrunFlags {
   bool mpi = false;
   bool verbose = false;
   bool disable_cache = false;
+  bool no_stall_check = false;
+  std::string stall_warning_seconds;
+  std::string stall_shutdown_seconds;
   long long start_timeout_s = 0;  // 0: not given
   std::string network_interface;
   std::string fusion_threshold_mb;

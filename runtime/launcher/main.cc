@@ -51,9 +51,11 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::
   specs.reserve(static_cast<std::size_t>(opts.num_proc));
   for (int rank = 0; rank < opts.num_proc; ++rank) {
     std::vector<EnvVar> overrides = extra.vars;
-    const auto contract = contract_variables(
-        single_host_params(rank, opts.num_proc, store_path, opts.job_id, opts.hostname));
+    const ContractParams params = single_host_params(rank, opts.num_proc, store_path, opts.job_id, opts.hostname);
+    const auto contract = contract_variables(params);
+    const auto horovod = horovod_variables(params);
     overrides.insert(overrides.end(), contract.begin(), contract.end());
+    overrides.insert(overrides.end(), horovod.begin(), horovod.end());
     if (ports.enabled()) overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
     specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides)});
   }

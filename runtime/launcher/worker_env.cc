@@ -46,6 +46,22 @@ std::vector<EnvVar> contract_variables(const ContractParams& p) {
   };
 }
 
+std::vector<EnvVar> horovod_variables(const ContractParams& p) {
+  return {
+      {"HOROVOD_RANK", std::to_string(p.rank)},
+      {"HOROVOD_SIZE", std::to_string(p.size)},
+      {"HOROVOD_LOCAL_RANK", std::to_string(p.local_rank)},
+      {"HOROVOD_LOCAL_SIZE", std::to_string(p.local_size)},
+      {"HOROVOD_CROSS_RANK", std::to_string(p.cross_rank)},
+      {"HOROVOD_CROSS_SIZE", std::to_string(p.cross_size)},
+      {"HOROVOD_HOSTNAME", p.hostname},
+  };
+}
+
+std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname) {
+  return {{"HOROVOD_HOSTNAME", hostname}, {"HOROVOD_ELASTIC", "1"}};
+}
+
 ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,
                                   std::string hostname) {
   ContractParams p;

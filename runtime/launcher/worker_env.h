@@ -13,6 +13,15 @@
 // A worker gets the launcher's environment, then `-x` variables, then the
 // contract variables above (which `-x` may not override).
 //
+// Horovod's own variables, as horovodrun's gloo_run exports them, so scripts
+// that read them before init() work unchanged:
+//   static jobs:  HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK,
+//                 HOROVOD_LOCAL_SIZE, HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE,
+//                 HOROVOD_HOSTNAME (the values of the KHOROVOD_* ones)
+//   elastic jobs: HOROVOD_HOSTNAME and HOROVOD_ELASTIC=1 only: the rendezvous
+//                 assigns ranks per generation, so no value known at spawn
+//                 time would stay true (hvd.rank() after init() is).
+//
 // Everything here is pure: environments are plain vectors of "NAME=VALUE".
 #pragma once
 
@@ -40,6 +49,11 @@ struct ContractParams : Placement {
 
 // The contract variables for one worker, in the order documented above.
 std::vector<EnvVar> contract_variables(const ContractParams& params);
+
+// Horovod's names for a static worker's placement (see the header comment).
+std::vector<EnvVar> horovod_variables(const ContractParams& params);
+// Horovod's variables for an elastic worker (see the header comment).
+std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname);
 
 // Single-host layout used by khorovodrun: local == global, one host.
 ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,

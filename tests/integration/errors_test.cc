@@ -2,6 +2,9 @@
 // a bounded time, after which the runtime keeps working.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "multiproc.h"
 #include "tensor_data.h"
 
@@ -16,18 +19,6 @@ void ExpectStillWorks(Runtime& rt, const RankContext& ctx) {
   for (int i = 0; i < 3; ++i) t.data_as<int32_t>()[i] = ctx.rank;
   ASSERT_TRUE(rt.allreduce("still.works", t.view(), t.view(), {ReduceOp::kSum}).ok());
   EXPECT_EQ(t.data_as<int32_t>()[0], ctx.size * (ctx.size - 1) / 2);
-}
-
-// With a short stall timeout a barrier entered long before the slowest rank
-// arrives is itself reported as stalled; retrying (a bounded number of times)
-// is how a program waits out a slow peer.
-void BarrierRetryingStalls(Runtime& rt) {
-  Status s;
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    s = rt.barrier();
-    if (s.code() != StatusCode::kStalled) break;
-  }
-  ASSERT_TRUE(s.ok()) << s;
 }
 
 void ExpectMismatch(const Status& s, const std::string& needle) {
@@ -89,37 +80,44 @@ TEST_P(ErrorsTest, DuplicateNameInFlightIsRefusedLocally) {
   });
 }
 
-TEST_P(ErrorsTest, StallNamesTheTensorAndTheMissingRanks) {
+// As in Horovod, a rank that is late beyond the stall check time is only
+// warned about (on rank 0's stderr): the operation completes when it arrives.
+TEST_P(ErrorsTest, ASlowRankPastTheStallCheckTimeIsNotAnError) {
   RankOptions opts;
   opts.env["KHOROVOD_STALL_CHECK_TIME_SECONDS"] = "1";
   KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
-    Tensor t(DataType::kFloat32, {2});
-    if (ctx.rank == 0) {
-      Status s = rt.allreduce("lonely", t.view(), t.view());
-      EXPECT_EQ(s.code(), StatusCode::kStalled) << s;
-      EXPECT_NE(s.message().find("lonely"), std::string::npos) << s;
-      std::string missing = "missing ranks [1";
-      EXPECT_NE(s.message().find(missing), std::string::npos) << s;
-      EXPECT_NE(s.message().find("submitted by ranks [0]"), std::string::npos) << s;
-    }
-    BarrierRetryingStalls(rt);
+    Tensor t(DataType::kInt32, {2});
+    for (int i = 0; i < 2; ++i) t.data_as<int32_t>()[i] = 1;
+    if (ctx.rank == ctx.size - 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    Status s = rt.allreduce("late", t.view(), t.view(), {ReduceOp::kSum});
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(t.data_as<int32_t>()[0], ctx.size);
+    // A previously cached tensor, late again, completes too.
+    if (ctx.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    ASSERT_TRUE(rt.allreduce("late", t.view(), t.view(), {ReduceOp::kSum}).ok());
     ExpectStillWorks(rt, ctx);
   }, opts);
 }
 
-TEST_P(ErrorsTest, StallOfAPreviouslyCachedTensor) {
+// Past KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS the job shuts down: the pending
+// operation and every later one fail with kAborted on every rank.
+TEST_P(ErrorsTest, StallShutdownAbortsEveryRank) {
   RankOptions opts;
   opts.env["KHOROVOD_STALL_CHECK_TIME_SECONDS"] = "1";
+  opts.env["KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] = "2";
   KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
     Tensor t(DataType::kFloat32, {2});
-    for (int i = 0; i < 2; ++i) ASSERT_TRUE(rt.allreduce("warm", t.view(), t.view()).ok());
-    if (ctx.rank != 0) {
-      Status s = rt.allreduce("warm", t.view(), t.view());
-      EXPECT_EQ(s.code(), StatusCode::kStalled) << s;
-      EXPECT_NE(s.message().find("missing ranks [0]"), std::string::npos) << s;
+    if (ctx.rank == 0) {
+      Status s = rt.allreduce("lonely", t.view(), t.view());
+      EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+      EXPECT_NE(s.message().find("lonely"), std::string::npos) << s;
+      EXPECT_NE(s.message().find("stalled for longer than 2 seconds"), std::string::npos) << s;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
     }
-    BarrierRetryingStalls(rt);
-    ExpectStillWorks(rt, ctx);
+    Status later = rt.barrier();
+    EXPECT_EQ(later.code(), StatusCode::kAborted) << later;
+    EXPECT_NE(later.message().find("stall"), std::string::npos) << later;
   }, opts);
 }
 

@@ -185,11 +185,25 @@ def test_failed_resets_stop_at_the_elastic_timeout(monkeypatch):
     assert 2 <= rt.resets < 10
 
 
-def test_job_finished_is_its_own_exception(monkeypatch):
+def test_job_finished_during_a_reset_ends_the_worker_with_status_0(monkeypatch):
     rt = _ScriptedRuntime([("JOB_FINISHED", "the job is finishing")])
     monkeypatch.setattr(elastic.CONTEXT, "runtime", lambda: rt)
-    with pytest.raises(khorovod.JobFinishedError):
+    with pytest.raises(SystemExit) as e:
         elastic.run(_train_failing_once())(_PlainState())
+    assert e.value.code == 0
+    assert isinstance(e.value.error, khorovod.JobFinishedError)
+
+
+def test_a_late_joiners_init_ends_the_worker_with_status_0(monkeypatch):
+    class FinishedRuntime:
+        def init(self):
+            return (_khorovod.STATUS_CODES["JOB_FINISHED"], "job_finishing")
+
+    monkeypatch.setattr(_khorovod, "Runtime", FinishedRuntime)
+    with pytest.raises(SystemExit) as e:
+        elastic.CONTEXT.init()
+    assert e.value.code == 0 and isinstance(e.value.error, khorovod.JobFinishedError)
+    assert not elastic.CONTEXT.is_initialized()
 
 
 def test_a_finished_run_tells_the_runtime_so_late_joiners_are_sent_away(monkeypatch):
@@ -205,3 +219,61 @@ def test_a_failed_run_does_not_mark_the_training_finished(monkeypatch):
     with pytest.raises(Exception):
         elastic.run(_train_failing_once())(_PlainState())
     assert not rt.training_finished
+
+
+def test_a_python_late_joiner_ends_with_status_0_and_the_job_succeeds():
+    """worker-1 dies right after the last commit; its replacement arrives
+    after training ended. Unmodified script: the joiner exits 0 by itself and
+    khorovodrun exits 0. (If the replacement made it into the last
+    generation instead, it finishes with the others: also exit 0.)"""
+    job = run_job(worker("late_joiner.py"), 20, np=3, timeout=120,
+                  launcher_args=("--min-np", "2", "--max-np", "3"))
+    assert "simulating a crash after committing step 20" in job.output, job.output
+    assert job.returncode == 0, job.output
+    assert len(job.lines("finished training at step 20")) >= 2, job.output
+    assert "Traceback" not in job.output, job.output
+    late = job.lines("the elastic job finished training before it joined")
+    print("late joiner path:", "exited 0 after the job finished" if late else "joined in time")
+
+
+def test_torch_state_dispatches_keywords_by_type_as_horovods_registry():
+    import torch
+    import khorovod.torch as hvd
+    from khorovod.common.elastic import ObjectState, State
+    from khorovod.torch.elastic import get_handler_registry
+    hvd.init()
+    try:
+        data = list(range(12))
+        train, val = (hvd.elastic.ElasticSampler(data, shuffle=False) for _ in range(2))
+        model = torch.nn.Linear(2, 1)
+        st = hvd.elastic.TorchState(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                    train_sampler=train, val_sampler=val, epoch=0)
+        assert set(st._handlers) == {"model", "optimizer", "train_sampler", "val_sampler"}
+        assert st.train_sampler is train and st.epoch == 0
+        assert any(t is torch.nn.Module for t, _ in get_handler_registry())
+        train.record_batch(1, 3)
+        st.commit()
+        train.record_batch(3, 3)
+        st.restore()  # in place: the DataLoader's sampler object is the one restored
+        assert st.train_sampler is train and list(train) == data[6:], list(train)
+        assert list(val) == data
+
+        calls = []
+
+        class Resetting(ObjectState):
+            def reset(self):
+                calls.append("reset")
+        obj = Resetting(bcast_object=None, get_rank=None, lr=0.5)
+        obj.register_reset_callbacks([lambda: calls.append("callback")])
+        obj.lr = 1.0
+        obj.restore()
+        assert obj.lr == 0.5
+        obj.lr = 2.0
+        obj.save()
+        obj.sync()  # one rank: its own values
+        assert obj.lr == 2.0
+        obj.on_reset()
+        assert calls == ["reset", "callback"]
+        assert issubclass(hvd.elastic.TorchState, State)
+    finally:
+        hvd.shutdown()

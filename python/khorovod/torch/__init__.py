@@ -10,7 +10,7 @@ from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, 
                       mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
                       rocm_built, shutdown, size, start_timeline, stop_timeline)
 from .._errors import (HorovodInternalError, HostsUpdatedInterrupt, InvalidArgumentError,
-                       JobFinishedError, KhorovodError)
+                       JobFinishedError, JobFinishedExit, KhorovodError)
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)

@@ -2,10 +2,15 @@
 (horovod.torch.elastic).
 
 Contract:
-- ``TorchState(model=None, optimizer=None, sampler=None, **attrs)``: save()
-  keeps deep copies of the model's and optimizer's state_dicts, the
-  sampler's state and every keyword attribute (readable and writable as
-  ``state.epoch``); restore() loads them back; sync() broadcasts all of it
+- ``TorchState(model=None, optimizer=None, **kwargs)``: every keyword is
+  an attribute (``state.epoch``) handled by type, as Horovod's registry
+  (get_handler_registry/set_handler_registry): modules and optimizers keep
+  deep copies of their state_dicts; samplers (ElasticSampler, any torch
+  sampler with state_dict/load_state_dict and set_epoch, or with set_epoch
+  only) keep their state and are re-sharded in place, under any name
+  (``train_sampler=``, ``val_sampler=``); other values are deep-copied.
+  Assigning a handled attribute (``state.model = m``) re-targets its
+  handler. restore() loads the copies back; sync() broadcasts all of it
   from the lowest rank holding the newest commit (each commit has a serial
   number, so a rank that rolled back or just joined never overwrites a peer
   that completed the step) and then saves, and re-shards the sampler for
@@ -35,7 +40,8 @@ import torch
 from ..elastic import State, run
 from . import functions, mpi_ops
 
-__all__ = ["TorchState", "ElasticSampler", "run"]
+__all__ = ["TorchState", "ElasticSampler", "run", "StateHandler", "get_handler_registry",
+           "set_handler_registry"]
 
 
 class ElasticSampler(torch.utils.data.Sampler):
@@ -93,19 +99,156 @@ class ElasticSampler(torch.utils.data.Sampler):
         return len(self.indices)
 
 
+class StateHandler:
+    """How one kind of TorchState keyword is saved, restored and synced
+    (horovod.torch.elastic.state's registry). ``saved`` is the last save()."""
+
+    def __init__(self, value):
+        self.value = value
+        self.saved = None
+
+    def save(self):
+        raise NotImplementedError
+
+    def restore(self):
+        raise NotImplementedError
+
+    def sync(self, root_rank):
+        raise NotImplementedError
+
+    def set_value(self, value):
+        self.value = value
+        self.save()
+
+    def nbytes(self):
+        return 0
+
+
+class ModelStateHandler(StateHandler):
+    def save(self):
+        self.saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self):
+        self.value.load_state_dict(self.saved)
+
+    def sync(self, root_rank):
+        functions.broadcast_parameters(self.value.state_dict(), root_rank=root_rank)
+
+    def nbytes(self):
+        return sum(t.numel() * t.element_size() for t in self.value.state_dict().values()
+                   if isinstance(t, torch.Tensor))
+
+
+class OptimizerStateHandler(StateHandler):
+    def save(self):
+        self.saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self):
+        self.value.load_state_dict(self.saved)
+
+    def sync(self, root_rank):
+        functions.broadcast_optimizer_state(self.value, root_rank=root_rank)
+
+    def nbytes(self):
+        return sum(v.numel() * v.element_size() for slots in self.value.state.values()
+                   for v in slots.values() if isinstance(v, torch.Tensor))
+
+
+class SamplerStateHandler(StateHandler):
+    """A sampler with state_dict()/load_state_dict() (ElasticSampler, or any
+    torch sampler that has them): loading the state re-shards it in place
+    for the current world, so the DataLoader that holds it sees the change."""
+
+    def save(self):
+        self.saved = copy.deepcopy(self.value.state_dict())
+
+    def restore(self):
+        self.value.load_state_dict(copy.deepcopy(self.saved))
+
+    def sync(self, root_rank):
+        state = functions.broadcast_object(self.value.state_dict(), root_rank=root_rank,
+                                           name="elastic.sampler")
+        self.value.load_state_dict(state)
+
+
+class EpochSamplerStateHandler(StateHandler):
+    """A sampler with only set_epoch() (torch's DistributedSampler): its
+    epoch is the state; on sync it is re-sharded in place over the new
+    world (num_replicas, rank) when it has those attributes."""
+
+    def save(self):
+        self.saved = {"epoch": getattr(self.value, "epoch", 0)}
+
+    def restore(self):
+        self.value.set_epoch(self.saved["epoch"])
+
+    def sync(self, root_rank):
+        state = functions.broadcast_object({"epoch": getattr(self.value, "epoch", 0)},
+                                           root_rank=root_rank, name="elastic.sampler")
+        sampler = self.value
+        if hasattr(sampler, "num_replicas") and hasattr(sampler, "rank"):
+            sampler.num_replicas = mpi_ops.CONTEXT.runtime().size()
+            sampler.rank = mpi_ops.CONTEXT.runtime().rank()
+            if hasattr(sampler, "dataset") and hasattr(sampler, "num_samples"):
+                n = len(sampler.dataset)
+                drop = getattr(sampler, "drop_last", False)
+                sampler.num_samples = (n // sampler.num_replicas if drop
+                                       else -(-n // sampler.num_replicas))
+                sampler.total_size = sampler.num_samples * sampler.num_replicas
+        sampler.set_epoch(state["epoch"])
+
+
+_handler_registry = [
+    (torch.nn.Module, ModelStateHandler),
+    (torch.optim.Optimizer, OptimizerStateHandler),
+    (ElasticSampler, SamplerStateHandler),
+]
+
+
+def get_handler_registry():
+    """The (type, handler class) pairs TorchState dispatches keywords by, in order."""
+    return _handler_registry
+
+
+def set_handler_registry(registry):
+    global _handler_registry
+    _handler_registry = registry
+
+
+def _handler_for(value):
+    for handled_type, handler_cls in _handler_registry:
+        if isinstance(value, handled_type):
+            return handler_cls(value)
+    if isinstance(value, torch.utils.data.Sampler) and hasattr(value, "set_epoch"):
+        if hasattr(value, "state_dict") and hasattr(value, "load_state_dict"):
+            return SamplerStateHandler(value)
+        return EpochSamplerStateHandler(value)
+    return None
+
+
 class TorchState(State):
-    def __init__(self, model=None, optimizer=None, sampler=None, **attrs):
+    def __init__(self, model=None, optimizer=None, **kwargs):
+        object.__setattr__(self, "_handlers", {})
         super().__init__()
-        self.model = model
-        self.optimizer = optimizer
-        self.sampler = sampler
-        self._attr_names = list(attrs)
-        for name, value in attrs.items():
-            setattr(self, name, value)
+        kwargs = dict(kwargs, model=model, optimizer=optimizer)
+        self._attr_names = []
+        for name, value in kwargs.items():
+            handler = _handler_for(value) if value is not None else None
+            if handler is not None:
+                self._handlers[name] = handler
+            elif name not in ("model", "optimizer"):
+                self._attr_names.append(name)
+            object.__setattr__(self, name, value)
         self._saved = None
         self._checkpoint_path = None
         self._checkpoint_every = 1
         self.save()
+
+    def __setattr__(self, name, value):
+        handlers = self.__dict__.get("_handlers", {})
+        if name in handlers:
+            handlers[name].set_value(value)
+        super().__setattr__(name, value)
 
     def _attrs(self):
         return {name: getattr(self, name) for name in self._attr_names}
@@ -116,25 +259,21 @@ class TorchState(State):
         self._checkpoint_every = max(1, int(every))
 
     def save(self):
+        for handler in self._handlers.values():
+            handler.save()
         self._saved = {
             "serial": self.commit_serial,
-            "model": copy.deepcopy(self.model.state_dict()) if self.model is not None else None,
-            "optimizer": (copy.deepcopy(self.optimizer.state_dict())
-                          if self.optimizer is not None else None),
-            "sampler": self.sampler.state_dict() if self.sampler is not None else None,
+            "handlers": {name: h.saved for name, h in self._handlers.items()},
             "attrs": copy.deepcopy(self._attrs()),
         }
         self._write_checkpoint_if_due()
 
     def _load(self, saved):
-        if self.model is not None:
-            self.model.load_state_dict(saved["model"])
-        if self.optimizer is not None:
-            self.optimizer.load_state_dict(saved["optimizer"])
-        if self.sampler is not None:
-            self.sampler.load_state_dict(saved["sampler"])
+        for name, handler in self._handlers.items():
+            handler.saved = saved["handlers"][name]
+            handler.restore()
         for name, value in copy.deepcopy(saved["attrs"]).items():
-            setattr(self, name, value)
+            object.__setattr__(self, name, value)
         self.commit_serial = saved["serial"]
 
     def restore(self):
@@ -176,27 +315,18 @@ class TorchState(State):
         return live, False
 
     def synced_bytes(self):
-        """Bytes of tensors sync() broadcasts (model and optimizer state)."""
-        tensors = list(self.model.state_dict().values()) if self.model is not None else []
-        if self.optimizer is not None:
-            for slots in self.optimizer.state.values():
-                tensors.extend(v for v in slots.values() if isinstance(v, torch.Tensor))
-        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+        """Bytes of tensors sync() broadcasts (models and optimizer state)."""
+        return sum(h.nbytes() for h in self._handlers.values())
 
     def sync(self):
         root, from_checkpoint = self._elect_source()
         if from_checkpoint and mpi_ops.CONTEXT.runtime().rank() == root:
             self._load(torch.load(self._checkpoint_path, weights_only=False))
-        if self.model is not None:
-            functions.broadcast_parameters(self.model.state_dict(), root_rank=root)
-        if self.optimizer is not None:
-            functions.broadcast_optimizer_state(self.optimizer, root_rank=root)
-        extra = {"attrs": self._attrs(), "serial": self.commit_serial,
-                 "sampler": self.sampler.state_dict() if self.sampler is not None else None}
+        for handler in self._handlers.values():
+            handler.sync(root)
+        extra = {"attrs": self._attrs(), "serial": self.commit_serial}
         extra = functions.broadcast_object(extra, root_rank=root, name="elastic.torch_state")
         for name, value in extra["attrs"].items():
-            setattr(self, name, value)
+            object.__setattr__(self, name, value)
         self.commit_serial = extra["serial"]
-        if self.sampler is not None:
-            self.sampler.load_state_dict(extra["sampler"])
         self.save()

@@ -9,7 +9,11 @@ Contract (as horovod.torch, differences in docs/python.md):
 - Tensors are identified by ``name``. Unnamed tensors get a name from the
   call order, so unnamed calls must happen in the same order on all ranks.
 - The Handle keeps every tensor it touches alive until it completes: the
-  runtime reads and writes their memory from its background thread.
+  runtime reads and writes their memory from its background thread. A
+  Handle dropped (garbage collected) before its operation finished hands
+  those tensors to CONTEXT.adopt_orphan, which keeps them until the runtime
+  is done with them (at the latest until shutdown), as Horovod keeps its
+  tensor table entry alive; the result is then discarded.
 - Failures raise khorovod.KhorovodError subclasses carrying the runtime's
   message: collective failures are RuntimeErrors (MISMATCH, STALLED,
   HorovodInternalError for a dead peer); arguments refused at submission
@@ -145,6 +149,15 @@ class Handle:
         self._done = False
         self._result = None
         self._error = None
+
+    def __del__(self):
+        # Dropped while in flight: the runtime may still write into these
+        # tensors, so they outlive this Handle (see the module docstring).
+        try:
+            if self._keep is not None and not self._handle.ready():
+                CONTEXT.adopt_orphan(self._handle, self._keep)
+        except Exception:  # noqa: BLE001 - interpreter teardown; nothing to do
+            pass
 
     def ready(self):
         return self._done or self._handle.ready()

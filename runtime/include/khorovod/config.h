@@ -73,7 +73,15 @@ struct Config : Placement {
   size_t fusion_threshold_bytes = 128u << 20;
   std::chrono::microseconds cycle_time{1000};
   size_t cache_capacity = 1024;
-  std::chrono::milliseconds stall_timeout{60'000};
+  // Horovod's stall check (core/stall_inspector.h): a tensor some ranks have
+  // not submitted for stall_warning_time is reported on rank 0's stderr
+  // (KHOROVOD_/HOROVOD_STALL_CHECK_TIME_SECONDS); past stall_shutdown_time,
+  // when > 0, the job shuts down and pending operations fail with kAborted
+  // (..._STALL_SHUTDOWN_TIME_SECONDS); stall_check false turns both off
+  // (..._STALL_CHECK_DISABLE).
+  bool stall_check = true;
+  std::chrono::milliseconds stall_warning_time{60'000};
+  std::chrono::milliseconds stall_shutdown_time{0};
   std::chrono::milliseconds transport_timeout{30'000};
   // "auto": shm when some host runs several ranks (size > cross_size).
   std::string cpu_backend = "auto";

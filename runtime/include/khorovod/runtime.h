@@ -23,8 +23,11 @@
 // with kFailedPrecondition. rank(), size() and friends return -1 then.
 //
 // Errors are returned, never thrown: a mismatch across ranks (kMismatch), a
-// stall (kStalled, naming the tensors and the missing ranks), a broken peer
-// (kUnavailable). Each is delivered on every rank that submitted the tensor.
+// broken peer (kUnavailable). Each is delivered on every rank that submitted
+// the tensor. A stall is not an error (as in Horovod): rank 0 warns, naming
+// the tensors and the missing ranks, every Config::stall_warning_time; past
+// Config::stall_shutdown_time (when set) the job shuts down and every
+// pending and later operation fails with kAborted.
 //
 // Thread-safety: all methods may be called from any thread, concurrently.
 // init() and shutdown() must not race with each other.

@@ -23,7 +23,7 @@ enum class StatusCode {
   kFailedPrecondition,  // the runtime is not in a state to serve the call (not initialized)
   kAlreadyExists,       // a tensor with this name is already in flight on this rank
   kMismatch,            // ranks disagree on a tensor's shape, dtype, op or root
-  kStalled,             // some ranks never submitted a tensor within the stall timeout
+  kStalled,             // no longer produced: a stall warns, or shuts down with kAborted (Horovod)
   kUnavailable,         // a peer failed or a connection broke; recoverable by a reset
   kDeadlineExceeded,    // a bounded wait expired
   kAborted,             // the runtime was shut down while the operation was pending

@@ -88,6 +88,40 @@ Status ReadSpinWaits(const EnvReader& env, SpinWaits* out) {
   return Status::Ok();
 }
 
+// KHOROVOD_STALL_CHECK_DISABLE as Horovod reads HOROVOD_STALL_CHECK_DISABLE
+// (an integer > 0 disables), plus the usual words for a boolean.
+Status ReadStallCheckDisable(const EnvReader& env, bool* stall_check) {
+  const std::string* v = env.Find("KHOROVOD_STALL_CHECK_DISABLE");
+  if (!v) return Status::Ok();
+  std::string word = *v;
+  for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  char* end = nullptr;
+  const long number = std::strtol(word.c_str(), &end, 10);
+  if (end != word.c_str() && *end == '\0') {
+    *stall_check = number <= 0;
+  } else if (word == "true" || word == "yes" || word == "on") {
+    *stall_check = false;
+  } else if (word == "false" || word == "no" || word == "off") {
+    *stall_check = true;
+  } else {
+    return Status::InvalidArgument("KHOROVOD_STALL_CHECK_DISABLE='" + *v + "': expected 1 or 0 (true or false)");
+  }
+  return Status::Ok();
+}
+
+Status ReadSeconds(const EnvReader& env, const std::string& key, double min, std::chrono::milliseconds* out) {
+  double seconds = static_cast<double>(out->count()) / 1000.0;
+  KH_RETURN_IF_ERROR(env.Double(key, min, 1e6, &seconds));
+  *out = std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
+  return Status::Ok();
+}
+
+Status ReadStallCheck(const EnvReader& env, Config* c) {
+  KH_RETURN_IF_ERROR(ReadStallCheckDisable(env, &c->stall_check));
+  KH_RETURN_IF_ERROR(ReadSeconds(env, "KHOROVOD_STALL_CHECK_TIME_SECONDS", 0.001, &c->stall_warning_time));
+  return ReadSeconds(env, "KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0.0, &c->stall_shutdown_time);
+}
+
 // <hostname>-<pid>, restricted to the characters worker names allow.
 std::string DefaultWorkerName() {
   char host[256] = {};
@@ -122,7 +156,8 @@ Status Config::Validate() const {
   if (gpu_device < -1) return Status::InvalidArgument("gpu_device must be >= 0, or -1 for local_rank");
   if (job_id.empty()) return Status::InvalidArgument("job_id must not be empty");
   if (cycle_time.count() < 0) return Status::InvalidArgument("cycle_time must be >= 0");
-  if (stall_timeout.count() <= 0) return Status::InvalidArgument("stall_timeout must be > 0");
+  if (stall_warning_time.count() <= 0) return Status::InvalidArgument("stall_warning_time must be > 0");
+  if (stall_shutdown_time.count() < 0) return Status::InvalidArgument("stall_shutdown_time must be >= 0");
   if (transport_timeout.count() <= 0) return Status::InvalidArgument("transport_timeout must be > 0");
   if (metrics_port < 0 || metrics_port > 65535) {
     return Status::InvalidArgument("KHOROVOD_METRICS_PORT=" + std::to_string(metrics_port) + " outside [0, 65535]");
@@ -180,9 +215,7 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   KH_RETURN_IF_ERROR(env.Int("KHOROVOD_CACHE_CAPACITY", 0, 1 << 20, &cache));
   c.cache_capacity = static_cast<size_t>(cache);
 
-  double stall_s = c.stall_timeout.count() / 1000.0;
-  KH_RETURN_IF_ERROR(env.Double("KHOROVOD_STALL_CHECK_TIME_SECONDS", 0.001, 1e6, &stall_s));
-  c.stall_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(stall_s * 1000.0)));
+  KH_RETURN_IF_ERROR(ReadStallCheck(env, &c));
 
   double timeout_s = c.transport_timeout.count() / 1000.0;
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_TIMEOUT_SECONDS", 0.001, 1e6, &timeout_s));

@@ -39,8 +39,7 @@ Shape TrailingDims(const Shape& s) { return s.empty() ? Shape{} : Shape(s.begin(
 
 }  // namespace
 
-Coordinator::Coordinator(int size, std::chrono::milliseconds stall_timeout)
-    : size_(size), stall_timeout_(stall_timeout), joined_(size, false) {
+Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {
   std::vector<int> all(static_cast<size_t>(size));
   std::iota(all.begin(), all.end(), 0);
   sets_.emplace(0, std::move(all));
@@ -245,18 +244,16 @@ Response Coordinator::ErrorFor(const Entry& e, StatusCode code, const std::strin
   return p;
 }
 
-std::string Coordinator::StallMessage(const Entry& e) const {
-  std::vector<int> have, missing;
-  for (int r : e.members) (e.by_rank[r] || joined_[r] ? have : missing).push_back(r);
-  return std::string(e.process_set ? "in process set " + std::to_string(e.process_set) + " " : "") + "stalled for more than " + std::to_string(stall_timeout_.count()) +
-         " ms: submitted by ranks " + RankListString(have) + ", missing ranks " + RankListString(missing);
-}
-
-bool Coordinator::StallDue(Clock::time_point now) const {
+std::vector<PendingTensor> Coordinator::Pending() const {
+  std::vector<PendingTensor> out;
   for (const Entry& e : table_) {
-    if (now - e.first_seen >= stall_timeout_) return true;
+    PendingTensor t{e.name, {}, e.first_seen};
+    for (int r : e.members) {
+      if (!e.by_rank[r] && !joined_[r]) t.missing_ranks.push_back(r);
+    }
+    out.push_back(std::move(t));
   }
-  return false;
+  return out;
 }
 
 Response Coordinator::ApplyProcessSet(const Entry& e) {
@@ -321,7 +318,7 @@ std::vector<std::list<Coordinator::Entry>::iterator> Coordinator::CrossSetConfli
   return out;
 }
 
-std::vector<Response> Coordinator::Collect(Clock::time_point now) {
+std::vector<Response> Coordinator::Collect(Clock::time_point /*now: readiness is timeless*/) {
   std::vector<Response> out;
   if (sets_.size() > 1) {
     const auto conflicts = CrossSetConflicts();
@@ -378,13 +375,6 @@ std::vector<Response> Coordinator::Collect(Clock::time_point now) {
           release = true;
         }
       }
-    }
-    // A tensor waiting for other ranks, or for the rest of its group, fails
-    // once it waited past the stall timeout.
-    if (!release && now - e.first_seen >= stall_timeout_) {
-      out.push_back(ErrorFor(e, StatusCode::kStalled, StallMessage(e)));
-      release = true;
-      for (auto& [group, members] : ready_groups) std::erase(members, it);
     }
     if (release) {
       by_name_.erase({e.process_set, e.name});

@@ -7,8 +7,9 @@
 //     scaling, group); disagreement yields a kMismatch error Response that
 //     names the field and each rank's value;
 //   * members of a group are released together, once all are ready;
-//   * a tensor still incomplete after the stall timeout yields a kStalled
-//     error naming the ranks that did and did not submit it;
+//   * a tensor still incomplete waits, however long: a slow rank is not an
+//     error (as in Horovod); Pending() lists what waits, for the stall
+//     inspector (core/stall_inspector.h) to warn about or shut down on;
 //   * join requests are counted; when every rank joined, one kJoin Response;
 //   * process sets (khorovod/process_set.h): an operation on a set is ready
 //     once every member submitted it, and its response is in the set's
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "core/message.h"
+#include "core/stall_inspector.h"
 
 namespace khorovod {
 
@@ -37,13 +39,13 @@ class Coordinator {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Coordinator(int size, std::chrono::milliseconds stall_timeout);
+  explicit Coordinator(int size);
 
   void Add(const Request& request, Clock::time_point now);
   std::vector<Response> Collect(Clock::time_point now);
-  // True when some tensor has waited past the stall timeout, so a round is
-  // needed to report it even though no rank has new requests.
-  bool StallDue(Clock::time_point now) const;
+  // Every tensor submitted by some but not all members of its set, with the
+  // global ranks still missing (a joined rank is not missing).
+  std::vector<PendingTensor> Pending() const;
   bool empty() const { return table_.empty(); }
 
  private:
@@ -61,14 +63,12 @@ class Coordinator {
   std::optional<std::string> JoinConflict(const Entry& e) const;
   Response BuildResponse(const Entry& e) const;
   Response ErrorFor(const Entry& e, StatusCode code, const std::string& message) const;
-  std::string StallMessage(const Entry& e) const;
   // Registers or removes the set an agreed kProcessSet entry names.
   Response ApplyProcessSet(const Entry& e);
   // Entries that deadlock on each other through one name in two sets.
   std::vector<std::list<Entry>::iterator> CrossSetConflicts() const;
 
   int size_;
-  std::chrono::milliseconds stall_timeout_;
   std::list<Entry> table_;  // arrival order
   std::map<std::pair<int32_t, std::string>, std::list<Entry>::iterator> by_name_;
   std::map<int32_t, std::vector<int>> sets_;  // 0: every rank

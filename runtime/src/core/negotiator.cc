@@ -1,6 +1,7 @@
 #include "core/negotiator.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include "common/enforce.h"
 
@@ -9,6 +10,9 @@ namespace {
 
 constexpr uint64_t kFlagNegotiate = 1;
 constexpr uint64_t kFlagShutdown = 2;
+// Rank 0's stall inspector found a tensor pending past the stall shutdown
+// time: every rank ends its session with kAborted (Horovod shuts down).
+constexpr uint64_t kFlagStallShutdown = 4;
 
 void SetBit(std::vector<uint64_t>& v, uint32_t bit) { v[bit / 64] |= uint64_t{1} << (bit % 64); }
 bool TestBit(const std::vector<uint64_t>& v, uint32_t bit) {
@@ -28,12 +32,27 @@ Negotiator::Negotiator(const Config& config, ControlChannel* channel, TensorQueu
       size_(config.size),
       // A cached op waiting this long is renegotiated through the coordinator,
       // which is what can report it as stalled with the missing ranks.
-      stale_after_(std::clamp(config.stall_timeout / 4, std::chrono::milliseconds(1),
+      stale_after_(std::clamp(config.stall_warning_time / 4, std::chrono::milliseconds(1),
                               std::chrono::milliseconds(5000))),
       channel_(channel),
       queue_(queue),
       cache_(config.cache_capacity) {
-  if (rank_ == 0) coordinator_.emplace(size_, config.stall_timeout);
+  if (rank_ == 0) {
+    coordinator_.emplace(size_);
+    stall_inspector_.emplace(
+        StallPolicy{config.stall_check, config.stall_warning_time, config.stall_shutdown_time});
+  }
+}
+
+bool Negotiator::InspectStalls(Clock::time_point now) {
+  if (!stall_inspector_ || !stall_inspector_->Due(!coordinator_->empty(), now)) return false;
+  auto report = stall_inspector_->Inspect(coordinator_->Pending(), now);
+  if (!report) return false;
+  // Horovod logs this on the coordinator as a warning (an error when it
+  // shuts down); training goes on unless it shuts down.
+  std::cerr << "[khorovod] " << (report->shut_down ? "ERROR: " : "WARNING: ") << report->message << std::endl;
+  if (report->shut_down) stall_shutdown_message_ = report->message;
+  return report->shut_down;
 }
 
 void Negotiator::Add(PendingOp op) {
@@ -134,6 +153,7 @@ Status Negotiator::RunRound(bool shutdown_requested, Clock::time_point now, Roun
   out->responses.clear();
   out->eager.clear();
   out->shutdown = false;
+  out->stall_shutdown = false;
   const size_t words = (cache_.capacity() + 63) / 64;
   std::vector<uint64_t> ready(words, 0), invalid(words, 0);
   std::vector<Request> to_send;
@@ -151,8 +171,9 @@ Status Negotiator::RunRound(bool shutdown_requested, Clock::time_point now, Roun
     }
   }
   uint64_t flags = 0;
-  if (!to_send.empty() || (coordinator_ && coordinator_->StallDue(now))) flags |= kFlagNegotiate;
+  if (!to_send.empty()) flags |= kFlagNegotiate;
   if (shutdown_requested) flags |= kFlagShutdown;
+  if (InspectStalls(now)) flags |= kFlagStallShutdown;
 
   const size_t bit_words = 1 + 2 * words;
   const size_t message_words = bit_words + kEagerPayloadWords;
@@ -170,6 +191,17 @@ Status Negotiator::RunRound(bool shutdown_requested, Clock::time_point now, Roun
   }
 
   const uint64_t global_flags = ~vec[0];
+  if (global_flags & kFlagStallShutdown) {
+    out->shutdown = true;
+    out->stall_shutdown = true;
+    out->shutdown_reason =
+        stall_shutdown_message_.empty()
+            ? "the job shut down: rank 0 found a tensor that some ranks had not submitted for longer than "
+              "the stall shutdown time (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); rank 0's log names the tensors "
+              "and the ranks"
+            : "the job shut down on a stall: " + stall_shutdown_message_;
+    return Status::Ok();
+  }
   if (global_flags & kFlagShutdown) {
     out->shutdown = true;
     return Status::Ok();

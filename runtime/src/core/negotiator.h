@@ -14,10 +14,14 @@
 //      every rank sent theirs, need no second exchange.
 //   3. Ready cached responses are emitted in slot order; invalid slots are
 //      erased on every rank and their ops renegotiated.
-//   4. If any rank has uncached requests (or rank 0 has a stall to report),
-//      requests are gathered to rank 0, whose Coordinator answers with a
-//      response list that is broadcast and appended, in order, to the
-//      round's output. Errors and joins are delivered here directly.
+//   4. If any rank has uncached requests, requests are gathered to rank 0,
+//      whose Coordinator answers with a response list that is broadcast and
+//      appended, in order, to the round's output. Errors and joins are
+//      delivered here directly.
+//   Before the exchange rank 0 runs the stall inspection when it is due
+//   (core/stall_inspector.h): it logs Horovod's warning, and past the stall
+//   shutdown time raises a flag that ends every rank's session (kAborted,
+//   with Round::shutdown_reason).
 // The output is identical on every rank, so executing it in order keeps the
 // ranks' collectives matched.
 //
@@ -59,7 +63,9 @@ class Negotiator {
     std::vector<Response> responses;  // to execute, in order
     std::vector<EagerAllreduce> eager;  // to complete locally, in any order
     std::vector<uint64_t> exchanged;  // every rank's message; backs `eager`
-    bool shutdown = false;            // some rank asked to shut down
+    bool shutdown = false;            // some rank asked to shut down, or a stall shut the job down
+    bool stall_shutdown = false;      // the stall shutdown time passed (see shutdown_reason)
+    std::string shutdown_reason;      // set with stall_shutdown
     bool idle = true;                 // no rank had anything to do
   };
   // A non-OK status means the control channel failed (a peer is gone).
@@ -91,6 +97,9 @@ class Negotiator {
   void RequeueEvicted();
   Status Negotiate(std::vector<Request> to_send, Clock::time_point now, std::vector<Response>* out);
   void Deliver(const Response& response);
+  // Rank 0: runs the stall inspection when due, logs its warning; true when
+  // the job must shut down.
+  bool InspectStalls(Clock::time_point now);
 
   int rank_;
   int size_;
@@ -99,6 +108,8 @@ class Negotiator {
   TensorQueue* queue_;
   ResponseCache cache_;
   std::optional<Coordinator> coordinator_;  // rank 0 only
+  std::optional<StallInspector> stall_inspector_;  // rank 0 only
+  std::string stall_shutdown_message_;
   std::map<std::string, LocalOp> ops_;
   bool joined_ = false;
 };

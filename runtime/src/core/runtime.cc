@@ -419,6 +419,7 @@ class RuntimeImpl {
 
 void RuntimeImpl::BackgroundLoop(Session& s) {
   Status fatal;
+  bool stall_shutdown = false;
   auto last_start = Clock::now() - s.config.cycle_time;
   try {
     Negotiator::Round round;
@@ -441,7 +442,9 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
       if (s.metrics && !round.idle) s.metrics->NegotiationRound(Clock::now() - last_start);
       if (s.timeline && !round.idle) s.timeline->MarkCycle(last_start);
       if (round.shutdown) {
-        fatal = Status::Aborted("khorovod was shut down before the operation completed");
+        fatal = Status::Aborted(round.stall_shutdown ? round.shutdown_reason
+                                                     : "khorovod was shut down before the operation completed");
+        stall_shutdown = round.stall_shutdown;
         break;
       }
       s.executor->CompleteEager(round.eager, *s.negotiator);
@@ -451,7 +454,9 @@ void RuntimeImpl::BackgroundLoop(Session& s) {
   } catch (const std::exception& e) {
     fatal = Status::Internal(std::string("background thread: ") + e.what());
   }
-  s.queue.Close(fatal.code() == StatusCode::kAborted
+  // After a stall shutdown later calls fail as the pending ones did
+  // (kAborted: Python's HorovodInternalError, so elastic run() recovers).
+  s.queue.Close(fatal.code() == StatusCode::kAborted && !stall_shutdown
                     ? Status::FailedPrecondition("khorovod was shut down; call init() again")
                     : fatal);
   s.negotiator->FailAll(fatal);

@@ -42,7 +42,9 @@ TEST(Config, DefaultsFromAnEmptyMap) {
   EXPECT_EQ(c->fusion_threshold_bytes, size_t{134217728});
   EXPECT_EQ(c->cycle_time, std::chrono::microseconds(1000));
   EXPECT_EQ(c->cache_capacity, size_t{1024});
-  EXPECT_EQ(c->stall_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(c->stall_warning_time, std::chrono::seconds(60));
+  EXPECT_TRUE(c->stall_check);
+  EXPECT_EQ(c->stall_shutdown_time.count(), 0) << "Horovod's default: never shut down on a stall";
   EXPECT_EQ(c->transport_timeout, std::chrono::seconds(30));
   EXPECT_EQ(c->cpu_backend, "auto");
   EXPECT_TRUE(c->Validate().ok());
@@ -79,9 +81,32 @@ TEST(Config, EveryVariableIsParsed) {
   EXPECT_EQ(c->fusion_threshold_bytes, size_t{0});
   EXPECT_EQ(c->cycle_time, std::chrono::microseconds(2500));
   EXPECT_EQ(c->cache_capacity, size_t{0});
-  EXPECT_EQ(c->stall_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(c->stall_warning_time, std::chrono::milliseconds(1500));
   EXPECT_EQ(c->transport_timeout, std::chrono::seconds(7));
   EXPECT_EQ(c->cpu_backend, "other");
+}
+
+TEST(Config, StallCheckVariables) {
+  Env env = TwoRanks();
+  env["KHOROVOD_STALL_CHECK_TIME_SECONDS"] = "2";
+  env["KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] = "5.5";
+  env["KHOROVOD_STALL_CHECK_DISABLE"] = "0";
+  StatusOr<Config> c = Config::FromMap(env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->stall_check);
+  EXPECT_EQ(c->stall_warning_time, std::chrono::seconds(2));
+  EXPECT_EQ(c->stall_shutdown_time, std::chrono::milliseconds(5500));
+  for (const char* yes : {"1", "true", "YES", "on"}) {
+    env["KHOROVOD_STALL_CHECK_DISABLE"] = yes;
+    c = Config::FromMap(env);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(c->stall_check) << yes;
+  }
+  env["KHOROVOD_STALL_CHECK_DISABLE"] = "maybe";
+  EXPECT_FALSE(Config::FromMap(env).ok());
+  env["KHOROVOD_STALL_CHECK_DISABLE"] = "0";
+  env["KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] = "-1";
+  EXPECT_FALSE(Config::FromMap(env).ok());
 }
 
 TEST(Config, LocalRankAndSizeDefaultToGlobalOnes) {
@@ -235,7 +260,7 @@ TEST(Config, ValidateChecksRangesAndCrossFieldConstraints) {
   bad.cycle_time = std::chrono::microseconds(-1);
   EXPECT_TRUE(rejected(bad));
   bad = c;
-  bad.stall_timeout = std::chrono::milliseconds(0);
+  bad.stall_warning_time = std::chrono::milliseconds(0);
   EXPECT_TRUE(rejected(bad));
   bad = c;
   bad.transport_timeout = std::chrono::milliseconds(0);

@@ -30,8 +30,19 @@ TEST(HorovodEnv, AliasesTranslateIntoTheConfig) {
   EXPECT_EQ(c->transport_timeout.count(), 12'000);
   EXPECT_EQ(c->gpu_backend, "nccl");
   EXPECT_EQ(c->timeline_path, "/tmp/t.json");
-  EXPECT_EQ(c->stall_timeout.count(), 9'000);
+  EXPECT_EQ(c->stall_warning_time.count(), 9'000);
   EXPECT_EQ(c->elastic_timeout.count(), 30'000);
+}
+
+TEST(HorovodEnv, StallShutdownAndDisableAreHonoured) {
+  Env vars;
+  EXPECT_TRUE(MergeHorovodAliases(&vars, {{"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "5"},
+                                          {"HOROVOD_STALL_CHECK_DISABLE", "1"}})
+                  .empty());
+  StatusOr<Config> c = Config::FromMap(vars);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->stall_shutdown_time.count(), 5'000);
+  EXPECT_FALSE(c->stall_check);
 }
 
 TEST(HorovodEnv, OursWin) {

@@ -23,7 +23,7 @@ using testing::MakeRequest;
 using testing::Names;
 
 TEST(Coordinator, ReadyOnlyWhenEveryRankSubmitted) {
-  Coordinator c(3, 60s);
+  Coordinator c(3);
   EXPECT_TRUE(c.empty());
   c.Add(Allreduce(0, "a"), kT0);
   c.Add(Allreduce(2, "a"), kT0);
@@ -42,13 +42,13 @@ TEST(Coordinator, ReadyOnlyWhenEveryRankSubmitted) {
 }
 
 TEST(Coordinator, SingleRankIsReadyImmediately) {
-  Coordinator c(1, 60s);
+  Coordinator c(1);
   c.Add(Allreduce(0, "a"), kT0);
   EXPECT_EQ(Names(c.Collect(kT0)), std::vector<std::string>{"a"});
 }
 
 TEST(Coordinator, ResponsesComeInFirstSeenOrder) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   for (const char* n : {"x", "y", "z"}) c.Add(Allreduce(0, n), kT0);
   for (const char* n : {"z", "y", "x"}) c.Add(Allreduce(1, n), kT0);
   EXPECT_EQ(Names(c.Collect(kT0)), (std::vector<std::string>{"x", "y", "z"}));
@@ -63,13 +63,13 @@ TEST(Coordinator, ResponsesComeInFirstSeenOrder) {
 }
 
 TEST(Coordinator, RequestFromAnOutOfRangeRankIsAnInvariantViolation) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   EXPECT_THROW(c.Add(Allreduce(2, "a"), kT0), InvariantViolation);
   EXPECT_THROW(c.Add(Allreduce(-1, "a"), kT0), InvariantViolation);
 }
 
 TEST(Coordinator, AllreduceResponseCarriesTheParameters) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   for (int r = 0; r < 2; ++r) {
     Request q = Allreduce(r, "a", {3, 5});
     q.dtype = DataType::kBFloat16;
@@ -94,7 +94,7 @@ TEST(Coordinator, AllreduceResponseCarriesTheParameters) {
 // change rank 1's request, and returns the single response.
 Response CollectWithRank1Changed(OpType op, const std::function<void(Request&)>& mutate,
                                  Shape shape = {2, 3}) {
-  Coordinator c(3, 60s);
+  Coordinator c(3);
   for (int r = 0; r < 3; ++r) {
     Request q = MakeRequest(r, op, "t", shape);
     if (r == 1) mutate(q);
@@ -184,7 +184,7 @@ TEST(Coordinator, ScalarsAreRejectedWhereAFirstDimensionIsNeeded) {
 }
 
 TEST(Coordinator, AllgatherSizesAreEachRanksFirstDimension) {
-  Coordinator c(3, 60s);
+  Coordinator c(3);
   const Shape shapes[] = {{2, 3, 4}, {5, 3, 4}, {0, 3, 4}};
   for (int r = 2; r >= 0; --r) c.Add(MakeRequest(r, OpType::kAllgather, "g", shapes[r]), kT0);
   std::vector<Response> out = c.Collect(kT0);
@@ -195,7 +195,7 @@ TEST(Coordinator, AllgatherSizesAreEachRanksFirstDimension) {
 }
 
 TEST(Coordinator, AlltoallSizesMatrixFromExplicitAndEqualSplits) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   Request r0 = MakeRequest(0, OpType::kAlltoall, "x", {3, 2});
   r0.splits = {1, 2};
   Request r1 = MakeRequest(1, OpType::kAlltoall, "x", {4, 2});  // equal split: 2 and 2
@@ -207,7 +207,7 @@ TEST(Coordinator, AlltoallSizesMatrixFromExplicitAndEqualSplits) {
   EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{1, 2, 2, 2}));
   EXPECT_EQ(out[0].row_elements, 2);
 
-  Coordinator e(3, 60s);
+  Coordinator e(3);
   for (int r = 0; r < 3; ++r) e.Add(MakeRequest(r, OpType::kAlltoall, "y", {3 * (r + 1), 5}), kT0);
   out = e.Collect(kT0);
   ASSERT_EQ(out.size(), 1u);
@@ -216,7 +216,7 @@ TEST(Coordinator, AlltoallSizesMatrixFromExplicitAndEqualSplits) {
 }
 
 TEST(Coordinator, ReducescatterAndBroadcastSizes) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   for (int r = 0; r < 2; ++r) {
     Request q = MakeRequest(r, OpType::kReducescatter, "rs", {7, 2, 3}, DataType::kInt64);
     q.reduce_op = ReduceOp::kMax;
@@ -245,7 +245,7 @@ Request Grouped(int rank, const std::string& name, int group_size) {
 }
 
 TEST(Coordinator, GroupIsReleasedTogetherOnlyWhenEveryMemberIsReady) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   for (const char* n : {"g1", "g2", "g3"}) c.Add(Grouped(0, n, 3), kT0);
   c.Add(Allreduce(0, "solo"), kT0);
   c.Add(Grouped(1, "g1", 3), kT0);
@@ -266,7 +266,7 @@ TEST(Coordinator, GroupIsReleasedTogetherOnlyWhenEveryMemberIsReady) {
 }
 
 TEST(Coordinator, BarrierIsReadyWhenEveryRankArrived) {
-  Coordinator c(2, 60s);
+  Coordinator c(2);
   c.Add(MakeRequest(0, OpType::kBarrier, "khorovod.barrier", {}), kT0);
   EXPECT_TRUE(c.Collect(kT0).empty());
   c.Add(MakeRequest(1, OpType::kBarrier, "khorovod.barrier", {}), kT0);

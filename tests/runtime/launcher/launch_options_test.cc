@@ -152,6 +152,21 @@ TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
                                                {"KHOROVOD_TIMELINE", "/tmp/tl.json"}}));
 }
 
+TEST(LaunchOptionsTest, HorovodrunStallCheckFlags) {
+  const LaunchOptions o = parse_ok({"-np", "2", "--stall-check-warning-time-seconds", "2",
+                                    "--stall-check-shutdown-time-seconds", "5", "prog"});
+  EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_STALL_CHECK_TIME_SECONDS", "2"},
+                                               {"KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "5"}}));
+  const LaunchOptions off = parse_ok({"-np", "2", "--no-stall-check", "prog"});
+  EXPECT_EQ(off.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_STALL_CHECK_DISABLE", "1"}}));
+  for (const Args& args : {Args{"-np", "2", "--stall-check-warning-time-seconds", "0", "prog"},
+                           Args{"-np", "2", "--stall-check-shutdown-time-seconds", "-1", "prog"}}) {
+    const Parsed p = parse(args);
+    EXPECT_FALSE(p.outcome.options.has_value()) << args[2];
+    EXPECT_NE(p.err.find(args[2]), std::string::npos) << p.err;
+  }
+}
+
 TEST(LaunchOptionsTest, HorovodrunFlagsWithoutMeaningHereFailClearly) {
   for (const Args& args : {Args{"-np", "2", "--mpi", "prog"},
                            Args{"-np", "2", "--network-interface", "eth0", "prog"},

@@ -23,6 +23,18 @@ TEST(WorkerEnvTest, SingleHostContract) {
   EXPECT_FALSE(is_contract_variable("KHOROVOD_RANKX"));
 }
 
+TEST(WorkerEnvTest, HorovodVariablesAsGlooRunExportsThem) {
+  const auto vars = horovod_variables(single_host_params(2, 4, "/tmp/s", "job", "127.0.0.1"));
+  EXPECT_EQ(vars, (std::vector<EnvVar>{{"HOROVOD_RANK", "2"},
+                                       {"HOROVOD_SIZE", "4"},
+                                       {"HOROVOD_LOCAL_RANK", "2"},
+                                       {"HOROVOD_LOCAL_SIZE", "4"},
+                                       {"HOROVOD_CROSS_RANK", "0"},
+                                       {"HOROVOD_CROSS_SIZE", "1"},
+                                       {"HOROVOD_HOSTNAME", "127.0.0.1"}}));
+  EXPECT_EQ(elastic_horovod_variables("h"), (std::vector<EnvVar>{{"HOROVOD_HOSTNAME", "h"}, {"HOROVOD_ELASTIC", "1"}}));
+}
+
 TEST(WorkerEnvTest, MergeReplacesAndAppends) {
   const Env base{"PATH=/bin", "KHOROVOD_RANK=9", "HOME=/root", "A=old"};
   const Env merged = merge_environment(base, {{"A", "new"}, {"KHOROVOD_RANK", "0"}, {"B", "x=y"}});
