@@ -67,13 +67,24 @@ stage_end_counts 0 0
 # base images (realnode) and clang (fuzz). Each is cached outside the clone;
 # the stages that need them wait for this and then find them (or fail there
 # with the reason, see build/test-logs/prefetch.log).
-( set -x; bash scripts/python-wheels.sh --download-only; bash scripts/install-cuda.sh; bash scripts/base-image.sh;
-  bash scripts/install-fuzz-deps.sh ) > "$logdir/prefetch.log" 2>&1 &
+prefetch_cache=warm
+[ -f "$(bash scripts/install-cuda.sh --print-prefix)/.complete" ] && compgen -G "$cache/wheels/torch-*/.complete" >/dev/null \
+  && podman image exists debian:bookworm-slim 2>/dev/null || prefetch_cache=cold
+( t0=$SECONDS; set -x; bash scripts/python-wheels.sh --download-only; bash scripts/install-cuda.sh
+  bash scripts/base-image.sh; bash scripts/install-fuzz-deps.sh; echo $((SECONDS - t0)) > "$logdir/prefetch.secs"
+) > "$logdir/prefetch.log" 2>&1 &
 prefetch_pid=$!
+# wait_prefetch: the first call waits for the downloads and adds their row
+# (their own wall time, which overlapped the stages before).
 wait_prefetch() {
   [ -n "${prefetch_pid:-}" ] || return 0
+  local waited=$SECONDS
   wait "$prefetch_pid" || echo "suite: the prefetch failed (build/test-logs/prefetch.log); the stages retry what they need"
   prefetch_pid=""
+  stage_begin prefetch "$prefetch_cache" >/dev/null
+  stage_t0=$((SECONDS - $(cat "$logdir/prefetch.secs" 2>/dev/null || echo 0)))
+  stage_end_counts 0 0 >/dev/null
+  [ $((SECONDS - waited)) -lt 5 ] || echo "suite: waited $((SECONDS - waited)) s for the downloads"
 }
 
 # ---- k8s-tools: every stage below that runs a cluster needs them.
@@ -89,11 +100,13 @@ fi
 # build NAME CMAKE_ARGS... [-- TARGETS...]: scripts/build.sh, its cold/warm
 # verdict from ccache's misses (a mostly-hit build is warm).
 build() {
-  local before; before=$(ccache_misses)
+  local m0 h0 m1 h1
+  read -r m0 h0 < <(ccache_counts)
   echo "-- build ($1)"
   bash scripts/build.sh "$@" 2>&1 | tee "$logdir/build-$1.log" | grep -E "error|warning|FAILED" | head -40
   local rc=${PIPESTATUS[0]}
-  [ $(( $(ccache_misses) - before )) -gt 20 ] && stage_cache=cold
+  read -r m1 h1 < <(ccache_counts)
+  [ $((m1 - m0)) -gt $((h1 - h0)) ] && stage_cache=cold
   return "$rc"
 }
 image_build_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKHOROVOD_BUILD_TESTS=OFF
