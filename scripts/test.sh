@@ -74,17 +74,20 @@ prefetch_cache=warm
   bash scripts/base-image.sh; bash scripts/install-fuzz-deps.sh; echo $((SECONDS - t0)) > "$logdir/prefetch.secs"
 ) > "$logdir/prefetch.log" 2>&1 &
 prefetch_pid=$!
-# wait_prefetch: the first call waits for the downloads and adds their row
-# (their own wall time, which overlapped the stages before).
+# wait_prefetch: waits for the downloads (once). Their row is added at the
+# end (prefetch_row), with their own wall time, which overlapped the stages.
 wait_prefetch() {
   [ -n "${prefetch_pid:-}" ] || return 0
   local waited=$SECONDS
   wait "$prefetch_pid" || echo "suite: the prefetch failed (build/test-logs/prefetch.log); the stages retry what they need"
   prefetch_pid=""
+  [ $((SECONDS - waited)) -lt 5 ] || echo "suite: waited $((SECONDS - waited)) s for the downloads"
+}
+prefetch_row() {
+  wait_prefetch
   stage_begin prefetch "$prefetch_cache" >/dev/null
   stage_t0=$((SECONDS - $(cat "$logdir/prefetch.secs" 2>/dev/null || echo 0)))
   stage_end_counts 0 0 >/dev/null
-  [ $((SECONDS - waited)) -lt 5 ] || echo "suite: waited $((SECONDS - waited)) s for the downloads"
 }
 
 # ---- k8s-tools: every stage below that runs a cluster needs them.
@@ -218,5 +221,5 @@ if deep_stage fuzz; then
   else stage_broken "build (fuzz) failed"; fi
 fi
 
-wait_prefetch
+prefetch_row
 stage_table
