@@ -91,7 +91,14 @@ k apply -n pkg-test -f "$root/deploy/examples/horovodjob-cpu.yaml" >/dev/null
 pods() { k get pods -n pkg-test -l khorovod.dev/job-name=mlp-cpu,khorovod.dev/role=worker --no-headers 2>/dev/null | wc -l; }
 four_pods() { [ "$(pods)" -eq 4 ]; }
 check "operator as its service account creates the job's pods" wait_for 30 four_pods
-set_phase() {  # pod phase ready exit
+# set_phase POD PHASE READY EXIT: what a kubelet would report. A read-modify-
+# write of the status: the operator may update the pod in between (a
+# Conflict), so it is tried again from a fresh read, a bounded number of times.
+set_phase() {
+  for _ in 1 2 3 4 5; do set_phase_once "$@" && return 0; sleep 0.5; done
+  return 1
+}
+set_phase_once() {  # pod phase ready exit
   local st
   if [ "$4" -ge 0 ]; then st="{\"terminated\":{\"exitCode\":$4}}"; else st='{"running":{}}'; fi
   k get pod -n pkg-test "$1" -o json | python3 -c "
