@@ -398,6 +398,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """Sends ``splits[r]`` rows to rank r (equal split when None). The
     result is (output, received_splits) when splits are given, else output."""
     ps = process_sets.resolve(process_set)
+    if isinstance(splits, torch.Tensor) and splits.dtype != torch.int32:
+        # Horovod's check: split counts travel as int32.
+        raise ValueError(f"khorovod: alltoall splits must be a tensor of type int32 or a "
+                         f"list of ints, got a {splits.dtype} tensor")
     src = tensor.detach().contiguous()
     split_list = [] if splits is None else [int(s) for s in (
         splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
@@ -410,7 +414,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         out = _output_tensor(hh, tensor)
         if splits is None:
             return out
-        return out, torch.tensor(hh.received_splits(), dtype=torch.int64)
+        return out, torch.tensor(hh.received_splits(), dtype=torch.int32)  # as Horovod
     return Handle(h, (src,), finish)
 
 
