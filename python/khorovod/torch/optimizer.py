@@ -52,7 +52,7 @@ import warnings
 
 import torch
 
-from . import mpi_ops, process_sets, sparse, step_marks
+from . import adasum_optimizer, mpi_ops, process_sets, sparse, step_marks
 from .compression import Compression
 
 
@@ -333,11 +333,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError("khorovod: DistributedOptimizer expects a torch.optim.Optimizer, "
                          f"got {type(optimizer).__name__}")
-    if op == mpi_ops.Adasum:
-        raise NotImplementedError("khorovod: op=Adasum is not implemented; use op=Average "
-                                  "or op=Sum (see docs/python.md)")
-    if op not in (mpi_ops.Average, mpi_ops.Sum):
-        raise ValueError("khorovod: DistributedOptimizer supports op=Average or op=Sum")
+    if op not in (mpi_ops.Average, mpi_ops.Sum, mpi_ops.Adasum):
+        raise ValueError("khorovod: DistributedOptimizer supports op=Average, Sum or Adasum")
     if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
         raise ValueError("khorovod: gradient_predivide_factor not supported with op != Average")
     if gradient_predivide_factor <= 0:
@@ -350,7 +347,14 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         if groups is None:
             groups = num_groups
     _check_groups(groups)
-    process_sets.resolve(process_set)
+    ps = process_sets.resolve(process_set)
+    if op == mpi_ops.Adasum and mpi_ops.CONTEXT.runtime().size() > 1:
+        # Horovod's delta optimizer (adasum_optimizer.py); at size 1 Horovod
+        # uses the plain wrapper, and so does this.
+        if ps:
+            raise NotImplementedError("Adasum does not support non-global process sets yet.")
+        return adasum_optimizer.make(optimizer, named_parameters, compression,
+                                     backward_passes_per_step)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,

@@ -325,6 +325,12 @@ def check_timeline(r):
 def check_queries(r, n):
     from khorovod import _build_info
     assert hvd.nccl_built() == _build_info.NCCL_BUILT and hvd.gloo_built() and hvd.gloo_enabled()
+    # Horovod answers NCCL_VERSION_CODE (an int, >= 2.14's 21400 here) or 0.
+    assert type(hvd.nccl_built()) is int
+    assert hvd.nccl_built() == 0 or hvd.nccl_built() >= 21400, hvd.nccl_built()
+    # khorovodrun puts every rank on this host: one host, so homogeneous;
+    # local_size must be the world size for that to be the right answer.
+    assert hvd.local_size() == n and hvd.is_homogeneous() is True
     assert not hvd.ccl_built() and not hvd.mpi_built() and not hvd.ddl_built()
     check_timeline(r)
     assert hvd.global_process_set.size() == n and hvd.global_process_set.rank() == r
