@@ -7,13 +7,15 @@
 # skips (exit 77, ctest's SKIP_RETURN_CODE) saying why.
 #
 # Usage: run_test_torch.sh HOROVOD_CHECKOUT_OR_TEST_FILE [NP] [BUILD_DIR] [-- pytest args]
+#   (an empty first argument: $KHOROVOD_HOROVOD_SOURCE; the whole run is
+#   bounded by $KHOROVOD_ACCEPTANCE_TIMEOUT seconds, default 600)
 # Prints each rank's pytest summary and a final line
 #   test_torch: ranks=N passed=P failed=F skipped=S errors=E
 # taken from rank 0's JUnit report; exits 0 only if no rank failed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-src=${1:-}; np=${2:-2}; build=$(cd "${3:-$root/build/release}" 2>/dev/null && pwd)
+src=${1:-${KHOROVOD_HOROVOD_SOURCE:-}}; np=${2:-2}; build=$(cd "${3:-$root/build/release}" 2>/dev/null && pwd)
 shift $(( $# < 3 ? $# : 3 ))
 [ "${1:-}" = "--" ] && shift
 python=${KHOROVOD_TEST_PYTHON:-/usr/bin/python3}
@@ -52,7 +54,7 @@ export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 export OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
 cd "$work/parallel"
 # Each rank writes its own JUnit report; rank 0's gives the counts.
-timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-1500}" \
+timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-600}" \
   "$launcher" -np "$np" /bin/sh -c \
   "exec $python -m pytest -v -p no:cacheprovider -rfE --junitxml=$work/reports/rank-\$HOROVOD_RANK.xml test_torch.py \"\$@\"" \
   sh "$@"
