@@ -104,7 +104,7 @@ class _Context:
         import torch  # noqa: PLC0415 - the collectives move torch tensors
         from .torch import mpi_ops  # noqa: PLC0415 - imports this module
         sizes = mpi_ops.allgather(torch.tensor([self.runtime().local_size()], dtype=torch.int32),
-                                  name="khorovod.is_homogeneous").tolist()
+                                  name="is_homogeneous.local_sizes").tolist()
         result = len(set(sizes)) == 1
         self._homogeneous = (self._generation, result)
         return result

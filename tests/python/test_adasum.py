@@ -12,11 +12,11 @@ from conftest import run_job, worker
 def test_adasum(check, np):
     job = run_job(worker("adasum.py"), check, np=np, timeout=180)
     assert job.returncode == 0, job.output
-    assert len(job.lines(f": {check} ok")) == np, job.output
-    assert len(job.lines(": OK")) == np, job.output
+    assert len(job.lines(f"<stdout>:{check} ok")) == np, job.output
+    assert len(job.lines("<stdout>:OK")) == np, job.output
 
 
 def test_adasum_refused_at_three_ranks():
     job = run_job(worker("adasum.py"), "non_power_of_two", np=3, timeout=120)
     assert job.returncode == 0, job.output
-    assert len(job.lines(": non_power_of_two ok")) == 3, job.output
+    assert len(job.lines("<stdout>:non_power_of_two ok")) == 3, job.output
