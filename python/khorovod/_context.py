@@ -95,6 +95,20 @@ class _Context:
     def generation(self):
         return self._generation
 
+    def homogeneous(self):
+        """Whether every host runs the same number of ranks: one allgather of
+        the local sizes (so every rank must ask), cached for this session."""
+        cached = getattr(self, "_homogeneous", None)
+        if cached is not None and cached[0] == self._generation:
+            return cached[1]
+        import torch  # noqa: PLC0415 - the collectives move torch tensors
+        from .torch import mpi_ops  # noqa: PLC0415 - imports this module
+        sizes = mpi_ops.allgather(torch.tensor([self.runtime().local_size()], dtype=torch.int32),
+                                  name="is_homogeneous.local_sizes").tolist()
+        result = len(set(sizes)) == 1
+        self._homogeneous = (self._generation, result)
+        return result
+
     def is_initialized(self):
         runtime = self._runtime
         return runtime is not None and runtime.is_initialized()

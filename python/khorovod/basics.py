@@ -62,9 +62,11 @@ def cross_size():
 
 
 def is_homogeneous():
-    """True: khorovodrun starts the same number of workers on every host."""
-    CONTEXT.runtime()
-    return True
+    """True when every host runs the same number of ranks (Horovod's
+    definition). Computed from each rank's local size with one allgather on
+    the first call after each init, so every rank must call it (it is
+    collective, as in khorovod a rank cannot see the others' placement)."""
+    return CONTEXT.homogeneous()
 
 
 def gloo_enabled():
@@ -77,8 +79,9 @@ def gloo_built():
 
 
 def nccl_built():
-    """True when this build has the NCCL backend (pip: KHOROVOD_WITH_NCCL=ON)."""
-    return _build_info.NCCL_BUILT
+    """NCCL's version code (e.g. 22105 for 2.21.5) when this build has the NCCL
+    backend (pip: KHOROVOD_WITH_NCCL=ON), else 0, as Horovod answers."""
+    return int(_build_info.NCCL_BUILT)
 
 
 def cuda_built():

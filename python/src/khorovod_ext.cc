@@ -59,7 +59,7 @@ TensorView MakeView(uintptr_t address, int dtype, std::vector<int64_t> shape, in
 }
 
 khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postscale, int process_set = 0) {
-  if (op < 0 || op > static_cast<int>(khorovod::ReduceOp::kProduct)) {
+  if (op < 0 || op > static_cast<int>(khorovod::ReduceOp::kAdasum)) {
     throw py::value_error("khorovod: unknown reduce op " + std::to_string(op));
   }
   return {static_cast<khorovod::ReduceOp>(op), prescale, postscale, process_set};

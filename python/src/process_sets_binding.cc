@@ -13,7 +13,7 @@ namespace {
 namespace py = pybind11;
 
 ReduceOp CheckedOp(int op) {
-  if (op < 0 || op > static_cast<int>(ReduceOp::kProduct)) {
+  if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum)) {
     throw py::value_error("khorovod: unknown reduce op " + std::to_string(op));
   }
   return static_cast<ReduceOp>(op);

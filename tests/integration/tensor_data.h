@@ -82,6 +82,7 @@ inline double Reference(DataType dtype, ReduceOp op, int size, int64_t i, int se
       case ReduceOp::kMin: acc = std::min(acc, v); break;
       case ReduceOp::kMax: acc = std::max(acc, v); break;
       case ReduceOp::kProduct: acc *= v; break;
+      case ReduceOp::kAdasum: return NAN;  // not element-wise (core/adasum.h); tested from Python
     }
   }
   if (op == ReduceOp::kAverage) {

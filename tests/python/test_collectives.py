@@ -37,8 +37,10 @@ def test_single_process_job():
         assert torch.equal(hvd.allreduce(torch.arange(4.0)), torch.arange(4.0))
         with pytest.raises(ValueError, match="not supported"):
             hvd.allreduce(torch.ones(2, dtype=torch.complex64))
+        # Adasum of one rank's vector is that vector (1 is a power of two).
+        assert torch.equal(hvd.allreduce(torch.arange(3.0), op=hvd.Adasum), torch.arange(3.0))
         with pytest.raises(NotImplementedError, match="Adasum"):
-            hvd.allreduce(torch.ones(2), op=hvd.Adasum)
+            hvd.reducescatter(torch.ones(2), op=hvd.Adasum)
         with pytest.raises(hvd.KhorovodError, match="INVALID_ARGUMENT") as info:
             hvd.allreduce(torch.ones(2), name="")  # the runtime rejects empty names
         assert info.value.code == "INVALID_ARGUMENT"

@@ -6,11 +6,13 @@ collective Horovod defines as the gradient, run on every rank in the same
 order as the forward (so unnamed backward collectives pair up):
 - allreduce(op): allreduce of the gradient with the same op and scale
   factors (Average for Average, Sum for Sum).
-- allgather: the gradient summed over ranks, then this rank's rows of it.
-- broadcast: the gradient summed over ranks on the root; zeros elsewhere.
+- allgather: the gradient averaged over ranks, then this rank's rows of it.
+- broadcast: the gradient averaged over ranks on the root; zeros elsewhere.
 - alltoall: the gradient sent back with the splits each rank received.
-- reducescatter(op): the gradients of every rank's slice gathered back
-  (divided by the size for Average), times the scale factors.
+- reducescatter(op): the gradients of every rank's slice gathered back,
+  times the set's size for Sum (as is for Average), times the scale factors.
+These are Horovod's definitions (horovod/torch/mpi_ops.py), kept exactly so
+that Horovod's own gradient tests (test_torch.py) hold.
 - grouped_*: the same, per tensor.
 With a ``process_set``, forward and backward both run in that set.
 In-place forms (allreduce_, broadcast_) are not differentiable, as in Horovod.
@@ -107,8 +109,8 @@ class _Allgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = allreduce(grad, op=mpi_ops.Sum, process_set=ctx.process_set)
-        return _own_rows(summed, ctx.rows, ctx.process_set), None, None
+        averaged = allreduce(grad, op=mpi_ops.Average, process_set=ctx.process_set)
+        return _own_rows(averaged, ctx.rows, ctx.process_set), None, None
 
 
 def allgather(tensor, name=None, process_set=None):
@@ -127,9 +129,10 @@ class _GroupedAllgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        summed = grouped_allreduce(list(grads), op=mpi_ops.Sum, process_set=ctx.process_set)
+        averaged = grouped_allreduce(list(grads), op=mpi_ops.Average,
+                                     process_set=ctx.process_set)
         return (None, None, *[_own_rows(g, rows, ctx.process_set)
-                              for g, rows in zip(summed, ctx.rows)])
+                              for g, rows in zip(averaged, ctx.rows)])
 
 
 def grouped_allgather(tensors, name=None, process_set=None):
@@ -148,10 +151,10 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = allreduce(grad, op=mpi_ops.Sum, process_set=ctx.process_set)
+        averaged = allreduce(grad, op=mpi_ops.Average, process_set=ctx.process_set)
         if mpi_ops.CONTEXT.runtime().rank() != ctx.root_rank:
-            summed = torch.zeros_like(summed)
-        return summed, None, None, None
+            averaged = torch.zeros_like(averaged)
+        return averaged, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=None):
@@ -195,10 +198,11 @@ def alltoall(tensor, splits=None, name=None, process_set=None):
 
 
 def _gather_back(grad, op, prescale, postscale, process_set):
-    gathered = allgather(grad, process_set=process_set)
+    # Horovod scales by the size for Sum and leaves Average's gradient as is.
     scale = prescale * postscale
-    if op == mpi_ops.Average:
-        scale /= mpi_ops.process_sets.set_size(mpi_ops.process_sets.resolve(process_set))
+    if op == mpi_ops.Sum:
+        scale *= mpi_ops.process_sets.set_size(mpi_ops.process_sets.resolve(process_set))
+    gathered = allgather(grad, process_set=process_set)
     return gathered * scale if scale != 1.0 else gathered
 
 

@@ -4,8 +4,9 @@ broadcast_optimizer_state, broadcast_object, allgather_object
 
 Contract:
 - broadcast_parameters(params, root_rank): ``params`` is a state_dict (its
-  items are taken in sorted key order) or an iterable of (name, tensor)
-  pairs; every tensor is overwritten in place with root's values. All
+  items are taken in sorted key order) or a list (or any iterable) of
+  (name, tensor) pairs or of tensors (``list(model.parameters())``), as
+  Horovod accepts; every tensor is overwritten in place with root's values. All
   broadcasts are submitted before any is awaited, so the runtime fuses them.
 - broadcast_optimizer_state(optimizer, root_rank): after the call every
   rank's optimizer holds root's state_dict (per-parameter slots and
@@ -14,7 +15,9 @@ Contract:
   tensor by tensor after forcing state into existence with a zero-gradient
   step, this sends root's serialized state_dict in one broadcast: no step is
   taken, and optimizers whose state shapes are not known in advance work.
-- broadcast_object / allgather_object: any picklable object.
+- broadcast_object / allgather_object: any object cloudpickle can
+  serialize (lambdas, local classes), as Horovod; with plain pickle when
+  cloudpickle is not installed.
 All are collective: every rank calls them in the same order (with
 ``process_set``: every member of the set; ``root_rank`` is a global rank).
 
@@ -26,6 +29,11 @@ import pickle
 
 import torch
 
+try:  # Horovod serializes objects with cloudpickle.
+    import cloudpickle as _pickler
+except ImportError:  # pragma: no cover - depends on the environment
+    _pickler = pickle
+
 from . import mpi_ops
 
 
@@ -34,11 +42,14 @@ def broadcast_parameters(params, root_rank=0, process_set=None):
     if isinstance(params, dict):
         items = sorted(params.items())
     else:
-        items = list(params)
-        for item in items:
-            if not (isinstance(item, tuple) and len(item) == 2):
-                raise ValueError("khorovod: broadcast_parameters expects a state_dict or "
-                                 "(name, tensor) pairs such as model.named_parameters()")
+        items = [item if isinstance(item, tuple) else (None, item) for item in params]
+        for i, item in enumerate(items):
+            if len(item) != 2:
+                raise ValueError("khorovod: broadcast_parameters expects a state_dict, "
+                                 "(name, tensor) pairs such as model.named_parameters(), "
+                                 "or tensors such as list(model.parameters())")
+            if item[0] is None:
+                items[i] = (f"unnamed.{i}", item[1])
     handles = []
     with torch.no_grad():
         for name, p in items:
@@ -67,6 +78,16 @@ def broadcast_optimizer_state(optimizer, root_rank=0, model=None, process_set=No
         raise ValueError("khorovod: broadcast_optimizer_state expects a torch.optim.Optimizer, "
                          f"got {type(optimizer).__name__}")
     del model  # horovod uses it for parameter names only; the state_dict needs none
+    if not optimizer.state_dict()["state"]:
+        # Horovod forces state into existence with a step on zero gradients
+        # and leaves those zeros in p.grad; we take no step, but leave the
+        # same zero gradients, which code written for Horovod may read.
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.requires_grad and p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                    if isinstance(optimizer, torch.optim.SparseAdam):
+                        p.grad = p.grad.to_sparse()
     payload = None
     if mpi_ops.CONTEXT.runtime().rank() == root_rank:
         buf = io.BytesIO()
@@ -80,7 +101,7 @@ def broadcast_optimizer_state(optimizer, root_rank=0, model=None, process_set=No
 
 
 def _to_bytes_tensor(obj):
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    data = _pickler.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
         torch.empty(0, dtype=torch.uint8)
 
@@ -101,8 +122,10 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
 
 def allgather_object(obj, name=None, process_set=None):
     """Returns the list of every rank's (member's) ``obj``, in rank order."""
-    ps = mpi_ops.process_sets.resolve(process_set)
-    base = name or mpi_ops.CONTEXT.auto_name("allgather_object", ps)
+    # Named after the object's type unless named, as Horovod does: every rank
+    # agrees on it even when their unnamed-call counters differ (a rank whose
+    # collective was refused, e.g. after another rank joined, counted one more).
+    base = name or f"allgather_object.{type(obj).__name__}"
     payload = _to_bytes_tensor(obj)
     sizes = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64),
                               name=f"{base}.size", process_set=process_set)

@@ -59,7 +59,7 @@ Average = 1
 Min = 2
 Max = 3
 Product = 4
-Adasum = "Adasum"  # recognised so that the refusal is explicit
+Adasum = 5  # core/adasum.h: host tensors, global set, power-of-two size
 
 _DTYPES = {
     torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
@@ -107,12 +107,28 @@ def _op_code(op, average):
         return Average if average else Sum
     if op is None:
         return Average
-    if op == Adasum:
-        raise NotImplementedError("khorovod: op=Adasum is not implemented; use op=Average "
-                                  "or op=Sum (see docs/python.md)")
-    if op not in (Sum, Average, Min, Max, Product):
+    if op not in (Sum, Average, Min, Max, Product, Adasum):
         raise ValueError(f"khorovod: unknown reduce op {op!r}")
     return op
+
+
+def _check_adasum(tensors, op, ps):
+    """Horovod's refusals for op=Adasum (horovod/torch/mpi_ops.py), raised
+    before anything is submitted; the runtime checks the same again."""
+    if op != Adasum:
+        return
+    if ps:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
+    size = CONTEXT.runtime().size()
+    if size & (size - 1):
+        raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")
+    for t in tensors:
+        if t.is_cuda:
+            raise NotImplementedError("khorovod: Adasum reduces host (CPU) tensors only; move "
+                                      "the tensor to the CPU or use op=Average")
+        if t.dtype not in (torch.float16, torch.float32, torch.float64):
+            raise ValueError(f"khorovod: Adasum supports float16, float32 and float64 tensors, "
+                             f"not {t.dtype}")
 
 
 def _check_reduce_dtype(tensor, op):
@@ -222,6 +238,7 @@ def _name(name, prefix, ps=0):
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, ps=0):
     """Reduces contiguous ``tensor`` into contiguous ``output`` (in set ``ps``)."""
     _check_reduce_dtype(tensor, op)
+    _check_adasum([tensor], op, ps)
     if ps:
         return CONTEXT.runtime().allreduce_async_in_set(name, _view(tensor), _view(output), op,
                                                         float(prescale_factor),
@@ -285,6 +302,7 @@ def _group_names(name, prefix, count, ps=0):
 
 def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor, ps=0):
     names = _group_names(name, "grouped_allreduce", len(tensors), ps)
+    _check_adasum(tensors, op, ps)
     for t in tensors:
         _check_reduce_dtype(t, op)
     args = (names, [_view(t) for t in tensors], [_view(o) for o in outputs], op,
@@ -398,6 +416,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """Sends ``splits[r]`` rows to rank r (equal split when None). The
     result is (output, received_splits) when splits are given, else output."""
     ps = process_sets.resolve(process_set)
+    if isinstance(splits, torch.Tensor) and splits.dtype != torch.int32:
+        # Horovod's check: split counts travel as int32.
+        raise ValueError(f"khorovod: alltoall splits must be a tensor of type int32 or a "
+                         f"list of ints, got a {splits.dtype} tensor")
     src = tensor.detach().contiguous()
     split_list = [] if splits is None else [int(s) for s in (
         splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
@@ -410,11 +432,13 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         out = _output_tensor(hh, tensor)
         if splits is None:
             return out
-        return out, torch.tensor(hh.received_splits(), dtype=torch.int64)
+        return out, torch.tensor(hh.received_splits(), dtype=torch.int32)  # as Horovod
     return Handle(h, (src,), finish)
 
 
 def _reducescatter_one(tensor, name, op, prescale_factor, postscale_factor, ps=0):
+    if op == Adasum:  # as Horovod, whose reducescatter has no Adasum either
+        raise NotImplementedError("khorovod: reducescatter does not support op=Adasum")
     _check_reduce_dtype(tensor, op)
     src = tensor.detach().contiguous()
     args = (name, _view(src), op, float(prescale_factor), float(postscale_factor))

@@ -3,7 +3,8 @@ and values, rebuilt into one sparse tensor (duplicates summed when coalesced).
 
 Contract: ``sparse_allreduce_async(tensor, name, op)`` takes a torch sparse
 COO tensor of the same dense shape on every rank (nnz may differ) and
-returns a handle; ``synchronize(handle)`` returns the sparse sum, or the
+returns a handle; ``synchronize(handle)`` (or ``handle()``, as Horovod's
+returned function) returns the sparse sum, or the
 average for op=Average (values divided by the number of ranks). Other ops
 raise ValueError. With ``process_set``, among its members (Average divides
 by the set's size). Two collectives named ``<name>.indices`` and
@@ -27,6 +28,10 @@ class SparseHandle:
 
     def ready(self):
         return self._group.ready()
+
+    def __call__(self):
+        # Horovod's sparse_allreduce_async returns a function that waits.
+        return self.wait()
 
     def wait(self):
         indices, values = self._group.wait()

@@ -19,6 +19,9 @@ enum class ReduceOp : uint8_t {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  // Horovod's Adasum (core/adasum.h): float16/32/64 host tensors in the
+  // global set only, at a power-of-two world size; never fused.
+  kAdasum = 5,
 };
 
 std::string_view ReduceOpName(ReduceOp op);

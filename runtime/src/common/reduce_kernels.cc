@@ -124,6 +124,7 @@ ReduceFn GetReduceFn(DataType dtype, ReduceOp op) {
     case ReduceOp::kMin: fn = ForDtype<MinOp>(dtype); break;
     case ReduceOp::kMax: fn = ForDtype<MaxOp>(dtype); break;
     case ReduceOp::kProduct: fn = ForDtype<ProdOp>(dtype); break;
+    case ReduceOp::kAdasum: break;  // not element-wise: core/adasum.h
   }
   KH_ENFORCE(fn != nullptr, "no reduction for dtype " << static_cast<int>(dtype) << " op "
                                                       << static_cast<int>(op));

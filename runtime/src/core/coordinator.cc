@@ -78,6 +78,12 @@ bool Coordinator::Ready(const Entry& e) const {
   if (e.members.empty()) return false;  // an unregistered set: reported by Collect's sweep
   if (e.submitted == static_cast<int>(e.members.size())) return true;
   if (joined_count_ == 0) return false;
+  // An operation other than allreduce cannot complete while a member has
+  // joined (it submits nothing until every rank has joined), so it fails at
+  // once with JoinConflict's error instead of waiting for the other members:
+  // their unnamed-call counters may have drifted apart (a rank whose
+  // collective was refused counted one more), and they would wait forever.
+  if (JoinConflict(e)) return true;
   for (int r : e.members) {
     if (!e.by_rank[r] && !joined_[r]) return false;
   }

@@ -18,6 +18,7 @@ size_t ResponseBytes(const Response& r) {
 
 bool EagerEligible(const Response& r) {
   return r.kind == Response::Kind::kExecute && r.op == OpType::kAllreduce && r.group_size <= 1 &&
+         r.reduce_op != ReduceOp::kAdasum &&  // not element-wise: core/adasum.h
          r.names.size() == 1 && r.device.kind == DeviceKind::kCPU &&
          1 + WordsFor(ResponseBytes(r)) <= kEagerPayloadWords - 1;
 }

@@ -5,6 +5,7 @@
 
 #include "common/enforce.h"
 #include "common/reduce_kernels.h"
+#include "core/adasum.h"
 #include "core/eager_allreduce.h"
 #include "core/fusion.h"
 
@@ -232,7 +233,13 @@ Status Executor::ReduceOnHost(const std::vector<const Response*>& group,
       in = out;
     }
     *packed_at = std::chrono::steady_clock::now();
-    Status s = backend_->Allreduce(in, out, total, head.dtype, head.reduce_op);
+    Status s;
+    if (head.reduce_op == ReduceOp::kAdasum) {
+      if (in != out) CopyBytes(out, in, total * esize);
+      s = AdasumAllreduce(*backend_, out, total, head.dtype, rank_, size_);
+    } else {
+      s = backend_->Allreduce(in, out, total, head.dtype, head.reduce_op);
+    }
     *reduced_at = std::chrono::steady_clock::now();
     if (s.ok()) ApplyPostScale(head, out, total);
     return s;

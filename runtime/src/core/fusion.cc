@@ -6,6 +6,8 @@ namespace khorovod {
 namespace {
 
 bool Fusible(const Response& a, const Response& b) {
+  // Adasum's coefficients are per tensor, so its tensors run alone.
+  if (a.reduce_op == ReduceOp::kAdasum) return false;
   return b.op == OpType::kAllreduce && b.kind == Response::Kind::kExecute && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.device == b.device;
 }

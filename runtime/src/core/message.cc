@@ -76,7 +76,7 @@ class Reader {
   }
   bool GetReduceOp(ReduceOp* op) {
     uint8_t raw;
-    if (!Get(&raw) || raw > static_cast<uint8_t>(ReduceOp::kProduct)) return false;
+    if (!Get(&raw) || raw > static_cast<uint8_t>(ReduceOp::kAdasum)) return false;
     *op = static_cast<ReduceOp>(raw);
     return true;
   }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <csignal>
 #include <shared_mutex>
@@ -137,6 +138,13 @@ class RuntimeImpl {
       rendezvous_ = std::move(*rdzv);
     } else {
       rendezvous_ = MakeStaticRendezvous();
+      // init() -> shutdown() -> init() in a static job (Horovod's
+      // test_horovod_reinit) connects again through the same file store,
+      // which still holds the first connection's keys: every rank counts
+      // its static inits in lockstep, so the n-th init uses keys of its own.
+      static std::atomic<int64_t> static_inits{0};
+      const int64_t n = static_inits.fetch_add(1);
+      if (n > 0) base_config_.job_id += "/reinit-" + std::to_string(n);
     }
     return JoinNextGeneration();
   }

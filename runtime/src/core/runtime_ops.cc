@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/enforce.h"
+#include "core/adasum.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
 #include "core/waiter_signal.h"
@@ -65,6 +66,24 @@ PendingOp MakeOp(OpType type, const std::string& name, const TensorView& input) 
   return op;
 }
 
+// Adasum runs on the host, in the global set, for 16/32/64-bit floats
+// (core/adasum.h); the power-of-two size is checked where it runs, since an
+// elastic world may change size before then.
+Status CheckAdasum(const std::string& name, const TensorView& in, const AllreduceOptions& opts) {
+  if (opts.op != ReduceOp::kAdasum) return Status::Ok();
+  if (in.device.kind != DeviceKind::kCPU) {
+    return Status::InvalidArgument("allreduce '" + name + "': Adasum reduces host tensors only");
+  }
+  if (opts.process_set != 0) {
+    return Status::InvalidArgument("allreduce '" + name + "': Adasum does not support non-global process sets yet");
+  }
+  if (!AdasumSupports(in.dtype)) {
+    return Status::InvalidArgument("allreduce '" + name + "': Adasum supports float16, float32 and float64, not " +
+                                   std::string(DataTypeName(in.dtype)));
+  }
+  return Status::Ok();
+}
+
 Status CheckAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
                       const AllreduceOptions& opts) {
   KH_RETURN_IF_ERROR(CheckName(name));
@@ -79,7 +98,7 @@ Status CheckAllreduce(const std::string& name, const TensorView& in, const Tenso
   if (opts.prescale_factor != opts.prescale_factor || opts.postscale_factor != opts.postscale_factor) {
     return Status::InvalidArgument("allreduce '" + name + "': scale factors must not be NaN");
   }
-  return Status::Ok();
+  return CheckAdasum(name, in, opts);
 }
 
 PendingOp MakeAllreduce(const std::string& name, const TensorView& in, const TensorView& out,
@@ -179,6 +198,9 @@ Handle Runtime::reducescatter_async(const std::string& name, const TensorView& i
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(input, "reducescatter input"); !s.ok()) return Rejected(s);
   if (input.shape.empty()) return Rejected(Status::InvalidArgument("reducescatter '" + name + "': needs at least one dimension"));
+  if (options.op == ReduceOp::kAdasum) {
+    return Rejected(Status::InvalidArgument("reducescatter '" + name + "': Adasum is not supported for reducescatter"));
+  }
   PendingOp op = MakeOp(OpType::kReducescatter, name, input);
   op.request.reduce_op = options.op;
   op.request.prescale = options.prescale_factor;

@@ -88,6 +88,7 @@ double Apply(ReduceOp op, double a, double b) {
     case ReduceOp::kMin: return std::min(a, b);
     case ReduceOp::kMax: return std::max(a, b);
     case ReduceOp::kProduct: return a * b;
+    case ReduceOp::kAdasum: break;  // not element-wise: core/adasum.h, not in kOps
   }
   return NAN;
 }

@@ -113,6 +113,26 @@ TEST(CoordinatorJoin, OtherCollectivesWithAJoinedRankFail) {
   }
 }
 
+TEST(CoordinatorJoin, OtherCollectivesFailAtOnceWithoutWaitingForTheOtherRanks) {
+  // Ranks whose unnamed-call counters drifted apart submit different names;
+  // neither may wait for the other while rank 1 has joined (Horovod's
+  // test_horovod_join_allgather at 4 ranks hung on this).
+  Coordinator c(3);
+  c.Add(Join(1), kT0);
+  c.Add(MakeRequest(0, OpType::kAllgather, "allgather.noname.1", {6, 2}), kT0);
+  c.Add(MakeRequest(2, OpType::kAllgather, "allgather.noname.2", {6, 2}), kT0);
+  std::vector<Response> out = c.Collect(kT0);
+  ASSERT_EQ(out.size(), 2u);
+  for (const Response& r : out) {
+    EXPECT_EQ(r.kind, Response::Kind::kError);
+    EXPECT_EQ(r.error_code, StatusCode::kFailedPrecondition) << r.error_message;
+  }
+  EXPECT_TRUE(c.empty());
+  // An allreduce still waits for every rank that has not joined.
+  c.Add(MakeRequest(0, OpType::kAllreduce, "sum", {2}), kT0);
+  EXPECT_TRUE(c.Collect(kT0).empty());
+}
+
 TEST(CoordinatorJoin, OtherCollectivesWithAJoinedRankFailWithFailedPrecondition) {
   // runtime.h, Runtime::join: "other collectives fail with
   // kFailedPrecondition while a rank is joined".

@@ -203,6 +203,7 @@ constexpr size_t kReqOp = 16, kReqDtype = 26, kReqReduceOp = 27, kReqDeviceKind 
 // One past the last value of each wire enum (update when appending one).
 constexpr uint8_t kPastLastDtype = static_cast<uint8_t>(DataType::kBool) + 1;
 constexpr uint8_t kPastLastStatusCode = static_cast<uint8_t>(StatusCode::kJobFinished) + 1;
+constexpr uint8_t kPastLastReduceOp = static_cast<uint8_t>(ReduceOp::kAdasum) + 1;
 
 TEST(Message, RequestWithABadEnumValueIsRejected) {
   Request q;
@@ -221,7 +222,7 @@ TEST(Message, RequestWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[kReqDeviceKind], static_cast<char>(DeviceKind::kCUDA));
   const std::pair<size_t, uint8_t> corruptions[] = {
       {kReqOp, 8},        {kReqOp, 0xff},         {kReqDtype, kPastLastDtype}, {kReqDtype, 0x80},
-      {kReqReduceOp, 5}, {kReqDeviceKind, 2}};
+      {kReqReduceOp, kPastLastReduceOp}, {kReqDeviceKind, 2}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
@@ -247,7 +248,7 @@ TEST(Message, ResponseWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[13], static_cast<char>(OpType::kJoin));
   ASSERT_EQ(good[code], static_cast<char>(StatusCode::kStalled));
   const std::pair<size_t, uint8_t> corruptions[] = {
-      {12, 2}, {13, 8}, {31, kPastLastDtype}, {32, 5}, {37, 2}, {code, kPastLastStatusCode}, {code, 0xff}};
+      {12, 2}, {13, 8}, {31, kPastLastDtype}, {32, kPastLastReduceOp}, {37, 2}, {code, kPastLastStatusCode}, {code, 0xff}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);

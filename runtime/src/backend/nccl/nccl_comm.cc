@@ -135,6 +135,7 @@ StatusOr<ncclRedOp_t> ToNccl(ReduceOp op) {
     case ReduceOp::kMin: return ncclMin;
     case ReduceOp::kMax: return ncclMax;
     case ReduceOp::kProduct: return ncclProd;
+    case ReduceOp::kAdasum: break;  // host only (core/adasum.h)
   }
   return Status::InvalidArgument("NCCL has no reduction for op " + std::to_string(static_cast<int>(op)));
 }
