@@ -75,8 +75,8 @@ inline constexpr size_t kMaxJobNameLength = 63 - (sizeof("-worker-9999") - 1);
 
 struct HorovodJobSpec {
   // min_replicas and max_replicas follow replicas when the manifest leaves
-  // them out: a job without them is not elastic (mpi-operator and PyTorchJob
-  // manifests run as written).
+  // them out: a job without them is not elastic, as a job with a fixed
+  // worker count is in mpi-operator and PyTorchJob.
   int32_t replicas = 1;
   // The controller that reconciles the job: unset or "khorovod.dev/operator"
   // for this operator; any other value (e.g. Kueue's MultiKueue) leaves the
