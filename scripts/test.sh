@@ -101,7 +101,8 @@ else
 fi
 
 # build NAME CMAKE_ARGS... [-- TARGETS...]: scripts/build.sh, its cold/warm
-# verdict from ccache's misses (a mostly-hit build is warm).
+# verdict from ccache: a build that compiled more than a tenth of its objects
+# anew ran cold.
 build() {
   local m0 h0 m1 h1
   read -r m0 h0 < <(ccache_counts)
@@ -109,7 +110,7 @@ build() {
   bash scripts/build.sh "$@" 2>&1 | tee "$logdir/build-$1.log" | grep -E "error|warning|FAILED" | head -40
   local rc=${PIPESTATUS[0]}
   read -r m1 h1 < <(ccache_counts)
-  [ $((m1 - m0)) -gt $((h1 - h0)) ] && stage_cache=cold
+  [ $(( (m1 - m0) * 10 )) -gt $(( (m1 - m0) + (h1 - h0) )) ] && stage_cache=cold
   return "$rc"
 }
 image_build_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKHOROVOD_BUILD_TESTS=OFF

@@ -94,8 +94,7 @@ stage_fits() {
   [ $((SECONDS - suite_start + est)) -le $((suite_budget_min * 60)) ]
 }
 
-# ccache_counts: "MISSES HITS" so far, for a build stage's cold/warm verdict
-# (a build that compiled more than it found in the cache ran cold).
+# ccache_counts: "MISSES HITS" so far, for a build stage's cold/warm verdict.
 ccache_counts() {
   CCACHE_DIR=${CCACHE_DIR:-${KHOROVOD_CACHE:-$HOME/.cache/khorovod}/ccache} ccache --print-stats 2>/dev/null |
     awk -F'\t' '$1 == "cache_miss" { m = $2 } $1 ~ /^(direct|preprocessed)_cache_hit$/ { h += $2 }
