@@ -97,7 +97,7 @@ TEST(LaunchOptionsTest, HostDiscoveryScriptImpliesElastic) {
   EXPECT_TRUE(o.elastic());
   EXPECT_EQ(o.host_discovery_script, "./d.sh");
   EXPECT_EQ(o.discovery_interval, std::chrono::milliseconds(250));
-  EXPECT_EQ(o.min_np, 1);
+  EXPECT_EQ(o.min_np, 2);  // Horovod: --min-np defaults to -np
   EXPECT_EQ(o.max_np, 4);
   EXPECT_EQ(parse_ok({"-np", "2", "prog"}).discovery_interval, std::chrono::milliseconds(1000));
 }
