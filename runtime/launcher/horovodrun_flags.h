@@ -17,7 +17,9 @@
 //                                   there is none, so nothing to disable
 //   --network-interface IFACE       only lo (khorovodrun is single-host)
 //   --fusion-threshold-mb, --cycle-time-ms, --cache-capacity,
-//   --timeline-filename, --gloo-timeout-seconds, --log-level  worker settings
+//   --timeline-filename, --gloo-timeout-seconds  worker settings
+//   --log-level TRACE..WARNING      accepted (every runtime message is a
+//                                   warning or an error); ERROR, FATAL refused
 //   --log-without-timestamp, --no-timeline-mark-cycles, --stall-check
 //                                   Horovod's defaults, which are khorovod's
 // Flags khorovodrun refuses are in refused_flags.h.

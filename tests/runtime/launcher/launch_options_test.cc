@@ -152,8 +152,7 @@ TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
   EXPECT_TRUE(o.verbose);
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_FUSION_THRESHOLD", "2097152"},
                                                {"KHOROVOD_CYCLE_TIME", "0.5"},
-                                               {"KHOROVOD_TIMELINE", "/tmp/tl.json"},
-                                               {"KHOROVOD_LOG_LEVEL", "INFO"}}));
+                                               {"KHOROVOD_TIMELINE", "/tmp/tl.json"}}));
 }
 
 TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
@@ -193,7 +192,8 @@ TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
            {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5", "prog"}, "1 <= MIN"},
            {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "9", "5", "prog"}, "1 <= MIN"},
            {{"-np", "2", "--min-np", "1", "--output-filename", "/tmp/o", "prog"}, "elastic"},
-           {{"-np", "2", "--log-level", "LOUD", "prog"}, "--log-level"}}) {
+           {{"-np", "2", "--log-level", "LOUD", "prog"}, "--log-level"},
+           {{"-np", "2", "--log-level", "error", "prog"}, "cannot silence"}}) {
     const Parsed p = parse(args);
     EXPECT_FALSE(p.outcome.options.has_value()) << args[2];
     EXPECT_NE(p.err.find(expected), std::string::npos) << p.err;
