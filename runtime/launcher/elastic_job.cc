@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "khorovod/util/random_hex.h"
+#include "host_blacklist.h"
 #include "host_discovery.h"
 #include "http_server.h"
 #include "protocol.h"
@@ -28,22 +30,32 @@ std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
 class ElasticPolicy {
  public:
   ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service,
-                std::function<WorkerSpec(int)> spec_for)
-      : opts_(opts), service_(service), spec_for_(std::move(spec_for)), this_host_(local_hostname()) {}
+                std::function<WorkerSpec(int, const std::string&)> spec_for)
+      : opts_(opts),
+        service_(service),
+        spec_for_(std::move(spec_for)),
+        this_host_(local_hostname()),
+        blacklist_(opts.cooldown_min_s, opts.cooldown_max_s, [this] { return jitter_(rng_); }) {}
+
+  // Hosts named by the user (-H, --hostfile, discovery) are blacklisted when
+  // a worker fails there, as Horovod; a plain -np job replaces it in place.
+  bool uses_blacklist() const { return !opts_.host_discovery_script.empty() || !opts_.hosts.empty(); }
 
   // Sets the first host list: the discovery script's or -np slots here.
   // Returns an error message when the job cannot start.
   std::optional<std::string> init_hosts() {
-    if (opts_.host_discovery_script.empty()) {
+    if (opts_.host_discovery_script.empty() && opts_.hosts.empty()) {
       hosts_ = {{opts_.hostname, opts_.num_proc}};
       target_cap_ = opts_.num_proc;
       return std::nullopt;
     }
     target_cap_ = opts_.max_np;
-    DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout);
+    DiscoveryResult found = opts_.host_discovery_script.empty()
+                                ? FixedHosts()
+                                : run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
     if (auto* error = std::get_if<std::string>(&found)) return "host discovery: " + *error;
     for (const auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
-      if (!is_local_host(h.name, this_host_)) return NonLocalMessage(h.name);
+      if (!IsUsable(h.name)) return NonLocalMessage(h.name);
     }
     hosts_ = std::get<std::vector<DiscoveredHost>>(std::move(found));
     return std::nullopt;
@@ -58,6 +70,8 @@ class ElasticPolicy {
 
   bool on_exit(const WorkerExit& exit, JobControl& control) {
     const int id = exit.rank;
+    const auto where = running_.find(id);
+    const std::string host = where == running_.end() ? std::string() : where->second;
     running_.erase(id);
     if (stopping_.erase(id) > 0) {
       AfterLoss(control);
@@ -79,6 +93,7 @@ class ElasticPolicy {
     (void)service_.ReportFailure(WorkerName(id), exit.status.describe());
     if (finishing_ || failures_ >= opts_.reset_limit) return false;  // fails the job
     ++failures_;
+    if (uses_blacklist() && !host.empty()) BlacklistHost(host, control);
     control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
                     exit.status.describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
                     std::to_string(opts_.reset_limit) + ")");
@@ -89,8 +104,9 @@ class ElasticPolicy {
 
   void on_tick(JobControl& control) {
     if (finishing_) return;
+    if (opts_.host_discovery_script.empty() && uses_blacklist()) Reconcile(control);  // cooldowns end
     if (!opts_.host_discovery_script.empty()) {
-      DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout);
+      DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
       if (auto* error = std::get_if<std::string>(&found)) {
         if (*error != last_error_) control.message("host discovery: " + *error + "; keeping the last host list");
         last_error_ = *error;
@@ -98,7 +114,7 @@ class ElasticPolicy {
         last_error_.clear();
         std::vector<DiscoveredHost> hosts;
         for (auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
-          if (is_local_host(h.name, this_host_)) {
+          if (IsUsable(h.name)) {
             hosts.push_back(std::move(h));
           } else if (reported_non_local_.insert(h.name).second) {
             control.message(NonLocalMessage(h.name) + "; ignoring it");
@@ -115,10 +131,31 @@ class ElasticPolicy {
     }
   }
 
-  // With discovery, a job whose hosts all went away waits for new ones.
-  bool hold_open() const { return !finishing_ && !opts_.host_discovery_script.empty(); }
+  // With discovery, a job whose hosts all went away waits for new ones; so
+  // does one whose hosts are all cooling down.
+  bool hold_open() const {
+    return !finishing_ && (!opts_.host_discovery_script.empty() || (uses_blacklist() && opts_.cooldown_min_s > 0));
+  }
 
  private:
+  int DefaultSlots() const { return opts_.slots_per_host > 0 ? opts_.slots_per_host : 1; }
+  bool IsUsable(const std::string& host) const { return opts_.hosts_run_locally || is_local_host(host, this_host_); }
+
+  // -H / --hostfile in elastic mode: the fixed host list (Horovod's FixedHosts).
+  DiscoveryResult FixedHosts() const {
+    std::string lines = opts_.hosts;
+    std::replace(lines.begin(), lines.end(), ',', '\n');
+    return parse_discovery_output(lines, DefaultSlots());
+  }
+
+  void BlacklistHost(const std::string& host, JobControl& control) {
+    blacklist_.Fail(host, Clock::now());
+    const auto end = blacklist_.CooldownEnd(host);
+    control.message("host " + host + " blacklisted" +
+                    (end ? " for " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                        *end - Clock::now()).count()) + " ms (--blacklist-cooldown-range)"
+                         : std::string(" for the rest of the job")));
+  }
   std::string NonLocalMessage(const std::string& host) const {
     return "host discovery: host '" + host +
            "' is not local; khorovodrun runs workers on this machine only (localhost, 127.0.0.0/8" +
@@ -127,6 +164,7 @@ class ElasticPolicy {
   }
 
   int SlotsOf(const std::string& host) const {
+    if (blacklist_.IsBlacklisted(host, Clock::now())) return 0;
     for (const auto& h : hosts_) {
       if (h.name == host) return h.slots;
     }
@@ -135,7 +173,7 @@ class ElasticPolicy {
 
   int Target() const {
     long long slots = 0;
-    for (const auto& h : hosts_) slots += h.slots;
+    for (const auto& h : hosts_) slots += SlotsOf(h.name);
     return static_cast<int>(std::min<long long>(slots, target_cap_));
   }
 
@@ -143,7 +181,7 @@ class ElasticPolicy {
     if (static_cast<int>(running_.size()) >= Target()) return std::nullopt;
     for (const auto& h : hosts_) {
       const auto used = std::count_if(running_.begin(), running_.end(), [&](const auto& w) { return w.second == h.name; });
-      if (used < h.slots) return h.name;
+      if (used < SlotsOf(h.name)) return h.name;
     }
     return std::nullopt;
   }
@@ -152,7 +190,7 @@ class ElasticPolicy {
     const int id = next_id_++;
     running_[id] = host;
     empty_since_.reset();
-    return spec_for_(id);
+    return spec_for_(id, host);
   }
 
   void AfterLoss(JobControl&) {
@@ -186,8 +224,11 @@ class ElasticPolicy {
 
   const LaunchOptions& opts_;
   rendezvous::RendezvousService& service_;
-  std::function<WorkerSpec(int)> spec_for_;
+  std::function<WorkerSpec(int, const std::string&)> spec_for_;
   const std::string this_host_;
+  std::mt19937 rng_{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter_{0.0, 1.0};
+  HostBlacklist blacklist_;
   std::vector<DiscoveredHost> hosts_;
   int target_cap_ = 0;                    // -np without discovery, --max-np with it
   std::map<int, std::string> running_;    // worker id -> host, not being stopped
@@ -252,7 +293,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     while (used.count(slot)) ++slot;
     return slot_of[id] = slot;
   };
-  auto spec_for = [&](int id) {
+  auto spec_for = [&](int id, const std::string& host) {
     std::vector<EnvVar> vars = extra.vars;
     if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(take_slot(id)))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
@@ -261,7 +302,9 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
     vars.push_back({"KHOROVOD_HOSTNAME", opts.hostname});
-    for (EnvVar& v : elastic_horovod_variables(opts.hostname)) vars.push_back(std::move(v));
+    for (EnvVar& v : elastic_horovod_variables(opts.hosts_run_locally ? host : opts.hostname)) {
+      vars.push_back(std::move(v));
+    }
     vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts.elastic_timeout.count())});
     WorkerSpec spec;
     spec.rank = id;
@@ -284,7 +327,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     return policy.on_exit(exit, control);
   };
   config.hold_open = [&] { return policy.hold_open(); };
-  if (!opts.host_discovery_script.empty()) {
+  if (!opts.host_discovery_script.empty() || !opts.hosts.empty()) {
     config.on_tick = [&](JobControl& control) { policy.on_tick(control); };
     config.tick_interval = opts.discovery_interval;
   }

@@ -1,5 +1,6 @@
 #include "horovodrun_flags.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -38,19 +39,23 @@ std::optional<std::string> apply_stall_flags(const HorovodrunFlags& f,
 
 void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
   app.add_flag("--gloo", f.gloo, "horovodrun: accepted; Gloo is khorovod's CPU transport");
-  app.add_flag("--mpi", f.mpi, "horovodrun: refused; khorovod does not use MPI");
-  app.add_flag("--verbose", f.verbose, "horovodrun: accepted");
+  app.add_flag("--verbose", f.verbose, "Print each worker's command and settings");
   app.add_option("--start-timeout", f.start_timeout_s,
-                 "horovodrun: seconds to wait for workers (elastic: for --min-np of them)")
+                 "horovodrun: bound on the launcher's start-up checks (none here: local hosts only)")
       ->check(CLI::Range(1LL, 86400LL * 7));
   app.add_option("--network-interface,--network-interfaces", f.network_interface,
                  "horovodrun: only lo; khorovodrun's workers talk over loopback");
   app.add_option("--fusion-threshold-mb", f.fusion_threshold_mb, "Sets KHOROVOD_FUSION_THRESHOLD");
   app.add_option("--cycle-time-ms", f.cycle_time_ms, "Sets KHOROVOD_CYCLE_TIME");
   app.add_option("--cache-capacity", f.cache_capacity, "Sets KHOROVOD_CACHE_CAPACITY");
-  app.add_flag("--disable-cache", f.disable_cache, "Sets KHOROVOD_CACHE_CAPACITY=0");
+  app.add_flag("--disable-cache", f.disable_cache,
+               "horovodrun: disables the cache of start-up checks; khorovodrun caches none");
   app.add_option("--timeline-filename", f.timeline_filename, "Sets KHOROVOD_TIMELINE");
-  app.add_option("--log-level", f.log_level, "horovodrun: accepted, no effect");
+  app.add_option("--gloo-timeout-seconds", f.gloo_timeout_seconds, "Sets KHOROVOD_TIMEOUT_SECONDS");
+  app.add_option("--log-level", f.log_level, "horovodrun: TRACE..WARNING show every runtime message (all are warnings or errors); ERROR/FATAL refused")
+      ->check(CLI::IsMember({"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL"}, CLI::ignore_case));
+  app.add_flag("--log-without-timestamp,--log-hide-timestamp,--no-timeline-mark-cycles,--stall-check", f.defaults,
+               "horovodrun: accepted; what khorovod does anyway");
   app.add_flag("--no-stall-check", f.no_stall_check, "Sets KHOROVOD_STALL_CHECK_DISABLE=1");
   app.add_option("--stall-check-warning-time-seconds", f.stall_warning_seconds,
                  "Sets KHOROVOD_STALL_CHECK_TIME_SECONDS (default 60)");
@@ -59,13 +64,12 @@ void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
 }
 
 std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, LaunchOptions& opts) {
-  if (f.mpi) return "--mpi: khorovod has no MPI mode; drop the flag (workers use Gloo)";
   if (!f.network_interface.empty() && f.network_interface != "lo") {
     return "--network-interface " + f.network_interface +
            ": khorovodrun runs every worker on this host over loopback (lo); run multi-host "
            "jobs as a HorovodJob on Kubernetes, where the pod network is used";
   }
-  if (f.start_timeout_s > 0) opts.elastic_timeout = std::chrono::seconds(f.start_timeout_s);
+  opts.verbose = f.verbose;
   auto set = [&](const char* name, const std::string& value) {
     opts.extra_env.push_back(EnvSpec{name, value});
   };
@@ -79,12 +83,24 @@ std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, Laun
     if (!is_number(f.cycle_time_ms)) return "--cycle-time-ms expects a number";
     set("KHOROVOD_CYCLE_TIME", f.cycle_time_ms);
   }
-  if (f.disable_cache) {
-    set("KHOROVOD_CACHE_CAPACITY", "0");
-  } else if (!f.cache_capacity.empty()) {
-    set("KHOROVOD_CACHE_CAPACITY", f.cache_capacity);
-  }
+  if (!f.cache_capacity.empty()) set("KHOROVOD_CACHE_CAPACITY", f.cache_capacity);
   if (!f.timeline_filename.empty()) set("KHOROVOD_TIMELINE", f.timeline_filename);
+  if (!f.gloo_timeout_seconds.empty()) {
+    if (!is_number(f.gloo_timeout_seconds) || std::strtod(f.gloo_timeout_seconds.c_str(), nullptr) <= 0) {
+      return "--gloo-timeout-seconds expects a number > 0";
+    }
+    set("KHOROVOD_TIMEOUT_SECONDS", f.gloo_timeout_seconds);
+  }
+  if (!f.log_level.empty()) {
+    // The runtime's messages are all warnings or errors and always shown,
+    // which is what TRACE..WARNING (Horovod's default) ask for.
+    std::string level = f.log_level;
+    for (char& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (level == "ERROR" || level == "FATAL") {
+      return "--log-level " + level + ": khorovod cannot silence its warnings yet (it has no log levels; "
+             "TRACE, DEBUG, INFO and WARNING show every message, as they would here)";
+    }
+  }
   return apply_stall_flags(f, set);
 }
 

@@ -6,13 +6,23 @@
 // after parsing, apply_horovodrun_flags folds them into LaunchOptions
 // (tunables become KHOROVOD_* variables in every worker, as horovodrun sets
 // HOROVOD_* ones) or returns the message of a flag that cannot be honoured:
-//   --gloo, --verbose               accepted (Gloo is the only CPU transport;
-//                                   the launcher already reports what it does)
-//   --mpi                           refused: no MPI here
-//   --start-timeout S               elastic: the wait for --min-np workers
+//   --gloo                          accepted (Gloo is the CPU transport)
+//   --verbose                       the launcher prints each worker's command
+//                                   and settings (LaunchOptions::verbose)
+//   --start-timeout S               Horovod's bound on the
+//                                   launcher's start-up checks; checked, and
+//                                   khorovodrun (local hosts only) has no such
+//                                   checks, as horovodrun on local hosts
+//   --disable-cache                 Horovod's cache of those start-up checks;
+//                                   there is none, so nothing to disable
 //   --network-interface IFACE       only lo (khorovodrun is single-host)
 //   --fusion-threshold-mb, --cycle-time-ms, --cache-capacity,
-//   --disable-cache, --timeline-filename, --log-level  worker settings
+//   --timeline-filename, --gloo-timeout-seconds  worker settings
+//   --log-level TRACE..WARNING      accepted (every runtime message is a
+//                                   warning or an error); ERROR, FATAL refused
+//   --log-without-timestamp, --no-timeline-mark-cycles, --stall-check
+//                                   Horovod's defaults, which are khorovod's
+// Flags khorovodrun refuses are in refused_flags.h.
 //   --no-stall-check, --stall-check-warning-time-seconds S,
 //   --stall-check-shutdown-time-seconds S  the stall check (KHOROVOD_STALL_*)
 //
@@ -30,10 +40,11 @@ namespace khorovod::launcher {
 
 struct HorovodrunFlags {
   bool gloo = false;
-  bool mpi = false;
   bool verbose = false;
   bool disable_cache = false;
   bool no_stall_check = false;
+  bool defaults = false;  // flags that ask for what is already the case
+  std::string gloo_timeout_seconds;
   std::string stall_warning_seconds;
   std::string stall_shutdown_seconds;
   long long start_timeout_s = 0;  // 0: not given

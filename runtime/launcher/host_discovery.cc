@@ -43,7 +43,7 @@ bool is_loopback_ipv4(const std::string& host) {
 
 }  // namespace
 
-DiscoveryResult parse_discovery_output(const std::string& text) {
+DiscoveryResult parse_discovery_output(const std::string& text, int default_slots) {
   std::vector<DiscoveredHost> hosts;
   std::istringstream in(text);
   int line_number = 0;
@@ -54,7 +54,7 @@ DiscoveryResult parse_discovery_output(const std::string& text) {
     const auto where = "line " + std::to_string(line_number) + " '" + line + "'";
     const auto colon = line.rfind(':');
     std::string name = colon == std::string::npos ? line : trim(line.substr(0, colon));
-    long long slots = 1;
+    long long slots = default_slots;
     if (colon != std::string::npos) {
       const std::string count = trim(line.substr(colon + 1));
       if (count.empty() || count.size() > 9 ||
@@ -87,7 +87,8 @@ std::string local_hostname() {
   return buf;
 }
 
-DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout) {
+DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout,
+                                     int default_slots) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
   UniqueFd read_end(fds[0]);
@@ -153,7 +154,7 @@ DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milli
     if (!exit.signaled && exit.code == 126) hint = " (not executable?)";
     return "discovery script " + path + " " + exit.describe() + hint;
   }
-  return parse_discovery_output(output);
+  return parse_discovery_output(output, default_slots);
 }
 
 }  // namespace khorovod::launcher

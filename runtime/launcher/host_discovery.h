@@ -37,7 +37,8 @@ struct DiscoveredHost {
 using DiscoveryResult = std::variant<std::vector<DiscoveredHost>, std::string>;
 
 // Parses the script's output (see above). Slot counts must be 1..1000000.
-DiscoveryResult parse_discovery_output(const std::string& text);
+// A line without slots gets `default_slots` (--slots-per-host; Horovod's meaning).
+DiscoveryResult parse_discovery_output(const std::string& text, int default_slots = 1);
 
 // True for hosts whose workers can run here (see above). `this_host` is this
 // machine's hostname (gethostname()).
@@ -47,6 +48,7 @@ bool is_local_host(const std::string& host, const std::string& this_host);
 std::string local_hostname();
 
 // Runs the script (argv[0] = `path`, no arguments) and parses its output.
-DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout);
+DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout,
+                                     int default_slots = 1);
 
 }  // namespace khorovod::launcher

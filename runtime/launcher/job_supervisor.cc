@@ -124,8 +124,15 @@ int JobSupervisor::poll_timeout_ms() const {
 
 void JobSupervisor::start_worker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux) {
   WorkerPipes pipes = group.spawn(spec);
-  mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank), config_.stdout_fd);
-  mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank), config_.stderr_fd);
+  RankOutputFiles files;
+  if (auto it = config_.output_files.find(spec.rank); it != config_.output_files.end()) {
+    files = std::move(it->second);
+    config_.output_files.erase(it);
+  }
+  mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank), config_.stdout_fd,
+                 std::move(files.stdout_file));
+  mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank), config_.stderr_fd,
+                 std::move(files.stderr_file));
 }
 
 void JobSupervisor::spawn_requested(ProcessGroup& group, OutputMux& mux) {

@@ -40,6 +40,7 @@
 
 #include "output_mux.h"
 #include "process_group.h"
+#include "rank_output_files.h"
 #include "signal_pipe.h"
 
 namespace khorovod::launcher {
@@ -73,6 +74,9 @@ struct JobConfig {
   // Elastic jobs: while it returns true, the job does not end when no worker
   // is left (it waits for hosts to come back; on_tick decides how long).
   std::function<bool()> hold_open;
+  // --output-filename: per worker id, files that also get its output
+  // (rank_output_files.h); taken by the worker's start.
+  std::map<int, RankOutputFiles> output_files;
   // Where prefixed worker output and the launcher's own messages go.
   int stdout_fd = 1;
   int stderr_fd = 2;

@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "horovodrun_flags.h"
+#include "hostfile.h"
+#include "refused_flags.h"
 #include "khorovod/util/random_hex.h"
 #include "worker_env.h"
 
@@ -51,11 +53,7 @@ constexpr long long kMaxGracePeriodMs = 24LL * 60 * 60 * 1000;
 
 // CLI11 only allows one-character names after a single dash, but horovodrun
 // users type `-np 4`. Rewrite that spelling to `--np` before parsing.
-std::string normalize_launcher_token(const std::string& token) {
-  if (token == "-np") return "--np";
-  if (token.rfind("-np=", 0) == 0) return "-" + token;
-  return token;
-}
+std::string normalize_launcher_token(const std::string& token) { return NormalizeSingleDashFlag(token); }
 
 // Index of the program name in `args`, or args.size() when there is none.
 // The split is done here rather than by CLI11 because CLI11 post-processes
@@ -77,8 +75,9 @@ std::size_t find_program_index(const CLI::App& app, const std::vector<std::strin
     const bool inline_value =
         token.rfind("--", 0) == 0 ? token.find('=') != std::string::npos : token.size() > 2;
     const CLI::Option* opt = app.get_option_no_throw(token);
-    const bool takes_next = !inline_value && opt != nullptr && opt->get_items_expected_min() > 0;
-    i += takes_next ? 2 : 1;  // unknown options are left for CLI11 to reject
+    // Values that follow: one for most options, two for --blacklist-cooldown-range.
+    const int values = inline_value || opt == nullptr ? 0 : std::max(0, opt->get_items_expected_min());
+    i += 1 + static_cast<std::size_t>(values);  // unknown options are left for CLI11 to reject
   }
   return args.size();
 }
@@ -109,7 +108,7 @@ StatusOr<std::string> generate_job_id() { return RandomHex(16); }
 
 // khorovodrun runs workers on this host only; -H is accepted so horovodrun
 // command lines work, and checked so that a multi-host list fails loudly.
-Status check_local_hosts(const std::string& hosts, int needed) {
+Status check_local_hosts(const std::string& hosts, int needed, bool any_name) {
   long long slots = 0;
   std::size_t start = 0;
   while (start <= hosts.size()) {
@@ -117,10 +116,11 @@ Status check_local_hosts(const std::string& hosts, int needed) {
     const std::string entry = hosts.substr(start, end - start);
     const std::size_t colon = entry.rfind(':');
     const std::string host = entry.substr(0, colon);
-    if (host != "localhost" && host != "127.0.0.1") {
+    if (!any_name && host != "localhost" && host != "127.0.0.1") {
       return Status::InvalidArgument("-H " + hosts +
                                      ": khorovodrun runs workers on this host only (localhost); run "
-                                     "multi-host jobs as a HorovodJob on Kubernetes");
+                                     "multi-host jobs as a HorovodJob on Kubernetes (or pass "
+                                     "--run-hosts-locally to run every host's slots here)");
     }
     long long n = 1;
     if (colon != std::string::npos) {
@@ -150,7 +150,10 @@ struct RawFlags {
   long long elastic_timeout_s = 0;
   long long discovery_ms = 0;
   std::string program;
+  std::string hostfile;
+  std::vector<int> cooldown_range;
   HorovodrunFlags horovodrun;
+  RefusedFlags refused;
 };
 
 void add_job_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
@@ -179,9 +182,9 @@ void add_job_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
 }
 
 void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
-  app.add_option("--min-np", opts.min_np, "Elastic: fewest workers the job runs with")
+  app.add_option("--min-np,--min-num-proc", opts.min_np, "Elastic: fewest workers the job runs with")
       ->check(in_range(1, std::numeric_limits<int>::max(), "--min-np"));
-  app.add_option("--max-np", opts.max_np, "Elastic: most workers the job runs with")
+  app.add_option("--max-np,--max-num-proc", opts.max_np, "Elastic: most workers the job runs with")
       ->check(in_range(1, std::numeric_limits<int>::max(), "--max-np"));
   app.add_option("--reset-limit", opts.reset_limit,
                  "Elastic: worker replacements and re-formations before the job fails")
@@ -197,6 +200,17 @@ void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
                  "Elastic: executable printing the available host:slots lines (local hosts only)")
       ->excludes(hosts_option)
       ->check([](const std::string& p) { return p.empty() ? std::string("empty path") : std::string(); });
+  app.add_option("--hostfile", raw.hostfile, "File of '<host> slots=<N>' lines (as -H)")->excludes(hosts_option);
+  app.add_option("--slots-per-host,--slots", opts.slots_per_host,
+                 "Slots of a discovered host whose line gives none")
+      ->check(in_range(1, 1000000, "--slots-per-host"));
+  app.add_option("--blacklist-cooldown-range", raw.cooldown_range,
+                 "Elastic: MIN MAX seconds a host whose worker failed stays out (doubling per failure)")
+      ->expected(2);
+  app.add_flag("--run-hosts-locally", opts.hosts_run_locally,
+               "Run every host's slots (-H, --hostfile, discovery) on this machine");
+  app.add_option("--output-filename", opts.output_filename,
+                 "Also write each rank's output to DIR/rank.<rank>/stdout and stderr");
   app.add_option("--discovery-interval-ms", raw.discovery_ms, "Elastic: how often the discovery script runs")
       ->capture_default_str()
       ->check(in_range(10, 3600000, "--discovery-interval-ms"));
@@ -218,13 +232,37 @@ std::vector<std::string> tokens_for_cli(const std::vector<std::string>& args, st
   return for_cli;
 }
 
+// Horovod's bounds (horovod/runner/elastic/discovery.py): 1 s .. 1 h.
+Status ApplyCooldownRange(const std::vector<int>& range, LaunchOptions& opts) {
+  if (range.empty()) return Status::Ok();
+  if (range[0] < 1 || range[1] > 3600 || range[0] > range[1]) {
+    return Status::InvalidArgument("--blacklist-cooldown-range MIN MAX needs 1 <= MIN <= MAX <= 3600, got " +
+                                   std::to_string(range[0]) + " " + std::to_string(range[1]));
+  }
+  opts.cooldown_min_s = range[0];
+  opts.cooldown_max_s = range[1];
+  return Status::Ok();
+}
+
 // The checks that span several options, then the conversions.
 Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
   opts.elastic_timeout = std::chrono::seconds(raw.elastic_timeout_s);
+  KH_RETURN_IF_ERROR(RefusalOf(raw.refused));
   if (auto problem = apply_horovodrun_flags(raw.horovodrun, opts)) return Status::InvalidArgument(*problem);
+  KH_RETURN_IF_ERROR(ApplyCooldownRange(raw.cooldown_range, opts));
+  if (!raw.hostfile.empty()) {
+    StatusOr<std::string> hosts = HostfileToHosts(raw.hostfile);
+    if (!hosts.ok()) return hosts.status();
+    opts.hosts = *hosts;
+  }
+  if (!opts.output_filename.empty() && opts.elastic()) {
+    return Status::InvalidArgument(
+        "--output-filename: not in elastic mode yet (a worker's rank is known only after the rendezvous, "
+        "and Horovod names the directories by rank)");
+  }
   opts.discovery_interval = std::chrono::milliseconds(raw.discovery_ms);
   if (opts.elastic()) {
-    if (opts.min_np == 0) opts.min_np = 1;
+    if (opts.min_np == 0) opts.min_np = opts.num_proc;  // Horovod: --min-np defaults to -np
     if (opts.max_np == 0) opts.max_np = opts.num_proc;
     if (!(opts.min_np <= opts.num_proc && opts.num_proc <= opts.max_np)) {
       return Status::InvalidArgument("need --min-np <= -np <= --max-np, got " + std::to_string(opts.min_np) +
@@ -232,7 +270,8 @@ Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
     }
   }
   if (!opts.hosts.empty()) {
-    KH_RETURN_IF_ERROR(check_local_hosts(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc));
+    KH_RETURN_IF_ERROR(check_local_hosts(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc,
+                                         opts.hosts_run_locally));
   }
   opts.grace_period = std::chrono::milliseconds(raw.grace_ms);
   for (const auto& spec : raw.env_specs) opts.extra_env.push_back(parse_env_spec(spec));
@@ -256,6 +295,8 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   add_job_options(app, opts, raw);
   add_elastic_options(app, opts, raw);
   add_horovodrun_flags(app, raw.horovodrun);
+  AddRefusedFlags(app, raw.refused);
+  app.set_version_flag("-v,--version", "khorovodrun (khorovod)");
 
   bool explicit_separator = false;
   const std::size_t program_index = find_program_index(app, args, explicit_separator);

@@ -3,6 +3,8 @@
 //   khorovodrun -np N [--job-id ID] [--hostname HOST] [--grace-period-ms MS]
 //               [--min-np N] [--max-np N] [--reset-limit N] [--elastic-timeout S]
 //               [-H host:slots,... | --host-discovery-script PATH [--discovery-interval-ms MS]]
+//               [--hostfile FILE] [--slots-per-host N] [--blacklist-cooldown-range MIN MAX]
+//               [--output-filename DIR] [--run-hosts-locally] [horovodrun's flags: horovodrun_flags.h]
 //               [-x NAME[=VALUE]]... [--] program [args...]
 //
 // Everything from the program name onwards belongs to the program, including
@@ -57,6 +59,23 @@ struct LaunchOptions {
   // run at start and every discovery_interval; implies elastic mode.
   std::string host_discovery_script;
   std::chrono::milliseconds discovery_interval{1000};
+  // --slots-per-host / --slots: slots of a discovered host whose line gives
+  // none (Horovod's meaning); 0: one slot.
+  int slots_per_host = 0;
+  // --blacklist-cooldown-range MIN MAX (seconds): a host whose worker failed
+  // leaves the job for a cooldown that doubles with each failure, between
+  // MIN and MAX (host_blacklist.h); both 0: blacklisted for good, as Horovod.
+  int cooldown_min_s = 0;
+  int cooldown_max_s = 0;
+  // --run-hosts-locally (khorovod's own): host names from -H, --hostfile or
+  // the discovery script name groups of slots on this machine, so Horovod's
+  // multi-host scenarios run here. Workers get HOROVOD_HOSTNAME=<that name>.
+  bool hosts_run_locally = false;
+  // --output-filename DIR: each rank's stdout and stderr are also written to
+  // DIR/rank.<rank, zero-padded>/stdout and .../stderr (Horovod's layout).
+  std::string output_filename;
+  // --verbose: the launcher prints each worker's command and settings.
+  bool verbose = false;
   bool elastic() const { return min_np > 0 || max_np > 0 || !host_discovery_script.empty(); }
   // argv of the worker program; never empty after a successful parse.
   std::vector<std::string> command;
@@ -74,8 +93,9 @@ struct ParseOutcome {
 ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err);
 
-// Checks a -H list: local hosts only, enough slots (kInvalidArgument).
-Status check_local_hosts(const std::string& hosts, int needed);
+// Checks a -H list: local hosts only (any names with `any_name`), enough
+// slots (kInvalidArgument).
+Status check_local_hosts(const std::string& hosts, int needed, bool any_name = false);
 
 // Checks one `-x` value (kInvalidArgument for an invalid spec).
 Status validate_env_spec(const std::string& spec);

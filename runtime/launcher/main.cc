@@ -62,6 +62,18 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::
   return specs;
 }
 
+// --verbose: what each worker runs, with the settings khorovodrun gives it.
+void print_worker_specs(const std::vector<WorkerSpec>& specs) {
+  for (const WorkerSpec& spec : specs) {
+    std::cerr << "khorovodrun: worker " << spec.rank << ":";
+    for (const std::string& var : spec.env) {
+      if (var.rfind("KHOROVOD_", 0) == 0 || var.rfind("HOROVOD_", 0) == 0) std::cerr << ' ' << var;
+    }
+    for (const std::string& arg : spec.argv) std::cerr << ' ' << arg;
+    std::cerr << '\n';
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +108,15 @@ int main(int argc, char** argv) {
     JobConfig config;
     config.workers = make_worker_specs(opts, store.path(), *ports);
     config.grace_period = opts.grace_period;
+    for (int rank = 0; rank < opts.num_proc && !opts.output_filename.empty(); ++rank) {
+      khorovod::StatusOr<RankOutputFiles> files = OpenRankOutputFiles(opts.output_filename, rank, opts.num_proc);
+      if (!files.ok()) {
+        std::cerr << "khorovodrun: " << files.status().message() << '\n';
+        return 2;
+      }
+      config.output_files.emplace(rank, std::move(*files));
+    }
+    if (opts.verbose) print_worker_specs(config.workers);
     JobSupervisor supervisor(std::move(config), signals);
     return supervisor.run();
   } catch (const std::exception& e) {

@@ -88,9 +88,9 @@ void LinePrefixer::finish(std::string& out) {
 OutputMux::OutputMux(std::size_t max_line_bytes)
     : max_line_bytes_(max_line_bytes), read_buffer_(kReadChunkBytes) {}
 
-void OutputMux::add_stream(UniqueFd source, std::string prefix, int sink_fd) {
-  streams_.push_back(
-      Stream{std::move(source), LinePrefixer(std::move(prefix), max_line_bytes_), sink_fd});
+void OutputMux::add_stream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy) {
+  streams_.push_back(Stream{std::move(source), LinePrefixer(std::move(prefix), max_line_bytes_), sink_fd,
+                            std::move(copy)});
 }
 
 void OutputMux::append_pollfds(std::vector<pollfd>& fds) const {
@@ -129,6 +129,9 @@ void OutputMux::pump(Stream& stream, int max_reads) {
     const ssize_t n = ::read(stream.source.get(), read_buffer_.data(), read_buffer_.size());
     if (n > 0) {
       out.clear();
+      if (stream.copy) {
+        write_to_sink(stream.copy.get(), std::string(read_buffer_.data(), static_cast<std::size_t>(n)));
+      }
       stream.prefixer.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)), out);
       write_to_sink(stream.sink_fd, out);
       continue;
@@ -145,6 +148,7 @@ void OutputMux::close_stream(Stream& stream) {
   stream.prefixer.finish(out);
   write_to_sink(stream.sink_fd, out);
   stream.source.reset();
+  stream.copy.reset();
 }
 
 void OutputMux::write_to_sink(int sink_fd, const std::string& data) {

@@ -59,8 +59,10 @@ class OutputMux {
   explicit OutputMux(std::size_t max_line_bytes = kDefaultMaxLineBytes);
 
   // Takes ownership of `source` (should be O_NONBLOCK). `sink_fd` is not
-  // owned and must outlive the mux.
-  void add_stream(UniqueFd source, std::string prefix, int sink_fd);
+  // owned and must outlive the mux. When `copy` is open (owned), the
+  // stream's bytes are also written to it unchanged, without the prefix
+  // (khorovodrun --output-filename).
+  void add_stream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy = UniqueFd());
 
   // Appends a POLLIN entry for every stream not yet at EOF.
   void append_pollfds(std::vector<pollfd>& fds) const;
@@ -79,6 +81,7 @@ class OutputMux {
     UniqueFd source;
     LinePrefixer prefixer;
     int sink_fd;
+    UniqueFd copy;
   };
   // Reads until EAGAIN/EOF, at most `max_reads` chunks so one chatty
   // worker cannot starve the others (or the signal pipe).

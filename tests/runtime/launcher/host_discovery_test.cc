@@ -2,6 +2,11 @@
 // running a real script (bounded by its timeout).
 #include "host_discovery.h"
 
+#include <unistd.h>
+
+#include "host_blacklist.h"
+#include "rank_output_files.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,6 +106,61 @@ TEST_F(HostDiscoveryScript, HangingScriptIsKilledAtTheTimeout) {
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
   EXPECT_NE(std::get<std::string>(r).find("did not finish within 300 ms"), std::string::npos)
       << std::get<std::string>(r);
+}
+
+}  // namespace
+}  // namespace khorovod::launcher
+
+namespace khorovod::launcher {
+namespace {
+
+TEST(HostBlacklistTest, ForGoodWithoutARange) {
+  HostBlacklist b(0, 0, [] { return 0.5; });
+  const auto t0 = HostBlacklist::Clock::now();
+  EXPECT_FALSE(b.IsBlacklisted("h", t0));
+  b.Fail("h", t0);
+  EXPECT_TRUE(b.IsBlacklisted("h", t0 + std::chrono::hours(100)));
+  EXPECT_FALSE(b.IsBlacklisted("other", t0));
+  EXPECT_FALSE(b.CooldownEnd("h").has_value());
+}
+
+TEST(HostBlacklistTest, CooldownDoublesWithinTheRange) {
+  HostBlacklist b(2, 30, [] { return 0.5; });
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const auto t0 = HostBlacklist::Clock::now();
+  b.Fail("h", t0);  // 2*2 + 0.5*2 = 5 s
+  EXPECT_EQ(duration_cast<milliseconds>(*b.CooldownEnd("h") - t0).count(), 5000);
+  EXPECT_TRUE(b.IsBlacklisted("h", t0 + std::chrono::seconds(4)));
+  b.Fail("h", t0 + std::chrono::seconds(4));  // still cooling down: not extended
+  EXPECT_EQ(duration_cast<milliseconds>(*b.CooldownEnd("h") - t0).count(), 5000);
+  const auto t1 = t0 + std::chrono::seconds(6);
+  EXPECT_FALSE(b.IsBlacklisted("h", t1));
+  b.Fail("h", t1);  // 2*4 + 1 = 9 s
+  EXPECT_EQ(duration_cast<milliseconds>(*b.CooldownEnd("h") - t1).count(), 9000);
+  const auto t2 = t1 + std::chrono::seconds(10);
+  b.Fail("h", t2);  // 2*8 + 1 = 17 s
+  const auto t3 = t2 + std::chrono::seconds(18);
+  b.Fail("h", t3);  // 33 s, clamped to 30
+  EXPECT_EQ(duration_cast<milliseconds>(*b.CooldownEnd("h") - t3).count(), 30000);
+}
+
+TEST(HostDiscoveryTest, SlotsPerHostForLinesWithoutSlots) {
+  const DiscoveryResult r = parse_discovery_output("a\nb:2\n", 4);
+  ASSERT_TRUE(std::holds_alternative<std::vector<DiscoveredHost>>(r));
+  EXPECT_EQ(std::get<std::vector<DiscoveredHost>>(r), (std::vector<DiscoveredHost>{{"a", 4}, {"b", 2}}));
+}
+
+TEST(RankOutputFilesTest, HorovodLayout) {
+  EXPECT_EQ(RankDirName(3, 11), "rank.03");
+  EXPECT_EQ(RankDirName(0, 1), "rank.0");
+  EXPECT_EQ(RankDirName(7, 10), "rank.7");
+  const std::string dir = ::testing::TempDir() + "/khorovod_rank_out/a";
+  auto files = OpenRankOutputFiles(dir, 1, 2);
+  ASSERT_TRUE(files.ok()) << files.status().message();
+  EXPECT_TRUE(files->stdout_file);
+  EXPECT_EQ(::access((dir + "/rank.1/stderr").c_str(), F_OK), 0);
+  EXPECT_FALSE(OpenRankOutputFiles("/proc/nope", 0, 1).ok());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -97,7 +98,7 @@ TEST(LaunchOptionsTest, HostDiscoveryScriptImpliesElastic) {
   EXPECT_TRUE(o.elastic());
   EXPECT_EQ(o.host_discovery_script, "./d.sh");
   EXPECT_EQ(o.discovery_interval, std::chrono::milliseconds(250));
-  EXPECT_EQ(o.min_np, 1);
+  EXPECT_EQ(o.min_np, 2);  // Horovod: --min-np defaults to -np
   EXPECT_EQ(o.max_np, 4);
   EXPECT_EQ(parse_ok({"-np", "2", "prog"}).discovery_interval, std::chrono::milliseconds(1000));
 }
@@ -145,11 +146,77 @@ TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
                                     "--disable-cache", "--timeline-filename", "/tmp/tl.json",
                                     "--log-level", "INFO", "python", "train.py"});
   EXPECT_EQ(o.command, (Args{"python", "train.py"}));
-  EXPECT_EQ(o.elastic_timeout, std::chrono::seconds(90));
+  // --start-timeout and --disable-cache are about horovodrun's start-up
+  // checks (none here): the elastic timeout and the response cache stay.
+  EXPECT_EQ(o.elastic_timeout, std::chrono::seconds(600));
+  EXPECT_TRUE(o.verbose);
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_FUSION_THRESHOLD", "2097152"},
                                                {"KHOROVOD_CYCLE_TIME", "0.5"},
-                                               {"KHOROVOD_CACHE_CAPACITY", "0"},
                                                {"KHOROVOD_TIMELINE", "/tmp/tl.json"}}));
+}
+
+TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
+  const std::string hostfile = ::testing::TempDir() + "/khorovod_hostfile";
+  {
+    std::ofstream f(hostfile);
+    f << "# comment\nhost-1 slots=2\n\nhost-2 slots=3\n";
+  }
+  const LaunchOptions o = parse_ok({"-np", "2", "--min-num-proc", "1", "--max-num-proc", "5", "-hostfile", hostfile,
+                                    "--run-hosts-locally", "--slots-per-host", "4", "--blacklist-cooldown-range",
+                                    "2", "30", "--gloo-timeout-seconds", "7", "prog", "a"});
+  EXPECT_EQ(o.min_np, 1);
+  EXPECT_EQ(o.max_np, 5);
+  EXPECT_EQ(o.hosts, "host-1:2,host-2:3");
+  EXPECT_EQ(o.slots_per_host, 4);
+  EXPECT_EQ(o.cooldown_min_s, 2);
+  EXPECT_EQ(o.cooldown_max_s, 30);
+  EXPECT_EQ(o.command, (Args{"prog", "a"}));
+  EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_TIMEOUT_SECONDS", "7"}}));
+  EXPECT_EQ(parse_ok({"-np", "2", "--slots", "3", "prog"}).slots_per_host, 3);
+  EXPECT_EQ(parse_ok({"-np", "3", "--output-filename", "/tmp/o", "prog"}).output_filename, "/tmp/o");
+  // Without --run-hosts-locally other hosts are refused, naming the way out.
+  const Parsed remote = parse({"-np", "2", "--hostfile", hostfile, "prog"});
+  EXPECT_FALSE(remote.outcome.options.has_value());
+  EXPECT_NE(remote.err.find("--run-hosts-locally"), std::string::npos) << remote.err;
+}
+
+TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
+  const std::string bad = ::testing::TempDir() + "/khorovod_bad_hostfile";
+  {
+    std::ofstream f(bad);
+    f << "host-1 slots=two\n";
+  }
+  for (const auto& [args, expected] : std::vector<std::pair<Args, std::string>>{
+           {{"-np", "2", "--hostfile", bad, "prog"}, ":1: slot count"},
+           {{"-np", "2", "--hostfile", "/nonexistent/h", "prog"}, "cannot be read"},
+           {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5", "prog"}, "1 <= MIN"},
+           {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "9", "5", "prog"}, "1 <= MIN"},
+           {{"-np", "2", "--min-np", "1", "--output-filename", "/tmp/o", "prog"}, "elastic"},
+           {{"-np", "2", "--log-level", "LOUD", "prog"}, "--log-level"},
+           {{"-np", "2", "--log-level", "error", "prog"}, "cannot silence"}}) {
+    const Parsed p = parse(args);
+    EXPECT_FALSE(p.outcome.options.has_value()) << args[2];
+    EXPECT_NE(p.err.find(expected), std::string::npos) << p.err;
+  }
+}
+
+TEST(LaunchOptionsTest, EveryRefusedHorovodrunFlagSaysWhy) {
+  for (const Args& flag : {Args{"--mpi"}, Args{"--jsrun"}, Args{"-cb"}, Args{"--config-file", "c.yaml"},
+                           Args{"-p", "22"}, Args{"--ssh-identity-file", "k"}, Args{"--hierarchical-allreduce"},
+                           Args{"--autotune"}, Args{"--autotune-log-file", "l"}, Args{"--mpi-args", "x"},
+                           Args{"--tcp"}, Args{"--num-nccl-streams", "2"}, Args{"--thread-affinity", "1"},
+                           Args{"--timeline-mark-cycles"}, Args{"-prefix-timestamp"}, Args{"--log-with-timestamp"}}) {
+    Args args{"-np", "2"};
+    args.insert(args.end(), flag.begin(), flag.end());
+    args.push_back("prog");
+    const Parsed p = parse(args);
+    EXPECT_FALSE(p.outcome.options.has_value()) << flag[0];
+    EXPECT_EQ(p.outcome.exit_code, 2) << flag[0];
+    EXPECT_NE(p.err.find("khorovodrun: --"), std::string::npos) << p.err;
+    EXPECT_GT(p.err.size(), 40u) << "a reason, not just the name: " << p.err;
+  }
+  // Horovod's defaults, spelled out, are accepted.
+  parse_ok({"-np", "2", "--log-without-timestamp", "--no-timeline-mark-cycles", "--stall-check", "prog"});
 }
 
 TEST(LaunchOptionsTest, HorovodrunStallCheckFlags) {
