@@ -55,7 +55,8 @@ python_checks() {
   local pyk ext
   pyk=$(mktemp -d)
   mkdir -p "$pyk/khorovod" && cp -r "$root/python/khorovod/." "$pyk/khorovod/"
-  printf 'NCCL_BUILT = True\nCUDA_BUILT = True\n' > "$pyk/khorovod/_build_info.py"
+  # NCCL_BUILT is NCCL's version code where CMake reads it; 1 = built, version not read.
+  printf 'NCCL_BUILT = 1\nCUDA_BUILT = True\n' > "$pyk/khorovod/_build_info.py"
   ext=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())'
   T=300 check build-extension g++ -O2 -shared -fPIC -std=c++20 $(python3 -m pybind11 --includes) \
