@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "protocol.h"
 #include "job_supervisor.h"
 #include "metrics_ports.h"
+#include "spawn_placement.h"
 #include "worker_env.h"
 
 namespace khorovod::launcher {
@@ -30,7 +32,7 @@ std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
 class ElasticPolicy {
  public:
   ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service,
-                std::function<WorkerSpec(int, const std::string&)> spec_for)
+                std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for)
       : opts_(opts),
         service_(service),
         spec_for_(std::move(spec_for)),
@@ -186,11 +188,23 @@ class ElasticPolicy {
     return std::nullopt;
   }
 
+  // Starts worker `id` on the lowest slot of `host` no running worker holds,
+  // with the placement Horovod's driver would export for that slot.
   WorkerSpec Place(const std::string& host) {
     const int id = next_id_++;
+    std::set<int> held;
+    for (const auto& [other, other_host] : running_) {
+      if (other_host == host) held.insert(local_of_[other]);
+    }
+    int local = 0;
+    while (held.count(local)) ++local;
     running_[id] = host;
+    local_of_[id] = local;
     empty_since_.reset();
-    return spec_for_(id, host);
+    std::vector<DiscoveredHost> usable;
+    for (const auto& h : hosts_) usable.push_back({h.name, SlotsOf(h.name)});
+    StatusOr<Placement> placement = SpawnPlacement(usable, target_cap_, host, local);
+    return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
   }
 
   void AfterLoss(JobControl&) {
@@ -224,7 +238,7 @@ class ElasticPolicy {
 
   const LaunchOptions& opts_;
   rendezvous::RendezvousService& service_;
-  std::function<WorkerSpec(int, const std::string&)> spec_for_;
+  std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for_;
   const std::string this_host_;
   std::mt19937 rng_{std::random_device{}()};
   std::uniform_real_distribution<double> jitter_{0.0, 1.0};
@@ -232,6 +246,7 @@ class ElasticPolicy {
   std::vector<DiscoveredHost> hosts_;
   int target_cap_ = 0;                    // -np without discovery, --max-np with it
   std::map<int, std::string> running_;    // worker id -> host, not being stopped
+  std::map<int, int> local_of_;           // worker id -> its slot on its host
   std::set<int> stopping_;                // SIGTERMed because their host went away
   std::set<std::string> reported_non_local_;
   std::string last_error_;
@@ -293,7 +308,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     while (used.count(slot)) ++slot;
     return slot_of[id] = slot;
   };
-  auto spec_for = [&](int id, const std::string& host) {
+  auto spec_for = [&](int id, const std::string& host, const std::optional<Placement>& spawn) {
     std::vector<EnvVar> vars = extra.vars;
     if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(take_slot(id)))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
@@ -302,7 +317,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
     vars.push_back({"KHOROVOD_HOSTNAME", opts.hostname});
-    for (EnvVar& v : elastic_horovod_variables(opts.hosts_run_locally ? host : opts.hostname)) {
+    for (EnvVar& v : elastic_horovod_variables(opts.hosts_run_locally ? host : opts.hostname, spawn)) {
       vars.push_back(std::move(v));
     }
     vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts.elastic_timeout.count())});
