@@ -10,6 +10,7 @@
 #include "khorovod/util/random_hex.h"
 #include "host_blacklist.h"
 #include "host_discovery.h"
+#include "horovod_messages.h"
 #include "http_server.h"
 #include "protocol.h"
 #include "job_supervisor.h"
@@ -93,9 +94,26 @@ class ElasticPolicy {
     }
     // Survivors re-form now instead of after a heartbeat timeout.
     (void)service_.ReportFailure(WorkerName(id), exit.status.describe());
+    const std::string what = "worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
+                             exit.status.describe();
+    if (first_failure_.empty()) first_failure_ = "worker " + std::to_string(id) + (host.empty() ? "" : " on " + host);
+    if (auto reason = RendezvousFailure()) {  // e.g. its reset limit: nothing to replace
+      control.fail(what + "; " + *reason, exit.status.shell_code());
+      return true;
+    }
     if (finishing_ || failures_ >= opts_.reset_limit) return false;  // fails the job
     ++failures_;
-    if (uses_blacklist() && !host.empty()) BlacklistHost(host, control);
+    if (uses_blacklist() && !host.empty()) {
+      BlacklistHost(host, control);
+      if (!hosts_.empty() && std::all_of(hosts_.begin(), hosts_.end(), [&](const DiscoveredHost& h) {
+            return blacklist_.IsBlacklisted(h.name, Clock::now());
+          })) {  // Horovod's driver stops here too (registration.py)
+        control.fail(what + "; every host is blacklisted; " +
+                         ProcessesFailedMessage(first_failure_, exit.status.shell_code()),
+                     exit.status.shell_code());
+        return true;
+      }
+    }
     control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
                     exit.status.describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
                     std::to_string(opts_.reset_limit) + ")");
@@ -163,6 +181,18 @@ class ElasticPolicy {
            "' is not local; khorovodrun runs workers on this machine only (localhost, 127.0.0.0/8" +
            (this_host_.empty() ? std::string() : ", " + this_host_) +
            "); run multi-host jobs as a HorovodJob on Kubernetes";
+  }
+
+  // The rendezvous' reason when it has failed the job (in horovodrun's words
+  // for its reset limit), nullopt while the job goes on.
+  std::optional<std::string> RendezvousFailure() {
+    const rendezvous::Reply status = service_.JobStatus();
+    if (status.body.value("state", std::string()) != "failed") return std::nullopt;
+    const std::string reason = status.body.value("failure_reason", std::string());
+    if (reason.rfind("reset limit", 0) == 0) {
+      return "the rendezvous failed the job: " + reason + "; " + ResetLimitExceededMessage(opts_.reset_limit);
+    }
+    return "the rendezvous failed the job: " + reason;
   }
 
   int SlotsOf(const std::string& host) const {
@@ -246,7 +276,8 @@ class ElasticPolicy {
   std::vector<DiscoveredHost> hosts_;
   int target_cap_ = 0;                    // -np without discovery, --max-np with it
   std::map<int, std::string> running_;    // worker id -> host, not being stopped
-  std::map<int, int> local_of_;           // worker id -> its slot on its host
+  std::map<int, int> local_of_;
+  std::string first_failure_;             // the first worker that failed, for the job's failure line           // worker id -> its slot on its host
   std::set<int> stopping_;                // SIGTERMed because their host went away
   std::set<std::string> reported_non_local_;
   std::string last_error_;
