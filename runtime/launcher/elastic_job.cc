@@ -234,6 +234,12 @@ class ElasticPolicy {
     std::vector<DiscoveredHost> usable;
     for (const auto& h : hosts_) usable.push_back({h.name, SlotsOf(h.name)});
     StatusOr<Placement> placement = SpawnPlacement(usable, target_cap_, host, local);
+    // Registering the worker now, in spawn order, gives it its place in the
+    // rendezvous' line (its own registration keeps it): a generation of
+    // newcomers is then ranked in spawn order, host by host, as Horovod's
+    // driver ranks it, whichever process comes up first. Not ready until the
+    // worker asks for a generation itself; expires as usual if it never does.
+    (void)service_.Register(rendezvous::WorkerSpec{WorkerName(id), opts_.hostname, opts_.max_np});
     return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
   }
 
