@@ -45,6 +45,7 @@ from ._context import CONTEXT
 from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
                       exit_job_finished, raise_for_status)
 from . import _khorovod
+from ._host_messages import HostMessages
 
 _INT32 = 6  # dtype code of int32 (dtype.h)
 _MAX = 3    # ReduceOp::kMax
@@ -65,6 +66,11 @@ class State:
         # save and restore it with their state and sync it from the holder of
         # the newest commit (TorchState does).
         self.commit_serial = 0
+        # Horovod's internals that its elastic test scripts touch: the queue
+        # of host updates (here a view of the runtime's membership_changed())
+        # and the driver's last timestamp (unused: commit() asks the runtime).
+        self._host_messages = HostMessages()
+        self._last_updated_timestamp = 0
 
     def register_reset_callbacks(self, callbacks):
         """Callables run after every re-formation, before sync (e.g. to

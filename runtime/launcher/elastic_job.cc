@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
 #include "khorovod/util/random_hex.h"
 #include "host_blacklist.h"
 #include "host_discovery.h"
+#include "horovod_messages.h"
 #include "http_server.h"
 #include "protocol.h"
 #include "job_supervisor.h"
 #include "metrics_ports.h"
+#include "spawn_placement.h"
 #include "worker_env.h"
 
 namespace khorovod::launcher {
@@ -30,7 +33,7 @@ std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
 class ElasticPolicy {
  public:
   ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service,
-                std::function<WorkerSpec(int, const std::string&)> spec_for)
+                std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for)
       : opts_(opts),
         service_(service),
         spec_for_(std::move(spec_for)),
@@ -91,9 +94,26 @@ class ElasticPolicy {
     }
     // Survivors re-form now instead of after a heartbeat timeout.
     (void)service_.ReportFailure(WorkerName(id), exit.status.describe());
+    const std::string what = "worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
+                             exit.status.describe();
+    if (first_failure_.empty()) first_failure_ = "worker " + std::to_string(id) + (host.empty() ? "" : " on " + host);
+    if (auto reason = RendezvousFailure()) {  // e.g. its reset limit: nothing to replace
+      control.fail(what + "; " + *reason, exit.status.shell_code());
+      return true;
+    }
     if (finishing_ || failures_ >= opts_.reset_limit) return false;  // fails the job
     ++failures_;
-    if (uses_blacklist() && !host.empty()) BlacklistHost(host, control);
+    if (uses_blacklist() && !host.empty()) {
+      BlacklistHost(host, control);
+      if (!hosts_.empty() && std::all_of(hosts_.begin(), hosts_.end(), [&](const DiscoveredHost& h) {
+            return blacklist_.IsBlacklisted(h.name, Clock::now());
+          })) {  // Horovod's driver stops here too (registration.py)
+        control.fail(what + "; every host is blacklisted; " +
+                         ProcessesFailedMessage(first_failure_, exit.status.shell_code()),
+                     exit.status.shell_code());
+        return true;
+      }
+    }
     control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
                     exit.status.describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
                     std::to_string(opts_.reset_limit) + ")");
@@ -163,6 +183,18 @@ class ElasticPolicy {
            "); run multi-host jobs as a HorovodJob on Kubernetes";
   }
 
+  // The rendezvous' reason when it has failed the job (in horovodrun's words
+  // for its reset limit), nullopt while the job goes on.
+  std::optional<std::string> RendezvousFailure() {
+    const rendezvous::Reply status = service_.JobStatus();
+    if (status.body.value("state", std::string()) != "failed") return std::nullopt;
+    const std::string reason = status.body.value("failure_reason", std::string());
+    if (reason.rfind("reset limit", 0) == 0) {
+      return "the rendezvous failed the job: " + reason + "; " + ResetLimitExceededMessage(opts_.reset_limit);
+    }
+    return "the rendezvous failed the job: " + reason;
+  }
+
   int SlotsOf(const std::string& host) const {
     if (blacklist_.IsBlacklisted(host, Clock::now())) return 0;
     for (const auto& h : hosts_) {
@@ -186,11 +218,29 @@ class ElasticPolicy {
     return std::nullopt;
   }
 
+  // Starts worker `id` on the lowest slot of `host` no running worker holds,
+  // with the placement Horovod's driver would export for that slot.
   WorkerSpec Place(const std::string& host) {
     const int id = next_id_++;
+    std::set<int> held;
+    for (const auto& [other, other_host] : running_) {
+      if (other_host == host) held.insert(local_of_[other]);
+    }
+    int local = 0;
+    while (held.count(local)) ++local;
     running_[id] = host;
+    local_of_[id] = local;
     empty_since_.reset();
-    return spec_for_(id, host);
+    std::vector<DiscoveredHost> usable;
+    for (const auto& h : hosts_) usable.push_back({h.name, SlotsOf(h.name)});
+    StatusOr<Placement> placement = SpawnPlacement(usable, target_cap_, host, local);
+    // Registering the worker now, in spawn order, gives it its place in the
+    // rendezvous' line (its own registration keeps it): a generation of
+    // newcomers is then ranked in spawn order, host by host, as Horovod's
+    // driver ranks it, whichever process comes up first. Not ready until the
+    // worker asks for a generation itself; expires as usual if it never does.
+    (void)service_.Register(rendezvous::WorkerSpec{WorkerName(id), opts_.hostname, opts_.max_np});
+    return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
   }
 
   void AfterLoss(JobControl&) {
@@ -224,7 +274,7 @@ class ElasticPolicy {
 
   const LaunchOptions& opts_;
   rendezvous::RendezvousService& service_;
-  std::function<WorkerSpec(int, const std::string&)> spec_for_;
+  std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for_;
   const std::string this_host_;
   std::mt19937 rng_{std::random_device{}()};
   std::uniform_real_distribution<double> jitter_{0.0, 1.0};
@@ -232,6 +282,8 @@ class ElasticPolicy {
   std::vector<DiscoveredHost> hosts_;
   int target_cap_ = 0;                    // -np without discovery, --max-np with it
   std::map<int, std::string> running_;    // worker id -> host, not being stopped
+  std::map<int, int> local_of_;
+  std::string first_failure_;             // the first worker that failed, for the job's failure line           // worker id -> its slot on its host
   std::set<int> stopping_;                // SIGTERMed because their host went away
   std::set<std::string> reported_non_local_;
   std::string last_error_;
@@ -293,7 +345,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     while (used.count(slot)) ++slot;
     return slot_of[id] = slot;
   };
-  auto spec_for = [&](int id, const std::string& host) {
+  auto spec_for = [&](int id, const std::string& host, const std::optional<Placement>& spawn) {
     std::vector<EnvVar> vars = extra.vars;
     if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(take_slot(id)))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
@@ -302,7 +354,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
     vars.push_back({"KHOROVOD_HOSTNAME", opts.hostname});
-    for (EnvVar& v : elastic_horovod_variables(opts.hosts_run_locally ? host : opts.hostname)) {
+    for (EnvVar& v : elastic_horovod_variables(opts.hosts_run_locally ? host : opts.hostname, spawn)) {
       vars.push_back(std::move(v));
     }
     vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts.elastic_timeout.count())});

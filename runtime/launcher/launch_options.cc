@@ -233,6 +233,29 @@ std::vector<std::string> tokens_for_cli(const std::vector<std::string>& args, st
 }
 
 // Horovod's bounds (horovod/runner/elastic/discovery.py): 1 s .. 1 h.
+// The slots -H/--hostfile offer (an entry without ':' is one slot); 0 without
+// hosts or for a malformed list (check_local_hosts reports it).
+int FixedHostSlots(const LaunchOptions& opts) {
+  if (opts.hosts.empty() || !opts.host_discovery_script.empty()) return 0;
+  long long slots = 0;
+  std::size_t start = 0;
+  while (start <= opts.hosts.size()) {
+    const std::size_t end = std::min(opts.hosts.find(',', start), opts.hosts.size());
+    const std::string entry = opts.hosts.substr(start, end - start);
+    const std::size_t colon = entry.rfind(':');
+    long long n = 1;
+    if (colon != std::string::npos) {
+      const char* first = entry.data() + colon + 1;
+      const char* last = entry.data() + entry.size();
+      if (std::from_chars(first, last, n).ptr != last || n < 1) return 0;
+    }
+    slots += n;
+    if (slots > std::numeric_limits<int>::max()) return 0;
+    start = end + 1;
+  }
+  return static_cast<int>(slots);
+}
+
 Status ApplyCooldownRange(const std::vector<int>& range, LaunchOptions& opts) {
   if (range.empty()) return Status::Ok();
   if (range[0] < 1 || range[1] > 3600 || range[0] > range[1]) {
@@ -263,7 +286,9 @@ Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
   opts.discovery_interval = std::chrono::milliseconds(raw.discovery_ms);
   if (opts.elastic()) {
     if (opts.min_np == 0) opts.min_np = opts.num_proc;  // Horovod: --min-np defaults to -np
-    if (opts.max_np == 0) opts.max_np = opts.num_proc;
+    // Horovod: no --max-np means every slot; with -H/--hostfile that is the
+    // hosts' slots (a discovery script's future slots are unknown: -np).
+    if (opts.max_np == 0) opts.max_np = std::max(opts.num_proc, FixedHostSlots(opts));
     if (!(opts.min_np <= opts.num_proc && opts.num_proc <= opts.max_np)) {
       return Status::InvalidArgument("need --min-np <= -np <= --max-np, got " + std::to_string(opts.min_np) +
                                      " <= " + std::to_string(opts.num_proc) + " <= " + std::to_string(opts.max_np));

@@ -58,8 +58,18 @@ std::vector<EnvVar> horovod_variables(const ContractParams& p) {
   };
 }
 
-std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname) {
-  return {{"HOROVOD_HOSTNAME", hostname}, {"HOROVOD_ELASTIC", "1"}};
+std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname, const std::optional<Placement>& spawn) {
+  std::vector<EnvVar> vars;
+  if (spawn) {
+    ContractParams p;
+    static_cast<Placement&>(p) = *spawn;
+    p.hostname = hostname;
+    vars = horovod_variables(p);
+  } else {
+    vars.push_back({"HOROVOD_HOSTNAME", hostname});
+  }
+  vars.push_back({"HOROVOD_ELASTIC", "1"});
+  return vars;
 }
 
 ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,

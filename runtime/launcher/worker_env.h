@@ -18,13 +18,17 @@
 //   static jobs:  HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK,
 //                 HOROVOD_LOCAL_SIZE, HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE,
 //                 HOROVOD_HOSTNAME (the values of the KHOROVOD_* ones)
-//   elastic jobs: HOROVOD_HOSTNAME and HOROVOD_ELASTIC=1 only: the rendezvous
-//                 assigns ranks per generation, so no value known at spawn
-//                 time would stay true (hvd.rank() after init() is).
+//   elastic jobs: HOROVOD_HOSTNAME, HOROVOD_ELASTIC=1 and, when the launcher
+//                 knows the slot it spawns into, the other six with the
+//                 spawn-time placement Horovod's driver exports
+//                 (spawn_placement.h). The rendezvous assigns ranks per
+//                 generation, so they need not stay true: hvd.rank() after
+//                 init() is authoritative.
 //
 // Everything here is pure: environments are plain vectors of "NAME=VALUE".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,7 +57,9 @@ std::vector<EnvVar> contract_variables(const ContractParams& params);
 // Horovod's names for a static worker's placement (see the header comment).
 std::vector<EnvVar> horovod_variables(const ContractParams& params);
 // Horovod's variables for an elastic worker (see the header comment).
-std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname);
+// `spawn`: the slot's spawn-time placement, when known.
+std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname,
+                                              const std::optional<Placement>& spawn = std::nullopt);
 
 // Single-host layout used by khorovodrun: local == global, one host.
 ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,

@@ -1,6 +1,7 @@
 """khorovodrun exports Horovod's variables (horovodrun's gloo_run) to every
-worker, readable before init(): the placement in static jobs, HOROVOD_HOSTNAME
-and HOROVOD_ELASTIC=1 in elastic ones (ranks come from each generation)."""
+worker, readable before init(): the placement in static jobs; in elastic ones
+HOROVOD_HOSTNAME, HOROVOD_ELASTIC=1 and the spawn-time placement (ranks then
+come from each generation)."""
 
 import ast
 
@@ -34,4 +35,5 @@ def test_elastic_workers_see_hostname_and_elastic_flag():
     assert len(seen) == 2, job.output
     for e in seen:
         assert e["HOROVOD_ELASTIC"] == "1" and e["HOROVOD_HOSTNAME"], e
-        assert e["HOROVOD_RANK"] is None and e["HOROVOD_SIZE"] is None, e
+        assert e["HOROVOD_SIZE"] == "2", e  # the spawn-time placement, as Horovod's driver exports
+    assert sorted(int(e["HOROVOD_RANK"]) for e in seen) == [0, 1], job.output

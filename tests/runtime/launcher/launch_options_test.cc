@@ -173,6 +173,10 @@ TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
   EXPECT_EQ(o.command, (Args{"prog", "a"}));
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_TIMEOUT_SECONDS", "7"}}));
   EXPECT_EQ(parse_ok({"-np", "2", "--slots", "3", "prog"}).slots_per_host, 3);
+  // Horovod: an elastic job without --max-np may use every slot -H offers.
+  EXPECT_EQ(parse_ok({"-np", "2", "--min-num-proc", "2", "-H", "localhost:2,127.0.0.1:2", "prog"}).max_np, 4);
+  EXPECT_EQ(parse_ok({"-np", "3", "--min-num-proc", "2", "-H", "localhost,127.0.0.1:2", "prog"}).max_np, 3);
+  EXPECT_EQ(parse_ok({"-np", "2", "--min-num-proc", "2", "-H", "localhost:8", "--max-num-proc", "3", "prog"}).max_np, 3);
   EXPECT_EQ(parse_ok({"-np", "3", "--output-filename", "/tmp/o", "prog"}).output_filename, "/tmp/o");
   // Without --run-hosts-locally other hosts are refused, naming the way out.
   const Parsed remote = parse({"-np", "2", "--hostfile", hostfile, "prog"});

@@ -33,6 +33,15 @@ TEST(WorkerEnvTest, HorovodVariablesAsGlooRunExportsThem) {
                                        {"HOROVOD_CROSS_SIZE", "1"},
                                        {"HOROVOD_HOSTNAME", "127.0.0.1"}}));
   EXPECT_EQ(elastic_horovod_variables("h"), (std::vector<EnvVar>{{"HOROVOD_HOSTNAME", "h"}, {"HOROVOD_ELASTIC", "1"}}));
+  EXPECT_EQ(elastic_horovod_variables("h", Placement{3, 4, 1, 2, 1, 2}),
+            (std::vector<EnvVar>{{"HOROVOD_RANK", "3"},
+                                 {"HOROVOD_SIZE", "4"},
+                                 {"HOROVOD_LOCAL_RANK", "1"},
+                                 {"HOROVOD_LOCAL_SIZE", "2"},
+                                 {"HOROVOD_CROSS_RANK", "1"},
+                                 {"HOROVOD_CROSS_SIZE", "2"},
+                                 {"HOROVOD_HOSTNAME", "h"},
+                                 {"HOROVOD_ELASTIC", "1"}}));
 }
 
 TEST(WorkerEnvTest, MergeReplacesAndAppends) {
