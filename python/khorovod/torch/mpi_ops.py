@@ -15,8 +15,8 @@ Contract (as horovod.torch, differences in docs/python.md):
   is done with them (at the latest until shutdown), as Horovod keeps its
   tensor table entry alive; the result is then discarded.
 - Failures raise khorovod.KhorovodError subclasses carrying the runtime's
-  message: collective failures are RuntimeErrors (MISMATCH, STALLED,
-  HorovodInternalError for a dead peer); arguments refused at submission
+  message: collective failures are RuntimeErrors (MISMATCH;
+  HorovodInternalError for a dead peer or a stall shutdown); arguments refused at submission
   are ValueErrors (InvalidArgumentError), among them a name that is still
   in flight on this rank, raised by the submitting call as in Horovod.
 - The blocking out-of-place forms (allreduce, allgather, broadcast,

@@ -324,7 +324,7 @@ std::vector<std::list<Coordinator::Entry>::iterator> Coordinator::CrossSetConfli
   return out;
 }
 
-std::vector<Response> Coordinator::Collect(Clock::time_point /*now: readiness is timeless*/) {
+std::vector<Response> Coordinator::Collect() {
   std::vector<Response> out;
   if (sets_.size() > 1) {
     const auto conflicts = CrossSetConflicts();

@@ -42,7 +42,7 @@ class Coordinator {
   explicit Coordinator(int size);
 
   void Add(const Request& request, Clock::time_point now);
-  std::vector<Response> Collect(Clock::time_point now);
+  std::vector<Response> Collect();
   // Every tensor submitted by some but not all members of its set, with the
   // global ranks still missing (a joined rank is not missing).
   std::vector<PendingTensor> Pending() const;

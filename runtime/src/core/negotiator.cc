@@ -240,7 +240,7 @@ Status Negotiator::Negotiate(std::vector<Request> to_send, Clock::time_point now
       KH_RETURN_IF_ERROR(DecodeRequests(bytes, &requests));
       for (const Request& r : requests) coordinator_->Add(r, now);
     }
-    encoded = EncodeResponses(coordinator_->Collect(now));
+    encoded = EncodeResponses(coordinator_->Collect());
   }
   KH_RETURN_IF_ERROR(channel_->BroadcastFromRoot(&encoded));
   std::vector<Response> responses;

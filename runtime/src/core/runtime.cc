@@ -8,7 +8,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <csignal>
 #include <shared_mutex>
@@ -142,8 +141,9 @@ class RuntimeImpl {
       // test_horovod_reinit) connects again through the same file store,
       // which still holds the first connection's keys: every rank counts
       // its static inits in lockstep, so the n-th init uses keys of its own.
-      static std::atomic<int64_t> static_inits{0};
-      const int64_t n = static_inits.fetch_add(1);
+      // The count is this runtime's (it outlives shutdown), not the
+      // process's: in-process test worlds hold one runtime per rank.
+      const int64_t n = static_inits_++;
       if (n > 0) base_config_.job_id += "/reinit-" + std::to_string(n);
     }
     return JoinNextGeneration();
@@ -410,6 +410,7 @@ class RuntimeImpl {
   std::unique_ptr<Session> session_;
   // Survive across generations: the worker's identity in the job.
   Config base_config_;
+  int64_t static_inits_ = 0;  // static-job Init() calls so far (Init: one caller at a time)
   std::unique_ptr<Rendezvous> rendezvous_;
   int64_t generation_ = -1;
   // The device this process's first session pinned, kept across elastic

@@ -40,7 +40,7 @@ Request InSet(Request q, int set) {
 // Registers `members` on a coordinator of `size` ranks; returns the id.
 int Register(Coordinator& c, int size, const std::vector<int64_t>& members) {
   for (int r = 0; r < size; ++r) c.Add(AddSet(r, members), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   EXPECT_EQ(out.size(), 1u);
   if (out.size() != 1) return -1;
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute) << out[0].error_message;
@@ -59,9 +59,9 @@ TEST(CoordinatorProcessSets, ReadyOnceEveryMemberSubmitted) {
   Coordinator c(3);
   const int set = Register(c, 3, {0, 2});
   c.Add(InSet(Allreduce(0, "g"), set), kT0);
-  EXPECT_TRUE(c.Collect(kT0).empty());
+  EXPECT_TRUE(c.Collect().empty());
   c.Add(InSet(Allreduce(2, "g"), set), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
   EXPECT_EQ(out[0].process_set, set);
@@ -81,7 +81,7 @@ TEST(CoordinatorProcessSets, ResponsesUseTheSetsNumbering) {
   // alltoall without splits: equal split over the set's 2 members.
   c.Add(InSet(MakeRequest(1, OpType::kAlltoall, "a2a", {6}), set), kT0);
   c.Add(InSet(MakeRequest(3, OpType::kAlltoall, "a2a", {6}), set), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(out[1].root, 1);
@@ -93,7 +93,7 @@ TEST(CoordinatorProcessSets, SameNameInDisjointSetsRunsApart) {
   const int low = Register(c, 4, {0, 1}), high = Register(c, 4, {2, 3});
   for (int r : {0, 1}) c.Add(InSet(Allreduce(r, "grad"), low), kT0);
   for (int r : {2, 3}) c.Add(InSet(Allreduce(r, "grad"), high), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].process_set, low);
   EXPECT_EQ(out[1].process_set, high);
@@ -105,7 +105,7 @@ TEST(CoordinatorProcessSets, NameInTwoSetsWaitingOnEachOtherIsAMismatch) {
   c.Add(InSet(Allreduce(0, "x"), pair), kT0);  // waits for rank 1
   c.Add(Allreduce(1, "x"), kT0);               // global: waits for rank 0
   c.Add(Allreduce(2, "x"), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 2u);
   for (const Response& r : out) {
     EXPECT_EQ(r.kind, Response::Kind::kError);
@@ -123,9 +123,9 @@ TEST(CoordinatorProcessSets, NameReusedAfterTheFirstSetCompletesIsFine) {
   // the pair does not wait for rank 0, so it can complete first.
   c.Add(Allreduce(0, "y"), kT0);
   c.Add(InSet(Allreduce(2, "y"), pair), kT0);
-  EXPECT_TRUE(c.Collect(kT0).empty());
+  EXPECT_TRUE(c.Collect().empty());
   c.Add(InSet(Allreduce(1, "y"), pair), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
 }
@@ -135,19 +135,19 @@ TEST(CoordinatorProcessSets, RegistrationErrors) {
   c.Add(AddSet(0, {0, 1}), kT0);
   c.Add(AddSet(1, {0, 2}), kT0);
   c.Add(AddSet(2, {0, 1}), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].error_code, StatusCode::kMismatch);
   EXPECT_TRUE(HasSubstr(out[0].error_message, "process set ranks"));
 
   for (int r = 0; r < 3; ++r) c.Add(AddSet(r, {2, 1}), kT0);
-  out = c.Collect(kT0);
+  out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].error_code, StatusCode::kInvalidArgument);
   EXPECT_TRUE(HasSubstr(out[0].error_message, "distinct, ascending"));
 
   for (int r = 0; r < 3; ++r) c.Add(AddSet(r, {0, 1, 2}), kT0);
-  out = c.Collect(kT0);
+  out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(HasSubstr(out[0].error_message, "already registered (id 0)"));
 }
@@ -157,7 +157,7 @@ TEST(CoordinatorProcessSets, RemovalFailsPendingOperationsAndLaterUse) {
   const int set = Register(c, 3, {0, 1});
   c.Add(InSet(Allreduce(0, "pending"), set), kT0);
   for (int r = 0; r < 3; ++r) c.Add(RemoveSet(r, set), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].op, OpType::kProcessSet);
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
@@ -166,13 +166,13 @@ TEST(CoordinatorProcessSets, RemovalFailsPendingOperationsAndLaterUse) {
   EXPECT_EQ(out[1].names, std::vector<std::string>{"pending"});
 
   c.Add(InSet(Allreduce(1, "late"), set), kT0);
-  out = c.Collect(kT0);
+  out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].error_code, StatusCode::kFailedPrecondition);
   EXPECT_TRUE(HasSubstr(out[0].error_message, "not registered"));
 
   for (int r = 0; r < 3; ++r) c.Add(RemoveSet(r, set), kT0);
-  out = c.Collect(kT0);
+  out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].error_code, StatusCode::kInvalidArgument);
 }
@@ -181,7 +181,7 @@ TEST(CoordinatorProcessSets, PendingNamesOnlyTheMissingMembers) {
   Coordinator c(4);
   const int set = Register(c, 4, {1, 2});
   c.Add(InSet(Allreduce(1, "slow"), set), kT0);
-  EXPECT_TRUE(c.Collect(kT0 + 2s).empty());
+  EXPECT_TRUE(c.Collect().empty());
   std::vector<PendingTensor> pending = c.Pending();
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0].missing_ranks, std::vector<int>{2});

@@ -27,39 +27,39 @@ TEST(Coordinator, ReadyOnlyWhenEveryRankSubmitted) {
   EXPECT_TRUE(c.empty());
   c.Add(Allreduce(0, "a"), kT0);
   c.Add(Allreduce(2, "a"), kT0);
-  EXPECT_TRUE(c.Collect(kT0).empty());
+  EXPECT_TRUE(c.Collect().empty());
   EXPECT_FALSE(c.empty());
   c.Add(Allreduce(0, "a"), kT0);  // a resubmission does not count twice
-  EXPECT_TRUE(c.Collect(kT0).empty());
+  EXPECT_TRUE(c.Collect().empty());
   c.Add(Allreduce(1, "a"), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
   EXPECT_EQ(out[0].op, OpType::kAllreduce);
   EXPECT_EQ(out[0].names, std::vector<std::string>{"a"});
   EXPECT_TRUE(c.empty());
-  EXPECT_TRUE(c.Collect(kT0).empty());  // released exactly once
+  EXPECT_TRUE(c.Collect().empty());  // released exactly once
 }
 
 TEST(Coordinator, SingleRankIsReadyImmediately) {
   Coordinator c(1);
   c.Add(Allreduce(0, "a"), kT0);
-  EXPECT_EQ(Names(c.Collect(kT0)), std::vector<std::string>{"a"});
+  EXPECT_EQ(Names(c.Collect()), std::vector<std::string>{"a"});
 }
 
 TEST(Coordinator, ResponsesComeInFirstSeenOrder) {
   Coordinator c(2);
   for (const char* n : {"x", "y", "z"}) c.Add(Allreduce(0, n), kT0);
   for (const char* n : {"z", "y", "x"}) c.Add(Allreduce(1, n), kT0);
-  EXPECT_EQ(Names(c.Collect(kT0)), (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(Names(c.Collect()), (std::vector<std::string>{"x", "y", "z"}));
 
   // Partially ready tables release only the ready names, keeping order.
   for (const char* n : {"p", "q", "r"}) c.Add(Allreduce(0, n), kT0);
   c.Add(Allreduce(1, "r"), kT0);
   c.Add(Allreduce(1, "p"), kT0);
-  EXPECT_EQ(Names(c.Collect(kT0)), (std::vector<std::string>{"p", "r"}));
+  EXPECT_EQ(Names(c.Collect()), (std::vector<std::string>{"p", "r"}));
   c.Add(Allreduce(1, "q"), kT0);
-  EXPECT_EQ(Names(c.Collect(kT0)), std::vector<std::string>{"q"});
+  EXPECT_EQ(Names(c.Collect()), std::vector<std::string>{"q"});
 }
 
 TEST(Coordinator, RequestFromAnOutOfRangeRankIsAnInvariantViolation) {
@@ -79,7 +79,7 @@ TEST(Coordinator, AllreduceResponseCarriesTheParameters) {
     q.device = Device{DeviceKind::kCUDA, r};  // only the kind must agree
     c.Add(q, kT0);
   }
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].dtype, DataType::kBFloat16);
   EXPECT_EQ(out[0].reduce_op, ReduceOp::kProduct);
@@ -100,7 +100,7 @@ Response CollectWithRank1Changed(OpType op, const std::function<void(Request&)>&
     if (r == 1) mutate(q);
     c.Add(q, kT0);
   }
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   EXPECT_TRUE(c.empty()) << "a mismatched tensor must be released";
   if (out.size() != 1) {
     ADD_FAILURE() << "expected one response, got " << out.size();
@@ -187,7 +187,7 @@ TEST(Coordinator, AllgatherSizesAreEachRanksFirstDimension) {
   Coordinator c(3);
   const Shape shapes[] = {{2, 3, 4}, {5, 3, 4}, {0, 3, 4}};
   for (int r = 2; r >= 0; --r) c.Add(MakeRequest(r, OpType::kAllgather, "g", shapes[r]), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
   EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{2, 5, 0}));
@@ -201,7 +201,7 @@ TEST(Coordinator, AlltoallSizesMatrixFromExplicitAndEqualSplits) {
   Request r1 = MakeRequest(1, OpType::kAlltoall, "x", {4, 2});  // equal split: 2 and 2
   c.Add(r1, kT0);
   c.Add(r0, kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   // [sender * size + receiver]
   EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{1, 2, 2, 2}));
@@ -209,7 +209,7 @@ TEST(Coordinator, AlltoallSizesMatrixFromExplicitAndEqualSplits) {
 
   Coordinator e(3);
   for (int r = 0; r < 3; ++r) e.Add(MakeRequest(r, OpType::kAlltoall, "y", {3 * (r + 1), 5}), kT0);
-  out = e.Collect(kT0);
+  out = e.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].sizes, (std::vector<int64_t>{1, 1, 1, 2, 2, 2, 3, 3, 3}));
   EXPECT_EQ(out[0].row_elements, 5);
@@ -225,7 +225,7 @@ TEST(Coordinator, ReducescatterAndBroadcastSizes) {
     b.root = 1;
     c.Add(b, kT0);
   }
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].op, OpType::kReducescatter);
   EXPECT_EQ(out[0].sizes, std::vector<int64_t>{7});
@@ -250,11 +250,11 @@ TEST(Coordinator, GroupIsReleasedTogetherOnlyWhenEveryMemberIsReady) {
   c.Add(Allreduce(0, "solo"), kT0);
   c.Add(Grouped(1, "g1", 3), kT0);
   c.Add(Allreduce(1, "solo"), kT0);
-  EXPECT_EQ(Names(c.Collect(kT0)), std::vector<std::string>{"solo"});  // not held up by the group
+  EXPECT_EQ(Names(c.Collect()), std::vector<std::string>{"solo"});  // not held up by the group
   c.Add(Grouped(1, "g3", 3), kT0);
-  EXPECT_TRUE(c.Collect(kT0).empty()) << "g1 and g3 are ready but g2 is not";
+  EXPECT_TRUE(c.Collect().empty()) << "g1 and g3 are ready but g2 is not";
   c.Add(Grouped(1, "g2", 3), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   EXPECT_EQ(Names(out), (std::vector<std::string>{"g1", "g2", "g3"}));
   for (const Response& r : out) {
     EXPECT_EQ(r.kind, Response::Kind::kExecute);
@@ -262,15 +262,15 @@ TEST(Coordinator, GroupIsReleasedTogetherOnlyWhenEveryMemberIsReady) {
     EXPECT_EQ(r.group_size, 3);
   }
   EXPECT_TRUE(c.empty());
-  EXPECT_TRUE(c.Collect(kT0).empty());
+  EXPECT_TRUE(c.Collect().empty());
 }
 
 TEST(Coordinator, BarrierIsReadyWhenEveryRankArrived) {
   Coordinator c(2);
   c.Add(MakeRequest(0, OpType::kBarrier, "khorovod.barrier", {}), kT0);
-  EXPECT_TRUE(c.Collect(kT0).empty());
+  EXPECT_TRUE(c.Collect().empty());
   c.Add(MakeRequest(1, OpType::kBarrier, "khorovod.barrier", {}), kT0);
-  std::vector<Response> out = c.Collect(kT0);
+  std::vector<Response> out = c.Collect();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].kind, Response::Kind::kExecute);
   EXPECT_EQ(out[0].op, OpType::kBarrier);
