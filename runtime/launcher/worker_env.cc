@@ -32,31 +32,32 @@ bool is_contract_variable(std::string_view name) {
   return std::find(kContractNames.begin(), kContractNames.end(), name) != kContractNames.end();
 }
 
-std::vector<EnvVar> contract_variables(const ContractParams& p) {
+namespace {
+
+// The placement and host under PREFIX (KHOROVOD_ or HOROVOD_): the same
+// values under the two names.
+std::vector<EnvVar> placement_variables(const std::string& prefix, const ContractParams& p) {
   return {
-      {"KHOROVOD_RANK", std::to_string(p.rank)},
-      {"KHOROVOD_SIZE", std::to_string(p.size)},
-      {"KHOROVOD_LOCAL_RANK", std::to_string(p.local_rank)},
-      {"KHOROVOD_LOCAL_SIZE", std::to_string(p.local_size)},
-      {"KHOROVOD_CROSS_RANK", std::to_string(p.cross_rank)},
-      {"KHOROVOD_CROSS_SIZE", std::to_string(p.cross_size)},
-      {"KHOROVOD_STORE_PATH", p.store_path},
-      {"KHOROVOD_JOB_ID", p.job_id},
-      {"KHOROVOD_HOSTNAME", p.hostname},
+      {prefix + "RANK", std::to_string(p.rank)},
+      {prefix + "SIZE", std::to_string(p.size)},
+      {prefix + "LOCAL_RANK", std::to_string(p.local_rank)},
+      {prefix + "LOCAL_SIZE", std::to_string(p.local_size)},
+      {prefix + "CROSS_RANK", std::to_string(p.cross_rank)},
+      {prefix + "CROSS_SIZE", std::to_string(p.cross_size)},
+      {prefix + "HOSTNAME", p.hostname},
   };
 }
 
-std::vector<EnvVar> horovod_variables(const ContractParams& p) {
-  return {
-      {"HOROVOD_RANK", std::to_string(p.rank)},
-      {"HOROVOD_SIZE", std::to_string(p.size)},
-      {"HOROVOD_LOCAL_RANK", std::to_string(p.local_rank)},
-      {"HOROVOD_LOCAL_SIZE", std::to_string(p.local_size)},
-      {"HOROVOD_CROSS_RANK", std::to_string(p.cross_rank)},
-      {"HOROVOD_CROSS_SIZE", std::to_string(p.cross_size)},
-      {"HOROVOD_HOSTNAME", p.hostname},
-  };
+}  // namespace
+
+std::vector<EnvVar> contract_variables(const ContractParams& p) {
+  std::vector<EnvVar> vars = placement_variables("KHOROVOD_", p);
+  vars.push_back({"KHOROVOD_STORE_PATH", p.store_path});
+  vars.push_back({"KHOROVOD_JOB_ID", p.job_id});
+  return vars;
 }
+
+std::vector<EnvVar> horovod_variables(const ContractParams& p) { return placement_variables("HOROVOD_", p); }
 
 std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname, const std::optional<Placement>& spawn) {
   std::vector<EnvVar> vars;

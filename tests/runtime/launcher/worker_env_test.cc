@@ -15,9 +15,9 @@ TEST(WorkerEnvTest, SingleHostContract) {
                                        {"KHOROVOD_LOCAL_SIZE", "4"},
                                        {"KHOROVOD_CROSS_RANK", "0"},
                                        {"KHOROVOD_CROSS_SIZE", "1"},
+                                       {"KHOROVOD_HOSTNAME", "127.0.0.1"},
                                        {"KHOROVOD_STORE_PATH", "/tmp/s"},
-                                       {"KHOROVOD_JOB_ID", "job"},
-                                       {"KHOROVOD_HOSTNAME", "127.0.0.1"}}));
+                                       {"KHOROVOD_JOB_ID", "job"}}));
   for (const auto& [name, value] : vars) EXPECT_TRUE(is_contract_variable(name)) << name;
   EXPECT_FALSE(is_contract_variable("KHOROVOD_OTHER"));
   EXPECT_FALSE(is_contract_variable("KHOROVOD_RANKX"));
