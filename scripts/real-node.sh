@@ -84,6 +84,7 @@ dump_logs() {
   for log in "$RUN"/logs/*.log; do [ -f "$log" ] && { echo "---- $log (last 25 lines)"; tail -25 "$log"; }; done >&2
 }
 
+node_untainted() { [ -z "$(kubectl_admin get node "$NODE" -o jsonpath='{.spec.taints}')" ]; }
 wait_for() {  # description seconds command... : polls once a second
   local what=$1 secs=$2; shift 2
   local i
@@ -156,6 +157,11 @@ start_node() {
     --hostname-override "$NODE" --node-ip "$NODE_IP" --root-dir "$RUN/kubelet" --v=1
   wait_for "node $NODE to register" 120 kubectl_admin get node "$NODE"
   wait_for "node $NODE to be Ready" 120 kubectl_admin wait --for condition=Ready --timeout 1s "node/$NODE"
+  # Ready comes before the node lifecycle controller lifts the not-ready
+  # taint. A pod created in between is found unschedulable, and the scheduler
+  # may look at it again only at its 5-minute unschedulable flush: wait for
+  # the taints to go.
+  wait_for "node $NODE's startup taints to be lifted" 120 node_untainted
   start kube-proxy "$BIN/kube-proxy" --config "$RUN/kube-proxy.yaml" --v=1
   wait_for "kube-proxy's Service rules" 60 in_ns iptables -t nat -n -L KUBE-SERVICES
 }
