@@ -76,7 +76,27 @@ preflight() {
 start() {  # name command... : runs it in the node's namespace, logs and pid in RUN
   local name=$1; shift
   setsid nsenter --net="/run/netns/$NS" -- "$@" >> "$RUN/logs/$name.log" 2>&1 < /dev/null &
-  echo $! > "$RUN/$name.pid"
+  record_pid "$name" $!
+}
+
+# A pid file holds the pid and the process's start time (field 22 of
+# /proc/PID/stat), because RUN outlives a reboot or a snapshot of the machine:
+# a bare pid from an earlier boot may now name an unrelated process (once, the
+# test that was bringing the node up), and down must never signal that one.
+pid_start_time() {  # pid
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }  # the command name may hold spaces and parentheses
+  awk '{ print $20 }' <<<"$stat"
+}
+record_pid() {  # name pid
+  echo "$2 $(pid_start_time "$2")" > "$RUN/$1.pid"
+}
+live_pid() {  # name: prints the recorded pid if that very process still runs
+  local pid started now
+  read -r pid started 2>/dev/null < "$RUN/$1.pid" || return 1
+  now=$(pid_start_time "$pid") || return 1
+  [ -n "$started" ] && [ "$now" = "$started" ] && echo "$pid"
 }
 
 dump_logs() {
@@ -210,13 +230,12 @@ up() {
 }
 
 stop_pid() {  # name
-  local f="$RUN/$1.pid" pid i
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f")
+  local pid i
+  pid=$(live_pid "$1") || { rm -f "$RUN/$1.pid"; return 0; }
   kill "$pid" 2>/dev/null || true
   for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
-  rm -f "$f"
+  rm -f "$RUN/$1.pid"
 }
 
 # Every container containerd runs for the node, with the pod network
@@ -278,7 +297,7 @@ down_quiet() {
 
 start_prometheus() {
   BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
-  if [ -f "$RUN/prometheus.pid" ] && kill -0 "$(cat "$RUN/prometheus.pid")" 2>/dev/null; then say "prometheus already running"; return 0; fi
+  if live_pid prometheus >/dev/null; then say "prometheus already running"; return 0; fi
   command -v prometheus >/dev/null || die "missing prometheus (scripts/install-deps.sh installs it)"
   mkdir -p "$RUN/logs" "$RUN/prometheus-sd"
   sed -e "s|/SD_DIR|$RUN/prometheus-sd|g" -e "s|/RULES_FILE|$root/deploy/monitoring/khorovod-rules.yaml|" \
@@ -288,7 +307,7 @@ start_prometheus() {
     nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/prometheus.kubeconfig" --request-timeout=20s)
   setsid python3 "$root/scripts/real-node/prom_discovery.py" "$kubectl_cmd" "$RUN/prometheus-sd" 2 \
     >> "$RUN/logs/prom-discovery.log" 2>&1 < /dev/null &
-  echo $! > "$RUN/prom-discovery.pid"
+  record_pid prom-discovery $!
   start prometheus prometheus --config.file "$RUN/prometheus.yml" --storage.tsdb.path "$RUN/prometheus" \
     --web.listen-address 127.0.0.1:9090 --log.level warn
   wait_for "prometheus /-/ready" 60 in_ns curl -sf http://127.0.0.1:9090/-/ready

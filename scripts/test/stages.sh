@@ -56,7 +56,7 @@ stage_end_script() {
   summary=$(grep -E "^$stage_name: [0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
   if [ -z "$summary" ]; then stage_broken "no summary line"; return; fi
   while read -r t; do failed_names+=("$stage_name: $t"); done < <(
-    grep -E '^FAIL: | FAILED$| ended without its summary$' "$log" | head -20)
+    grep -E '^FAIL: | FAILED$| ended without its summary$|: BROKEN: |ended early' "$log" | head -20)
   _stage_row "$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$summary")" \
              "$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$summary")" 0 ""
 }

@@ -57,5 +57,10 @@ expect "the summary line" "$(tail -1 <<<"$table")" "suite: 7 passed, 2 failed, 2
 expect "the table names the left-out stage" "$(grep -c '^suite: LEFT OUT: tsan: over budget$' <<<"$table")" 1
 expect "the table has a row per stage" "$(grep -cE '^suite: (unit|script|quiet|tsan) ' <<<"$table")" 4
 
+# A script stage that could not start its tests names why in the summary.
+printf 'realnode: BROKEN: the real node did not come up\nrealnode: 0 passed, 1 failed\n' > "$tmp/broken.log"
+stage_begin realnode warm; stage_end_script "$tmp/broken.log" >/dev/null
+expect "a script's broken line is named" "${failed_names[-1]}" "realnode: realnode: BROKEN: the real node did not come up"
+
 echo "stages: $ok passed, $bad failed"
 [ "$bad" -eq 0 ]
