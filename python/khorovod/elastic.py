@@ -112,7 +112,13 @@ class State:
 
 
 def _broadcast_object(obj):
-    """Rank 0's ``obj`` on every rank (pickle over the runtime's broadcast)."""
+    """Rank 0's ``obj`` on every rank (pickle over the runtime's broadcast),
+    through khorovod.tensorflow when the script uses it, else khorovod.torch,
+    so a TensorFlow-only environment needs no torch."""
+    import sys  # noqa: PLC0415
+    if "khorovod.tensorflow" in sys.modules and "khorovod.torch" not in sys.modules:
+        from .tensorflow import functions as tf_functions  # noqa: PLC0415
+        return tf_functions.broadcast_object(obj, root_rank=0, name="elastic.object_state")
     from .torch import functions  # the torch binding owns the object broadcast
     return functions.broadcast_object(obj, root_rank=0, name="elastic.object_state")
 
