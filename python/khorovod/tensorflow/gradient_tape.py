@@ -15,6 +15,7 @@ from . import mpi_ops
 from .compression import Compression
 from .gradients import check_predivide, reduce_gradients
 from .mpi_ops import Average
+from .util import _var_key
 
 
 class _DistributedGradientTape(tf.GradientTape):
@@ -32,13 +33,13 @@ class _DistributedGradientTape(tf.GradientTape):
 
     def register_local_source(self, source):
         """``source``'s gradient stays local to this rank (never reduced)."""
-        self._local_sources.add(source.ref())
+        self._local_sources.add(_var_key(source))
 
     def gradient(self, target, sources, output_gradients=None, use_generic_names=False):
         del use_generic_names
         flat_sources = tf.nest.flatten(sources)
         grads = super().gradient(target, flat_sources, output_gradients)
-        is_local = [s.ref() in self._local_sources for s in flat_sources]
+        is_local = [_var_key(s) in self._local_sources for s in flat_sources]
         global_idx = [i for i, local in enumerate(is_local) if not local]
         reduced = reduce_gradients([grads[i] for i in global_idx], self._compression, self._sparse_as_dense,
                                    self._op, self._predivide, self.process_set)
@@ -61,7 +62,7 @@ class _DistributedGradientTape(tf.GradientTape):
         grads = self.gradient(target, sources, output_gradients, use_generic_names)
         local, global_ = [], []
         for s, g in zip(sources, grads):
-            (local if s.ref() in self._local_sources else global_).append((s, g))
+            (local if _var_key(s) in self._local_sources else global_).append((s, g))
         return local, global_
 
 

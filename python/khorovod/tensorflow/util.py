@@ -32,3 +32,9 @@ def _cache(f):
         return cache[key]
 
     return wrapper
+
+
+def _var_key(var):
+    """A hashable identity for a variable: tf.Variable.ref(), or the object
+    itself for Keras 3 variables (hashed by identity, with no ref())."""
+    return var.ref() if hasattr(var, "ref") else id(var)
