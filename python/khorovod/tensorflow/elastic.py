@@ -17,6 +17,7 @@ Thread-safety: a State belongs to the training thread.
 
 import functools
 
+import numpy as np
 import tensorflow as tf
 
 from .. import elastic as _elastic
@@ -75,7 +76,9 @@ class _VariablesState(ObjectState):
         super().sync()
 
     def synced_bytes(self):
-        return sum(int(v.shape.num_elements() or 0) * v.dtype.size for v in self._variables())
+        # tf.Variable and Keras 3 variables alike (the latter have a tuple
+        # shape and a string dtype).
+        return sum(int(np.prod(tuple(v.shape))) * tf.as_dtype(v.dtype).size for v in self._variables())
 
 
 class TensorFlowState(_VariablesState):
