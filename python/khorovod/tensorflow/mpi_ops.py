@@ -159,15 +159,20 @@ def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set
 
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     """Assigns root_rank's values to ``variables`` in place; returns their new
-    values. (Horovod's in-place kernel; here a broadcast then an assign.)"""
+    values, read after the assignment (in a graph, ops that run it).
+    (Horovod has an in-place kernel; here a broadcast, then an assign.)"""
     results = []
     for i, var in enumerate(variables):
         var_name = None if name is None else f"{name}.{i}"
         if var_name is None and _executing_eagerly():
             var_name = f"broadcast_.{_normalize_name(var.name)}"
         value = broadcast(tf.convert_to_tensor(var), root_rank, name=var_name, process_set=process_set)
-        var.assign(value)
-        results.append(value)
+        assigned = var.assign(value)
+        if _executing_eagerly():
+            results.append(var.read_value())
+        else:
+            with tf.control_dependencies([assigned]):
+                results.append(tf.identity(var.read_value()))
     return results
 
 

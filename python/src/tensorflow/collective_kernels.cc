@@ -92,7 +92,7 @@ class AllgatherOp : public tf::AsyncOpKernel {
 
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     TensorView in;
-    OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in), done);
+    OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in, /*moves_only=*/true), done);
     OP_REQUIRES_ASYNC(ctx, !in.shape.empty(),
                       absl::InvalidArgumentError("khorovod: allgather needs a tensor of rank 1 or more"), done);
     RunAsync(
@@ -123,7 +123,7 @@ class BroadcastOp : public tf::AsyncOpKernel {
       std::memcpy(const_cast<char*>(output->tensor_data().data()), input.tensor_data().data(),
                   input.tensor_data().size());
     }
-    OP_REQUIRES_OK_ASYNC(ctx, MakeView(*output, &buffer), done);
+    OP_REQUIRES_OK_ASYNC(ctx, MakeView(*output, &buffer, /*moves_only=*/true), done);
     const BroadcastOptions options{static_cast<int>(root_rank_), attrs_.process_set};
     RunAsync(
         ctx, std::move(done), [&](Runtime& rt) { return rt.broadcast_async(attrs_.name, buffer, options); },
@@ -143,7 +143,7 @@ class AlltoallOp : public tf::AsyncOpKernel {
 
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     TensorView in;
-    OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in), done);
+    OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in, /*moves_only=*/true), done);
     OP_REQUIRES_ASYNC(ctx, !in.shape.empty(),
                       absl::InvalidArgumentError("khorovod: alltoall needs a tensor of rank 1 or more"), done);
     const tf::Tensor& splits_in = ctx->input(1);

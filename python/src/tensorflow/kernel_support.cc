@@ -22,8 +22,10 @@ bool ToDataType(tf::DataType dtype, DataType* out) {
   }
 }
 
-absl::Status MakeView(const tf::Tensor& tensor, TensorView* view) {
-  if (!ToDataType(tensor.dtype(), &view->dtype)) {
+absl::Status MakeView(const tf::Tensor& tensor, TensorView* view, bool moves_only) {
+  if (moves_only && tensor.dtype() == tf::DT_UINT16) {
+    view->dtype = DataType::kInt16;
+  } else if (!ToDataType(tensor.dtype(), &view->dtype)) {
     return absl::InvalidArgumentError("khorovod: tensors of dtype " + tf::DataTypeString(tensor.dtype()) +
                                       " are not supported");
   }

@@ -41,7 +41,9 @@ absl::Status Scalar(InferenceContext* c) {
 }  // namespace
 
 #define KHOROVOD_NUMERIC_TYPES "{int8, uint8, int16, int32, int64, half, bfloat16, float, double}"
-#define KHOROVOD_ALL_TYPES "{int8, uint8, int16, int32, int64, half, bfloat16, float, double, bool}"
+// The collectives that only move data also take uint16, moved as int16
+// (same bytes; the runtime has no unsigned 16-bit type to reduce).
+#define KHOROVOD_ALL_TYPES "{int8, uint8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}"
 
 REGISTER_OP("KhorovodAllreduce")
     .Attr("T: " KHOROVOD_NUMERIC_TYPES)
