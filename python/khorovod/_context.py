@@ -118,10 +118,17 @@ class _Context:
         cached = getattr(self, "_homogeneous", None)
         if cached is not None and cached[0] == self._generation:
             return cached[1]
-        import torch  # noqa: PLC0415 - the collectives move torch tensors
-        from .torch import mpi_ops  # noqa: PLC0415 - imports this module
-        sizes = mpi_ops.allgather(torch.tensor([self.runtime().local_size()], dtype=torch.int32),
-                                  name="is_homogeneous.local_sizes").tolist()
+        # Framework-neutral (khorovod.tensorflow has no torch): an int32
+        # allgather of the local sizes straight through the extension.
+        import ctypes  # noqa: PLC0415
+        import struct  # noqa: PLC0415
+        runtime = self.runtime()
+        local = (ctypes.c_int32 * 1)(runtime.local_size())
+        view = _khorovod.TensorView(ctypes.addressof(local), 6, [1])  # 6: int32 (dtype.h)
+        handle = runtime.allgather_async("is_homogeneous.local_sizes", view)
+        raise_for_status(handle.wait())
+        data, _, shape = handle.take_output()
+        sizes = struct.unpack(f"<{shape[0]}i", data)
         result = len(set(sizes)) == 1
         self._homogeneous = (self._generation, result)
         return result
