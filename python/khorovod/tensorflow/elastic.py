@@ -70,9 +70,13 @@ class _VariablesState(ObjectState):
         super().restore()
 
     def sync(self):
+        """Rank 0's variables and attributes everywhere; they become the
+        saved state too (as Horovod's), so a restore before the next
+        commit returns to them."""
         variables = self._variables()
         if variables:
             functions.broadcast_variables(variables, root_rank=0)
+            self._saved_values = [v.numpy() for v in variables]
         super().sync()
 
     def synced_bytes(self):
