@@ -56,16 +56,23 @@ def _done(job, pattern):
     return [m for m in map(re.compile(pattern).search, job.output.splitlines()) if m]
 
 
-def test_keras_elastic_worker_killed_mid_fit(tmp_path):
+def elastic_args(np):
+    return ("--min-np", str(np - 1), "--max-np", str(np), "--elastic-timeout", "60", "--reset-limit", "3")
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_keras_elastic_worker_killed_mid_fit(tmp_path, np):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    job = run_job(horovod_script(tmp_path, "keras_elastic.py"), 3, 1, 3, ckpt, np=3,
-                  launcher_args=ELASTIC, timeout=300)
+    job = run_job(horovod_script(tmp_path, "keras_elastic.py"), 3, 1, np, ckpt, np=np,
+                  launcher_args=elastic_args(np), timeout=300)
     assert job.returncode == 0, job.output
     assert job.lines("worker-1: simulating a crash in epoch 1 batch 3"), job.output
-    assert len([l for l in job.lines("re-formed as rank") if "of 2 at epoch 1" in l]) == 2, job.output
-    done = _done(job, r"(worker-\d+): done: rank (\d) of 3, epoch (\d+), checksum (\S+)")
-    assert sorted(m.group(1) for m in done) == ["worker-0", "worker-2", "worker-3"], job.output
+    survivors = [l for l in job.lines("re-formed as rank") if f"of {np - 1} at epoch 1" in l]
+    assert len(survivors) == np - 1, job.output
+    done = _done(job, rf"(worker-\d+): done: rank (\d) of {np}, epoch (\d+), checksum (\S+)")
+    expected = sorted([f"worker-{w}" for w in range(np) if w != 1] + [f"worker-{np}"])
+    assert sorted(m.group(1) for m in done) == expected, job.output
     assert len({m.group(4) for m in done}) == 1, "ranks ended with different weights"
     assert (ckpt / "checkpoint.keras").exists()
 
