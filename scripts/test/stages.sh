@@ -18,6 +18,10 @@ mkdir -p "$stage_times_dir"
 passed=0; failed=0; skipped=0
 rows=(); failed_names=(); broken=(); left_out=(); failed_logs=()
 declare -A STAGE_DEFAULT_SECS=()
+# The disk a run starts with: images, builds and podman's save archives take
+# tens of GB, and a full disk fails stages in ways that name no disk.
+_disk_free_gib() { df --output=avail -BG / | tail -1 | tr -dc '0-9'; }
+disk_free_at_start=$(_disk_free_gib)
 
 # stage_begin NAME cold|warm
 stage_begin() {
@@ -111,7 +115,7 @@ stage_table() {
   done
   echo "suite: stage                  time  cache  passed failed skipped"
   for r in "${rows[@]}"; do echo "suite: $r"; done
-  echo "suite: total $(_mmss $((SECONDS - suite_start)))"
+  echo "suite: total $(_mmss $((SECONDS - suite_start))); disk free: ${disk_free_at_start} GiB at start, $(_disk_free_gib) GiB at end"
   for t in "${left_out[@]}"; do echo "suite: LEFT OUT: $t"; done
   for t in "${failed_names[@]}"; do echo "suite: FAILED: $t"; done
   for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; done
