@@ -192,22 +192,39 @@ source_images() {  # [operator|runtime|runtime-cuda|pytorch ...] (default: all)
     --build-arg "RUNTIME=$REGISTRY/khorovod-runtime:$TAG" --volume "$torch:/wheels:ro"
 }
 
+# podman save writes the whole archive to a temporary file first (7 GB for
+# the PyTorch image). It goes to a directory of our own, emptied before and
+# after every save: a save that was killed or ran out of space used to leave
+# its file in /var/tmp, and two such files once filled the disk of a later run.
+save_tmp=/var/tmp/khorovod-image-save
+
+# free_bytes DIR: the space left on DIR's filesystem.
+free_bytes() { df --output=avail -B1 "$1" | tail -1 | tr -d ' '; }
+
 # load NAME...: podman save | ctr import, skipped when containerd already
 # holds the image podman has under that name (same image ID, kept as a label).
 load() {
   ctr --address "$SOCK" version >/dev/null 2>&1 || die "the node's containerd is not running ($SOCK); run scripts/real-node.sh up"
-  local name id have
+  local name id have size free
+  rm -rf "$save_tmp"; mkdir -p "$save_tmp"
+  trap 'rm -rf "$save_tmp"' EXIT
   for name in "$@"; do
     id=$(podman image inspect --format '{{.Id}}' "$name" 2>/dev/null) || die "no image $name (build it first)"
     have=$(ctr --address "$SOCK" -n k8s.io images ls "name==$name" 2>/dev/null | awk 'NR>1 {print $NF}' \
            | tr ',' '\n' | sed -n 's/^dev.khorovod.id=//p')
     [ "$have" = "$id" ] && continue
+    size=$(podman image inspect --format '{{.Size}}' "$name")
+    free=$(free_bytes "$save_tmp")
+    # The archive, and room for containerd to store what it does not hold yet.
+    [ "$free" -gt $((size + (1 << 30))) ] ||
+      die "loading $name needs about $((size >> 30)) GiB free on $save_tmp's filesystem for podman's archive, and $((free >> 30)) GiB are free"
     say "loading $name into containerd"
     local full="$name"   # containerd names images in full, as the kubelet asks for them
     case "$name" in localhost/*|*.*/*) ;; *) full="docker.io/library/$name" ;; esac
-    podman save --format docker-archive "$name" \
+    TMPDIR=$save_tmp podman save --format docker-archive "$name" \
       | ctr --address "$SOCK" -n k8s.io images import - >/dev/null \
-      || die "importing $name into containerd failed"
+      || die "importing $name into containerd failed ($(free_bytes "$save_tmp") bytes free on $save_tmp)"
+    rm -rf "${save_tmp:?}"/*
     ctr --address "$SOCK" -n k8s.io images label "$full" "dev.khorovod.id=$id" >/dev/null
   done
 }

@@ -204,10 +204,10 @@ deep_stage() {
 if deep_stage asan; then
   stage_begin asan warm
   if build asan -DCMAKE_BUILD_TYPE=Debug -DKHOROVOD_SANITIZE=address -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF \
-       -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}"; then
+       -DKHOROVOD_BUILD_BENCHMARKS=OFF -- "${runtime_targets[@]}" khorovod_python; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir build/asan --output-on-failure --no-tests=error --timeout 900 \
-        -L "runtime|launcher|rendezvous|operator-unit" \
+        -L "runtime|launcher|rendezvous|operator-unit|python-asan" \
         -E "HierarchicalAllreduceTest.EveryDtypeAroundChunkBoundaries" 2>&1 | tee "$logdir/asan.log"
     stage_end_ctest "$logdir/asan.log"   # that data-coverage test takes >150 s at -O0; ci runs it
   else stage_broken "build (asan) failed"; fi

@@ -16,8 +16,12 @@
 stage_times_dir=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}/stage-times
 mkdir -p "$stage_times_dir"
 passed=0; failed=0; skipped=0
-rows=(); failed_names=(); broken=(); left_out=()
+rows=(); failed_names=(); broken=(); left_out=(); failed_logs=()
 declare -A STAGE_DEFAULT_SECS=()
+# The disk a run starts with: images, builds and podman's save archives take
+# tens of GB, and a full disk fails stages in ways that name no disk.
+_disk_free_gib() { df --output=avail -BG / | tail -1 | tr -dc '0-9'; }
+disk_free_at_start=$(_disk_free_gib)
 
 # stage_begin NAME cold|warm
 stage_begin() {
@@ -54,7 +58,8 @@ stage_end_ctest() {
 stage_end_script() {
   local log=$1 summary t
   summary=$(grep -E "^$stage_name: [0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
-  if [ -z "$summary" ]; then stage_broken "no summary line"; return; fi
+  if [ -z "$summary" ]; then failed_logs+=("$log"); stage_broken "no summary line"; return; fi
+  grep -qE "^$stage_name: [0-9]+ passed, 0 failed" <<<"$summary" || failed_logs+=("$log")
   while read -r t; do failed_names+=("$stage_name: $t"); done < <(
     grep -E '^FAIL: | FAILED$| ended without its summary$|: BROKEN: |ended early' "$log" | head -20)
   _stage_row "$(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$summary")" \
@@ -104,9 +109,13 @@ ccache_counts() {
 # stage_table: the closing table and the summary line; returns non-zero on failure.
 stage_table() {
   local r b t
+  # CI shows only the end of the output: the failed stages' last lines go here.
+  for t in "${failed_logs[@]}"; do
+    echo "suite: the last lines of $t:"; tail -15 "$t" | cut -c1-300 | sed 's/^/suite: | /'
+  done
   echo "suite: stage                  time  cache  passed failed skipped"
   for r in "${rows[@]}"; do echo "suite: $r"; done
-  echo "suite: total $(_mmss $((SECONDS - suite_start)))"
+  echo "suite: total $(_mmss $((SECONDS - suite_start))); disk free: ${disk_free_at_start} GiB at start, $(_disk_free_gib) GiB at end"
   for t in "${left_out[@]}"; do echo "suite: LEFT OUT: $t"; done
   for t in "${failed_names[@]}"; do echo "suite: FAILED: $t"; done
   for b in "${broken[@]}"; do echo "suite: BROKEN STAGE: $b"; done

@@ -61,6 +61,8 @@ expect "the table has a row per stage" "$(grep -cE '^suite: (unit|script|quiet|t
 printf 'realnode: BROKEN: the real node did not come up\nrealnode: 0 passed, 1 failed\n' > "$tmp/broken.log"
 stage_begin realnode warm; stage_end_script "$tmp/broken.log" >/dev/null
 expect "a script's broken line is named" "${failed_names[-1]}" "realnode: realnode: BROKEN: the real node did not come up"
+expect "the table shows a failed stage's last lines" \
+  "$(stage_table | grep -c '^suite: | realnode: BROKEN: the real node did not come up$')" 1
 
 echo "stages: $ok passed, $bad failed"
 [ "$bad" -eq 0 ]

@@ -230,7 +230,8 @@ def synchronize(handle):
 
 
 def _name(name, prefix, ps=0):
-    return name if name is not None else CONTEXT.auto_name(prefix, ps)
+    # Horovod names an empty name like a missing one (GetOpName's "noname").
+    return name if name else CONTEXT.auto_name(prefix, ps)
 
 
 # --- allreduce ---------------------------------------------------------------
