@@ -68,10 +68,6 @@ FRAMEWORKS = ("khorovod.torch", "khorovod.tensorflow", "khorovod.keras")
 KNOWN_PY = {
     ("khorovod.torch.mpi_ops", "khorovod.torch.autograd_ops"):
         "a cycle: the async ops and the autograd functions import each other",
-    ("khorovod._context", "khorovod.torch.mpi_ops"):
-        "upward and a cycle: is_homogeneous() allgathers through the torch ops",
-    ("khorovod.elastic", "khorovod.torch.functions"):
-        "upward: ObjectState broadcasts through torch's broadcast_object",
 }
 
 SOURCES = ["runtime/src", "runtime/include", "runtime/util", "runtime/metrics",
@@ -170,8 +166,14 @@ def py_cycles(graph):
             if a < b and a in reachable[b] and not b.startswith(a + ".") and not a.startswith(b + ".")}
 
 
+# khorovod.keras is horovod.keras's names for Keras on TensorFlow: it re-exports
+# khorovod.tensorflow.keras, so it belongs to the TensorFlow binding.
+FRAMEWORK_OF = {"khorovod.keras": "khorovod.tensorflow"}
+
+
 def framework(module):
-    return next((f for f in FRAMEWORKS if module == f or module.startswith(f + ".")), None)
+    found = next((f for f in FRAMEWORKS if module == f or module.startswith(f + ".")), None)
+    return FRAMEWORK_OF.get(found, found)
 
 
 def main():

@@ -10,7 +10,7 @@ eager code they are tensors too). Differences: docs/python.md.
 
 import tensorflow as tf
 
-from ... import _keras as _impl
+from .. import _keras as _impl
 from ...basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                        gloo_enabled, init, is_initialized, local_rank, local_size, mpi_built,
                        mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built, shutdown,

@@ -1,9 +1,9 @@
-"""horovod.tensorflow.keras.callbacks: the callbacks of khorovod._keras as
+"""horovod.tensorflow.keras.callbacks: the callbacks of khorovod.tensorflow._keras as
 tf.keras Callbacks (Keras 3, or Keras 2 under TF_USE_LEGACY_KERAS=1)."""
 
 import tensorflow as tf
 
-from ..._keras import callbacks as _impl
+from .._keras import callbacks as _impl
 
 _Callback = tf.keras.callbacks.Callback
 

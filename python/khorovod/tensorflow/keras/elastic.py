@@ -3,7 +3,7 @@
 
 import tensorflow as tf
 
-from ..._keras import elastic as _impl
+from .._keras import elastic as _impl
 from ..elastic import TensorFlowKerasState, run  # noqa: F401  (hvd.elastic.run)
 
 _Callback = tf.keras.callbacks.Callback

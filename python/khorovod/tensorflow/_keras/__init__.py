@@ -21,9 +21,9 @@ Thread-safety: an optimizer belongs to one training loop.
 
 import tensorflow as tf
 
-from ..tensorflow import mpi_ops
-from ..tensorflow.gradients import check_predivide, reduce_gradients
-from ..tensorflow.util import _var_key
+from .. import mpi_ops
+from ..gradients import check_predivide, reduce_gradients
+from ..util import _var_key
 
 
 def keras_major(keras):

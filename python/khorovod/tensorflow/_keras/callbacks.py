@@ -22,9 +22,9 @@ Thread-safety: callbacks run on the training thread.
 import numpy as np
 import tensorflow as tf
 
-from ..tensorflow import collectives, functions
-from ..tensorflow import mpi_ops
-from ..tensorflow.util import _var_key
+from .. import collectives, functions
+from .. import mpi_ops
+from ..util import _var_key
 
 
 def _get(value):
