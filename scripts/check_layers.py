@@ -68,10 +68,6 @@ FRAMEWORKS = ("khorovod.torch", "khorovod.tensorflow", "khorovod.keras")
 KNOWN_PY = {
     ("khorovod.torch.mpi_ops", "khorovod.torch.autograd_ops"):
         "a cycle: the async ops and the autograd functions import each other",
-    ("khorovod._context", "khorovod.torch.mpi_ops"):
-        "upward and a cycle: is_homogeneous() allgathers through the torch ops",
-    ("khorovod.elastic", "khorovod.torch.functions"):
-        "upward: ObjectState broadcasts through torch's broadcast_object",
 }
 
 SOURCES = ["runtime/src", "runtime/include", "runtime/util", "runtime/metrics",

@@ -37,6 +37,7 @@ class _Context:
         # Changes whenever the runtime's session ends (shutdown, reset): what
         # was registered in it (process sets) is gone with it.
         self._generation = 0
+        self._per_session = {}  # key -> (generation, value): see per_session
         # (native handle, tensors) of dropped handles still in flight.
         self._orphans_lock = threading.Lock()
         self._orphans = []
@@ -95,19 +96,18 @@ class _Context:
     def generation(self):
         return self._generation
 
-    def homogeneous(self):
-        """Whether every host runs the same number of ranks: one allgather of
-        the local sizes (so every rank must ask), cached for this session."""
-        cached = getattr(self, "_homogeneous", None)
-        if cached is not None and cached[0] == self._generation:
+    def per_session(self, key, compute):
+        """``compute()``'s value, computed once per session (from one init or
+        re-formation to the next) and cached under ``key``."""
+        with self._lock:
+            cached = self._per_session.get(key)
+            generation = self._generation
+        if cached is not None and cached[0] == generation:
             return cached[1]
-        import torch  # noqa: PLC0415 - the collectives move torch tensors
-        from .torch import mpi_ops  # noqa: PLC0415 - imports this module
-        sizes = mpi_ops.allgather(torch.tensor([self.runtime().local_size()], dtype=torch.int32),
-                                  name="is_homogeneous.local_sizes").tolist()
-        result = len(set(sizes)) == 1
-        self._homogeneous = (self._generation, result)
-        return result
+        value = compute()
+        with self._lock:
+            self._per_session[key] = (generation, value)
+        return value
 
     def is_initialized(self):
         runtime = self._runtime

@@ -9,6 +9,7 @@ peers cannot be reached.
 Thread-safety: see _context.py.
 """
 
+from . import _objects
 from ._context import CONTEXT
 from ._errors import raise_for_status
 from . import _build_info
@@ -66,7 +67,8 @@ def is_homogeneous():
     definition). Computed from each rank's local size with one allgather on
     the first call after each init, so every rank must call it (it is
     collective, as in khorovod a rank cannot see the others' placement)."""
-    return CONTEXT.homogeneous()
+    return CONTEXT.per_session("is_homogeneous", lambda: len(set(_objects.allgather_object(
+        CONTEXT.runtime().local_size(), name="is_homogeneous.local_sizes"))) == 1)
 
 
 def gloo_enabled():

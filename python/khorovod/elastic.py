@@ -45,6 +45,7 @@ from ._context import CONTEXT
 from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
                       exit_job_finished, raise_for_status)
 from . import _khorovod
+from . import _objects
 from ._host_messages import HostMessages
 
 _INT32 = 6  # dtype code of int32 (dtype.h)
@@ -113,8 +114,7 @@ class State:
 
 def _broadcast_object(obj):
     """Rank 0's ``obj`` on every rank (pickle over the runtime's broadcast)."""
-    from .torch import functions  # the torch binding owns the object broadcast
-    return functions.broadcast_object(obj, root_rank=0, name="elastic.object_state")
+    return _objects.broadcast_object(obj, root_rank=0, name="elastic.object_state")
 
 
 class ObjectState(State):
