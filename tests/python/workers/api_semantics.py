@@ -149,7 +149,9 @@ def check_errors(r, n):
     # Invalid arguments: ValueError on the calling rank.
     expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.complex64)),
                  "complex dtype")
-    expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2), name=""), "empty name")
+    expect_raise(ValueError, lambda: hvd.broadcast(torch.ones(2), root_rank=n + 3), "root outside the job")
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name=""),  # no name, as Horovod
+                       torch.full((2,), float(n)))
     expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2), op=42), "unknown op")
     if n & (n - 1):  # Horovod's refusal; power-of-two sizes: tests/python/test_adasum.py
         e = expect_raise(NotImplementedError,
