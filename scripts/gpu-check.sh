@@ -235,6 +235,7 @@ part2() {
   fi
   local n model=resnet50
   [ $dry -eq 1 ] && model=mlp
+  export KHOROVOD_GPU_SHARE=1  # the ranks share the machine's GPU
   for n in 2 4; do
     check "step-vs-ddp-np$n" 90 200 "$b/khorovodrun" -np "$n" "$py" "$root/bench/gpu_step_compare.py" \
       --model "$model" --json "$out/step-np$n.json" --port $((29533 + n))
