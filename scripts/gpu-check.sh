@@ -221,7 +221,11 @@ part2() {
     elif wait "$nccl_pid" && [ -s "$nccl_built" ]; then
       say "--- ok   nccl-source-build ($(cat "$dir/nccl-tag" 2>/dev/null), waited ${waited} s after the python checks)"
       pass=$((pass + 1))
-      KHOROVOD_NCCL_LIBRARY=$(cat "$nccl_built") part2_new_nccl
+      local torch_lib=${KHOROVOD_NCCL_LIBRARY:-}
+      export KHOROVOD_NCCL_LIBRARY
+      KHOROVOD_NCCL_LIBRARY=$(cat "$nccl_built")
+      part2_new_nccl
+      KHOROVOD_NCCL_LIBRARY=$torch_lib  # back to torch's for the benchmarks
     else
       say "--- FAIL nccl-source-build (see nccl-build.log)"; fail=$((fail + 1))
     fi
@@ -243,12 +247,10 @@ part2() {
 }
 
 part2_new_nccl() {  # the multi-rank tests and the joiner schedules on NCCL >= 2.29
-  export KHOROVOD_NCCL_LIBRARY
   local b=$pkg/bin
   check nccl-runtime-info-built 10 60 "$py" -c 'import khorovod; i = khorovod.nccl_runtime_info(); print(i); assert i["grow"]'
   gtests "$b/nccl_gpu_test" '*NcclRanks.EveryCollective*:*SharedGpu*' 20 120
   gtests "$b/nccl_elastic_gpu_test" '*Joiner*:*KillMidAllreduce4' 45 200
-  unset KHOROVOD_NCCL_LIBRARY
 }
 
 run() {
