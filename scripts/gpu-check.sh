@@ -14,7 +14,8 @@
 #         and revoke, no grow): the GPU unit tests; every NCCL test at 1, 2
 #         and 4 ranks (several ranks on one GPU: KHOROVOD_GPU_SHARE=1); the
 #         runtime's device path; the kill schedules on NCCL; 100
-#         re-formations with device memory back at its baseline;
+#         re-formations with device memory back at its baseline (2 ranks,
+#         then 4 if the budget allows);
 #       part 2: NCCL from the carried source for sm_90 (16 cores, in the
 #         background) while khorovod.torch runs on CUDA tensors (its
 #         extension compiled there) at 1, 2 and 4 ranks, the seed-style script
@@ -151,6 +152,7 @@ part1() {
   gtests "$b/runtime_gpu_test" '*' 30 150
   gtests "$b/nccl_elastic_gpu_test" '*' 45 200
   gtests "$b/nccl_gpu_test" '*HundredReformations*ranks2' 150 280
+  gtests "$b/nccl_gpu_test" '*HundredReformations*ranks4' 200 280  # when the budget still allows
   # Here, the schedules run over emulated device memory instead.
   [ $dry -eq 1 ] && gtests "$b/schedule_rehearsal_test" '*' 30 200
 }
