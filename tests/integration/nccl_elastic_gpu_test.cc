@@ -114,20 +114,153 @@ void Die(const std::string& dir) {
   raise(SIGKILL);
 }
 
+// What one schedule is: who dies, who joins, how large the world ends.
+struct Plan {
+  Param p;
+  bool joiner;
+  int deaths;
+  int final_size;
+  int late;  // the joiner's process, when there is one
+  std::string dir;
+};
+
+Plan MakePlan(const Param& p, const std::string& dir) {
+  Plan plan{p, p.schedule == Schedule::kJoinerGrows || p.schedule == Schedule::kJoinerKilled,
+            p.schedule == Schedule::kKillDuringReform ? 2 : p.schedule == Schedule::kJoinerGrows ? 0 : 1, 0,
+            p.workers - 1, dir};
+  plan.final_size = p.workers - plan.deaths;
+  return plan;
+}
+
+// One worker process of a schedule: trains until the schedule played out.
+class Worker {
+ public:
+  Worker(Runtime& rt, const Plan& plan, int process) : rt_(rt), plan_(plan), sched_(plan.p.schedule),
+      is_late_(plan.joiner && process == plan.late) {}
+
+  void Run(const Config& config) {
+    if (is_late_ && sched_ == Schedule::kJoinerKilled) {
+      // Dies while the others form the communicator with it, or just after.
+      std::thread([dir = plan_.dir] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        Die(dir);
+      }).detach();
+    }
+    Status init = rt_.init(config);
+    ASSERT_TRUE(init.ok()) << init;
+    first_rank_ = rt_.rank();
+    elastic::State state(rt_);
+    state.add_tensor("params", TensorView{params_.data(), DataType::kFloat64, {kParams}, {}});
+    step_ = &state.counter("step");
+    state.on_reset([this] {
+      ++resets_;
+      after_reset_ = true;
+      // The second victim of KillDuringReform: rank 2 of the first generation.
+      if (sched_ == Schedule::kKillDuringReform && first_rank_ == 2) Die(plan_.dir);
+    });
+    const auto give_up = Clock::now() + std::chrono::seconds(150);
+    Status s = elastic::run(rt_, state, [&]() -> Status {
+      while (true) {
+        KH_RETURN_IF_ERROR(Step());
+        KH_RETURN_IF_ERROR(state.commit());
+        if (plan_.joiner && *step_ == 5 && rt_.rank() == 0) std::ofstream(plan_.dir + "/join") << "1\n";
+        if (*step_ >= 30 && rt_.size() == plan_.final_size && PlayedOut()) return Status::Ok();
+        // Waiting for the schedule: slow down rather than race ahead.
+        if (*step_ >= 30) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (Clock::now() > give_up) {
+          return Status::Internal("the schedule did not play out in time (size " + std::to_string(rt_.size()) +
+                                  ", wanted " + std::to_string(plan_.final_size) + ", " +
+                                  std::to_string(resets_) + " resets)");
+        }
+      }
+    });
+    ASSERT_TRUE(s.ok()) << s;
+    std::vector<double> ref(kParams, 0.0);
+    for (int64_t t = 0; t < *step_; ++t) {
+      for (int j = 0; j < kParams; ++j) ref[j] -= 0.5 * Gradient(t, j);
+    }
+    EXPECT_EQ(params_, ref) << "rank " << rt_.rank() << " after " << resets_ << " resets";
+    EXPECT_TRUE(rt_.shutdown().ok());
+  }
+
+ private:
+  // One training step on device tensors; the victims die on their cue.
+  Status Step() {
+    const Device gpu{DeviceKind::kCUDA, 0};
+    std::vector<double> g(kParams);
+    for (int j = 0; j < kParams; ++j) g[j] = Gradient(*step_, j);
+    if (!grad_.Upload(g.data(), g.size() * 8)) return Status::Internal("upload");
+    MaybeDie();
+    if (bulk_n_) {
+      TensorView b{bulk_.p, DataType::kFloat32, {static_cast<int64_t>(bulk_n_)}, gpu};
+      KH_RETURN_IF_ERROR(rt_.allreduce("bulk", b, b, {ReduceOp::kSum}));
+    }
+    TensorView v{grad_.p, DataType::kFloat64, {kParams}, gpu};
+    KH_RETURN_IF_ERROR(rt_.allreduce("grad", v, v, {ReduceOp::kSum}));
+    if (!grad_.Download(g.data(), g.size() * 8)) return Status::Internal("download");
+    if (after_reset_) ReportReform();
+    for (int j = 0; j < kParams; ++j) params_[j] -= 0.5 * (g[j] / rt_.size());
+    ++*step_;
+    return Status::Ok();
+  }
+
+  void MaybeDie() {
+    if (*step_ != 10 || resets_ > 0) return;
+    if (sched_ == Schedule::kKillMidAllreduce && first_rank_ == plan_.p.workers - 1) {
+      std::thread([dir = plan_.dir] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        Die(dir);
+      }).detach();
+    }
+    if ((sched_ == Schedule::kKillRankZero && first_rank_ == 0) ||
+        (sched_ == Schedule::kKillDuringReform && first_rank_ == 3)) {
+      Die(plan_.dir);
+    }
+  }
+
+  // The first allreduce completed after a re-formation: time since the kill.
+  void ReportReform() {
+    after_reset_ = false;
+    std::ifstream in(plan_.dir + "/killed_at");
+    int64_t killed = 0;
+    if (in >> killed && killed > 0) {
+      std::printf("reform-ms: %s N=%d %.1f\n", Name(sched_), plan_.p.workers, (NowNs() - killed) / 1e6);
+      std::fflush(stdout);
+    }
+  }
+
+  // Re-formed at least once (the joiner joined into the re-formed world; a
+  // killed joiner: once it died, whenever that was).
+  bool PlayedOut() const {
+    if (sched_ == Schedule::kJoinerKilled) return std::filesystem::exists(plan_.dir + "/killed_at");
+    return is_late_ || resets_ >= 1;
+  }
+
+  Runtime& rt_;
+  const Plan& plan_;
+  const Schedule sched_;
+  const bool is_late_;
+  int first_rank_ = -1;
+  int resets_ = 0;
+  bool after_reset_ = false;
+  int64_t* step_ = nullptr;
+  std::vector<double> params_ = std::vector<double>(kParams, 0.0);
+  Mem grad_{kParams * sizeof(double)};
+  size_t bulk_n_ = sched_ == Schedule::kKillMidAllreduce ? (4u << 20) : 0;
+  Mem bulk_{std::max<size_t>(bulk_n_ * 4, 4)};
+};
+
 TEST_P(NcclElasticGpu, SurvivorsFinishBitIdentical) {
 #ifndef KH_SCHEDULES_EMULATED
   if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
 #endif
   const Param p = GetParam();
-  const bool joiner = p.schedule == Schedule::kJoinerGrows || p.schedule == Schedule::kJoinerKilled;
-  const int deaths = p.schedule == Schedule::kKillDuringReform ? 2
-                     : p.schedule == Schedule::kJoinerGrows   ? 0
-                                                              : 1;
-  const int final_size = p.workers - deaths;
-  const int min_workers = std::max(1, std::min(p.workers - deaths, joiner ? p.workers - 1 : p.workers - deaths));
   const std::string job = std::string("nccl-") + Name(p.schedule) + "-" + std::to_string(p.workers);
-  const std::string dir = ::testing::TempDir() + "/" + job + "-" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
+  const Plan plan = MakePlan(p, ::testing::TempDir() + "/" + job + "-" + std::to_string(getpid()));
+  std::filesystem::create_directories(plan.dir);
+  // The first generation: everyone but a joiner (and at least the world
+  // the schedule ends with).
+  const int min_workers = std::max(1, std::min(plan.final_size, plan.joiner ? p.workers - 1 : plan.final_size));
   RendezvousProcess server(job, {"--min-workers", std::to_string(min_workers), "--max-workers",
                                  std::to_string(p.workers), "--settle-ms", "300", "--heartbeat-timeout-ms", "1500",
                                  "--reform-timeout-ms", "8000"});
@@ -144,101 +277,13 @@ TEST_P(NcclElasticGpu, SurvivorsFinishBitIdentical) {
   opts.env["KHOROVOD_GPU_SHARE"] = "1";
   opts.env["KHOROVOD_GPU_DEVICE"] = "0";
   opts.env["KHOROVOD_TIMEOUT_SECONDS"] = "10";
-  const int late = p.workers - 1;
-  if (joiner) opts.start_when_file_exists[late] = dir + "/join";
+  if (plan.joiner) opts.start_when_file_exists[plan.late] = plan.dir + "/join";
   for (int r = 0; r < p.workers; ++r) opts.may_be_killed.insert(r);
-  opts.expected_deaths = deaths;
-  const Schedule sched = p.schedule;
-  KH_RUN_RANKS(p.workers, [&](Runtime& rt, const RankContext& ctx) {
-    const bool is_late = joiner && ctx.rank == late;
-    if (is_late && sched == Schedule::kJoinerKilled) {
-      // Dies while the others form the communicator with it.
-      std::thread([dir] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-        Die(dir);
-      }).detach();
-    }
-    Status init = rt.init(ctx.config);
-    ASSERT_TRUE(init.ok()) << init;
-    const int first_rank = rt.rank();
-    const Device gpu{DeviceKind::kCUDA, 0};
-    std::vector<double> params(kParams, 0.0);
-    elastic::State state(rt);
-    state.add_tensor("params", TensorView{params.data(), DataType::kFloat64, {kParams}, {}});
-    int64_t& step = state.counter("step");
-    bool after_reset = false;
-    int resets = 0;
-    state.on_reset([&] {
-      ++resets;
-      after_reset = true;
-      // The second victim of KillDuringReform: rank 2 of the first generation.
-      if (sched == Schedule::kKillDuringReform && first_rank == 2) Die(dir);
-    });
-    Mem grad(kParams * sizeof(double));
-    const size_t bulk_n = sched == Schedule::kKillMidAllreduce ? (4u << 20) : 0;
-    Mem bulk(std::max<size_t>(bulk_n * 4, 4));
-    const auto give_up = Clock::now() + std::chrono::seconds(150);
-    Status s = elastic::run(rt, state, [&]() -> Status {
-      while (true) {
-        std::vector<double> g(kParams);
-        for (int j = 0; j < kParams; ++j) g[j] = Gradient(step, j);
-        if (!grad.Upload(g.data(), g.size() * 8)) return Status::Internal("upload");
-        const bool victim_step = step == 10 && !after_reset;
-        if (victim_step && sched == Schedule::kKillMidAllreduce && first_rank == p.workers - 1) {
-          std::thread([dir] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(30));
-            Die(dir);
-          }).detach();
-        }
-        if (victim_step && ((sched == Schedule::kKillRankZero && first_rank == 0) ||
-                            (sched == Schedule::kKillDuringReform && first_rank == 3))) {
-          Die(dir);
-        }
-        if (bulk_n) {
-          TensorView b{bulk.p, DataType::kFloat32, {static_cast<int64_t>(bulk_n)}, gpu};
-          KH_RETURN_IF_ERROR(rt.allreduce("bulk", b, b, {ReduceOp::kSum}));
-        }
-        TensorView v{grad.p, DataType::kFloat64, {kParams}, gpu};
-        KH_RETURN_IF_ERROR(rt.allreduce("grad", v, v, {ReduceOp::kSum}));
-        if (!grad.Download(g.data(), g.size() * 8)) return Status::Internal("download");
-        if (after_reset) {
-          after_reset = false;
-          std::ifstream in(dir + "/killed_at");
-          int64_t killed = 0;
-          if (in >> killed && killed > 0) {
-            std::printf("reform-ms: %s N=%d %.1f\n", Name(sched), p.workers, (NowNs() - killed) / 1e6);
-            std::fflush(stdout);
-          }
-        }
-        for (int j = 0; j < kParams; ++j) params[j] -= 0.5 * (g[j] / rt.size());
-        ++step;
-        KH_RETURN_IF_ERROR(state.commit());
-        if (joiner && step == 5 && rt.rank() == 0) std::ofstream(dir + "/join") << "1\n";
-        // Done once the schedule has played out: the world at its final size
-        // after a re-formation (the joiner itself joined into it; a killed
-        // joiner: once it died, whenever that was).
-        const bool played = sched == Schedule::kJoinerKilled ? std::filesystem::exists(dir + "/killed_at")
-                                                             : is_late || resets >= 1;
-        if (step >= 30 && rt.size() == final_size && played) return Status::Ok();
-        // Waiting for the schedule: slow down rather than race ahead.
-        if (step >= 30) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        if (Clock::now() > give_up) {
-          return Status::Internal("the schedule did not play out in time (size " + std::to_string(rt.size()) +
-                                  ", wanted " + std::to_string(final_size) + ", " + std::to_string(resets) +
-                                  " resets)");
-        }
-      }
-    });
-    ASSERT_TRUE(s.ok()) << s;
-    std::vector<double> ref(kParams, 0.0);
-    for (int64_t t = 0; t < step; ++t) {
-      for (int j = 0; j < kParams; ++j) ref[j] -= 0.5 * Gradient(t, j);
-    }
-    EXPECT_EQ(params, ref) << "rank " << rt.rank() << " after " << resets << " resets";
-    EXPECT_TRUE(rt.shutdown().ok());
-  }, opts);
+  opts.expected_deaths = plan.deaths;
+  KH_RUN_RANKS(p.workers, [&](Runtime& rt, const RankContext& ctx) { Worker(rt, plan, ctx.rank).Run(ctx.config); },
+               opts);
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  std::filesystem::remove_all(plan.dir, ec);
 }
 
 INSTANTIATE_TEST_SUITE_P(
