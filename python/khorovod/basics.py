@@ -86,6 +86,34 @@ def nccl_built():
     return int(_build_info.NCCL_BUILT)
 
 
+def nccl_runtime_info():
+    """The NCCL this process would load (khorovod extension: Horovod has no
+    such call): a dict with 'version' ('2.28.9'), 'version_code' (22809),
+    'path', and the fault-tolerance calls the backend will use ('shrink',
+    'grow', 'revoke', 'multi_rank_gpu': bools). The search honours
+    KHOROVOD_NCCL_LIBRARY (docs/gpu.md, "Which NCCL"). Raises KhorovodError
+    when none is usable (the message lists what was tried); returns {} in a
+    build without the NCCL backend."""
+    if not nccl_built():
+        return {}
+    from . import _khorovod  # noqa: PLC0415 (the extension loads lazily)
+    code, message, facts = _khorovod.describe_backend("nccl")
+    raise_for_status((code, message))
+    out = dict(facts)
+    out["version_code"] = int(out["version_code"])
+    for key in ("shrink", "grow", "revoke", "multi_rank_gpu"):
+        out[key] = out[key] == "1"
+    return out
+
+
+def nccl_runtime_version():
+    """The loaded NCCL's version code (22809 for 2.28.9), or 0 when this build
+    has no NCCL backend. Unlike nccl_built(), which names the headers it was
+    compiled with, this is the libnccl found at run time."""
+    info = nccl_runtime_info()
+    return info.get("version_code", 0)
+
+
 def cuda_built():
     """True when this build moves CUDA tensors (NCCL or host staging)."""
     return _build_info.CUDA_BUILT

@@ -113,3 +113,17 @@ def test_cuda_two_processes_share_a_gpu_through_staging(script):
                   env={"KHOROVOD_GPU_OPERATIONS": "staging", "KHOROVOD_GPU_DEVICE": "0"})
     assert job.returncode == 0, job.output
     assert len(job.lines(": OK")) == 2, job.output
+
+
+# Several ranks on one GPU through NCCL (KHOROVOD_GPU_SHARE=1: the runtime
+# makes NCCL accept it, docs/gpu.md), at 2 and 4 ranks.
+@needs_cuda
+@pytest.mark.parametrize("np_", [2, 4])
+@pytest.mark.parametrize("script", CUDA_WORKERS)
+def test_cuda_ranks_share_a_gpu_through_nccl(script, np_):
+    job = run_job(worker(script), np=np_, timeout=300,
+                  env={"KHOROVOD_GPU_OPERATIONS": "nccl", "KHOROVOD_GPU_SHARE": "1",
+                       "KHOROVOD_GPU_DEVICE": "0"})
+    assert job.returncode == 0, job.output
+    assert len(job.lines(": OK")) == np_, job.output
+    assert job.lines("khorovod: nccl: "), job.output  # the formation line names the NCCL loaded

@@ -87,6 +87,12 @@ struct Config : Placement {
   std::string cpu_backend = "auto";
   std::string gpu_backend = "auto";
   int gpu_device = -1;  // -1: local_rank modulo the visible devices
+  // KHOROVOD_GPU_SHARE=1: let several ranks use one GPU through NCCL (tests
+  // and benchmarks on one GPU; backend/nccl/nccl_formation.h). Off: refused.
+  bool gpu_share = false;
+  // KHOROVOD_NCCL_LIBRARY: the libnccl.so.2 to load; empty: search
+  // (backend/nccl/nccl_library.h).
+  std::string nccl_library;
   SpinWaits spin_waits = SpinWaits::kOn;
 
   std::string rendezvous_addr;
