@@ -29,7 +29,8 @@
 # ...); `up` records their values and `down` restores them.
 # GPUs: KHOROVOD_NODE_GPUS (default 4; 0 for none) simulated nvidia.com/gpu
 # devices, advertised by khorovod-device-plugin (scripts/k8s-tools.sh builds
-# it) through the kubelet's device-plugin API; the kubelet and the API server
+# it) through the kubelet's device-plugin API (its sockets live in the
+# kubelet's fixed /var/lib/kubelet/device-plugins; `down` removes them); the kubelet and the API server
 # run with the ResourceHealthStatus feature gate, so a pod's status names the
 # health of the devices it was given.
 # Images: containerd keeps its image store in DIR/containerd across runs
@@ -53,6 +54,10 @@ PAUSE_IMAGE=localhost/khorovod/pause:1
 GPUS=${KHOROVOD_NODE_GPUS:-4}
 [[ $GPUS =~ ^[0-9]+$ ]] && [ "$GPUS" -le 64 ] || { echo "real-node: KHOROVOD_NODE_GPUS must be 0-64, not '$GPUS'" >&2; exit 2; }
 GPU_HEALTH_FILE="$RUN/gpu-unhealthy"
+# The kubelet serves its device-plugin Registration socket at this fixed path
+# (k8s.io/kubelet's DevicePluginPath; --root-dir does not move it): one
+# kubelet per machine (or mount namespace) can take device plugins.
+DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
 TUNABLES=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
           kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 export DIR RUN SOCK NODE NODE_IP POD_CIDR POD_SUBNET POD_GW SVC_CIDR DNS_IP PAUSE_IMAGE
@@ -205,7 +210,7 @@ node_gpus() { [ "$(kubectl_admin get node "$NODE" -o jsonpath='{.status.allocata
 start_gpus() {
   [ "$GPUS" -gt 0 ] || return 0
   : > "$GPU_HEALTH_FILE"
-  start device-plugin "$BIN/khorovod-device-plugin" --plugin-dir "$RUN/kubelet/device-plugins" \
+  start device-plugin "$BIN/khorovod-device-plugin" --plugin-dir "$DEVICE_PLUGIN_DIR" \
     --count "$GPUS" --health-file "$GPU_HEALTH_FILE"
   wait_for "$GPUS nvidia.com/gpu allocatable on node $NODE" 60 node_gpus "$GPUS"
 }
@@ -318,6 +323,8 @@ down_quiet() {
   [ -d "$RUN" ] || { ip netns del "$NS" 2>/dev/null || true; return 0; }
   stop_pid device-plugin
   stop_pid kubelet
+  # The sockets the kubelet and the plugin left in the fixed plugin directory.
+  rm -f "$DEVICE_PLUGIN_DIR/kubelet.sock" "$DEVICE_PLUGIN_DIR"/khorovod-*.sock
   remove_containers
   local c
   for c in prom-discovery prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
