@@ -33,6 +33,18 @@ pod_devices() { k exec -n "$2" "$1" -- printenv NVIDIA_VISIBLE_DEVICES 2>/dev/nu
 placements() { k logs -n "$2" "$1" 2>/dev/null | grep '^placement: '; }
 field_of() { sed -nE "s/.* $1 ([^ ]+).*/\1/p" <<<"$2"; }
 
+# gpu_scenario FUNCTION NAMESPACE: runs a scenario, then deletes its
+# namespace and waits until it is gone, so that whatever it left (a failed
+# step returns early) holds no GPU the next scenario counts on.
+gpu_scenario() {
+  local t=$SECONDS rc
+  "$1"; rc=$?
+  k delete namespace "$2" --ignore-not-found --timeout=180s >/dev/null 2>&1 \
+    || fail "namespace $2 was not gone within 180s: the next scenarios may lack GPUs"
+  echo "-- $1 took $((SECONDS - t))s"
+  return $rc
+}
+
 scenario_gpu_node() {
   local n; n=$(jp node khorovod-node -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
   [ "$n" = "$NODE_GPUS" ] && ok "the node advertises $n nvidia.com/gpu (device plugin registered with the kubelet)" \
@@ -76,7 +88,6 @@ scenario_gpu_ranks() {
     || fail "$job: devices do not match local ranks or repeat: $all"
   expect "$job: Succeeded" 600 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
   ranks_agree "$job" "$ns"
-  k delete namespace "$ns" --wait=false >/dev/null
 }
 
 scenario_gpu_shortage() {
@@ -88,6 +99,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: gpu-holder}
 spec:
+  terminationGracePeriodSeconds: 1
   containers:
   - name: hold
     image: ghcr.io/khorovod/khorovod-runtime:0.1.0
@@ -96,7 +108,7 @@ spec:
 EOF
   expect "a pod holding $held of the $NODE_GPUS GPUs Running" 90 eval \
     '[ "$(jp pod gpu-holder -n $ns -o jsonpath={.status.phase})" = Running ]' || return 1
-  gpu_job "$job" 2 1 2 100000 600 | k apply -n "$ns" -f - >/dev/null
+  gpu_job "$job" 2 1 2 1000000 600 | k apply -n "$ns" -f - >/dev/null
   unschedulable() { condition_of "$job" "$ns" Unschedulable | grep -q '^True WorkersUnschedulable'; }
   expect "$job: condition Unschedulable=True for the worker that does not fit" 120 unschedulable \
     || { dump_job "$job" "$ns"; return 1; }
@@ -105,24 +117,27 @@ EOF
   started() { phase_is "$job" "$ns" Running && field_is "$job" "$ns" readyReplicas 1; }
   expect "$job: Running at minReplicas (1 pod, 2 GPUs)" 120 started || { dump_job "$job" "$ns"; return 1; }
   expect "$job: status.gpus 2 of gpusWanted 4" 30 eval 'field_is $job $ns gpus 2 && field_is $job $ns gpusWanted 4'
-  world() { k logs -n "$ns" "$job-worker-$1" 2>/dev/null | grep -E "^step .* world $2\$" | tail -1 | grep -q .; }
-  expect "$job: training on 2 processes" 120 world 0 2 || { dump_job "$job" "$ns"; return 1; }
+  # Which worker waits is the scheduler's choice.
+  local waiting; waiting=$(k get pods -n "$ns" -l "khorovod.dev/job-name=$job,khorovod.dev/role=worker" \
+    --field-selector status.phase=Pending -o jsonpath='{.items[0].metadata.name}')
+  [ -n "$waiting" ] && ok "$job: $waiting waits (Pending)" || fail "$job: no worker is Pending"
+  # grep reads all the logs (-q would end the pipe early: SIGPIPE under pipefail).
+  world() { job_logs "$job" "$ns" | grep -E "^step .* world $1\$" >/dev/null; }
+  expect "$job: training on 2 processes (step lines with world 2)" 120 world 2 || { dump_job "$job" "$ns"; return 1; }
   k delete pod gpu-holder -n "$ns" --grace-period=1 >/dev/null && ok "the holder released its $held GPUs"
-  expect "$job: the waiting worker is scheduled and Running" 120 eval \
-    '[ "$(jp pod $job-worker-1 -n $ns -o jsonpath={.status.phase})" = Running ]' || { dump_job "$job" "$ns"; return 1; }
-  grown() { world 0 4 || world 1 4; }
-  expect "$job: grew to 4 processes (step lines with world 4)" 180 grown || { dump_job "$job" "$ns"; return 1; }
+  expect "$job: $waiting is scheduled and Running" 120 eval \
+    '[ "$(jp pod $waiting -n $ns -o jsonpath={.status.phase})" = Running ]' || { dump_job "$job" "$ns"; return 1; }
+  expect "$job: grew to 4 processes (step lines with world 4)" 180 world 4 || { dump_job "$job" "$ns"; return 1; }
   expect "$job: condition Unschedulable=False, status.gpus 4" 60 eval \
     'condition_of $job $ns Unschedulable | grep -q "^False" && field_is $job $ns gpus 4'
-  k delete namespace "$ns" --wait=false >/dev/null
 }
 
 scenario_gpu_unhealthy() {
   local ns=gpu-fail job=gpu-fail cooldown=20
   new_namespace "$ns"
-  gpu_job "$job" 2 1 1 "${REALNODE_GPU_FAIL_STEPS:-6000}" "$cooldown" | k apply -n "$ns" -f - >/dev/null
+  gpu_job "$job" 2 1 1 "${REALNODE_GPU_FAIL_STEPS:-100000}" "$cooldown" | k apply -n "$ns" -f - >/dev/null
   expect "$job: 2 one-GPU pods Running" 180 at_least_running "$job" "$ns" 3 || { dump_job "$job" "$ns"; return 1; }
-  progress() { job_logs "$job" "$ns" | grep -qE '^step +[0-9]*[1-9]00/'; }
+  progress() { job_logs "$job" "$ns" | grep -E '^step +[0-9]*[1-9]00/' >/dev/null; }
   expect "$job: training makes progress" 120 progress || { dump_job "$job" "$ns"; return 1; }
   local dev uid last
   dev=$(pod_devices "$job-worker-1" "$ns"); uid=$(uid_of "$job-worker-1" "$ns")
@@ -156,7 +171,6 @@ scenario_gpu_unhealthy() {
   expect "$job: Succeeded" 900 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
   ranks_agree "$job" "$ns"
   real_node gpu-health "$dev" healthy >/dev/null
-  k delete namespace "$ns" --wait=false >/dev/null
 }
 
 # The GPU example as written, but for the CUDA program (the stand-in image and
@@ -178,5 +192,4 @@ scenario_gpu_example() {
   expect "$job: status.gpus $((fit * per_pod))" 60 field_is "$job" "$ns" gpus $((fit * per_pod))
   expect "$job: Succeeded" 600 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
   ranks_agree "$job" "$ns"
-  k delete namespace "$ns" --wait=false >/dev/null
 }

@@ -55,10 +55,10 @@ scenario_pytorch
 echo "== GPUs: simulated nvidia.com/gpu through the kubelet's device-plugin API"
 gpu_t0=$SECONDS
 if scenario_gpu_node; then
-  echo "-- 2 pods x 2 GPUs, one process per GPU"; scenario_gpu_ranks
-  echo "-- more GPUs wanted than free"; scenario_gpu_shortage
-  echo "-- a GPU goes Unhealthy mid-run"; scenario_gpu_unhealthy
-  echo "-- deploy/examples/horovodjob-gpu.yaml"; scenario_gpu_example
+  echo "-- 2 pods x 2 GPUs, one process per GPU"; gpu_scenario scenario_gpu_ranks gpu-ranks
+  echo "-- more GPUs wanted than free"; gpu_scenario scenario_gpu_shortage gpu-grow
+  echo "-- a GPU goes Unhealthy mid-run"; gpu_scenario scenario_gpu_unhealthy gpu-fail
+  echo "-- deploy/examples/horovodjob-gpu.yaml"; gpu_scenario scenario_gpu_example gpu-example
 fi
 echo "realnode: GPU scenarios took $((SECONDS - gpu_t0))s"
 
