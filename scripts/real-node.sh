@@ -12,8 +12,9 @@
 #   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
 #   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
 #   real-node.sh gpu-health ID healthy|unhealthy
-#                              mark a simulated GPU (GPU-sim-<i>) Unhealthy or
-#                              Healthy again: the device plugin tells the kubelet
+#                              mark a simulated GPU (GPU-sim-<i>; `all healthy`
+#                              for every one) Unhealthy or Healthy again: the
+#                              device plugin tells the kubelet
 #   real-node.sh prometheus    start Prometheus in the node (127.0.0.1:9090 there),
 #                              scraping what the chart's monitors select (file_sd
 #                              written from the API: Debian's build has no
@@ -218,7 +219,8 @@ start_gpus() {
 gpu_health() {  # ID healthy|unhealthy
   local id=${1:-} state=${2:-}
   [ -f "$GPU_HEALTH_FILE" ] || die "no simulated GPUs (the node is down or KHOROVOD_NODE_GPUS=0)"
-  [[ $id =~ ^GPU-sim-[0-9]+$ ]] || die "gpu-health: ID must be GPU-sim-<index>, not '$id'"
+  if [ "$id" = all ] && [ "$state" = healthy ]; then : > "$GPU_HEALTH_FILE"; say "every GPU marked healthy"; return 0; fi
+  [[ $id =~ ^GPU-sim-[0-9]+$ ]] || die "gpu-health: ID must be GPU-sim-<index> (or 'all' to mark every GPU healthy), not '$id'"
   local others; others=$(grep -vx -- "$id" "$GPU_HEALTH_FILE" || true)
   case "$state" in
     unhealthy) printf '%s\n' $others "$id" > "$GPU_HEALTH_FILE.new" ;;

@@ -89,8 +89,13 @@ void Observe(Planner& p) {
 // cleanPodPolicy and ttlSecondsAfterFinished, for a finished job.
 void CleanUpFinished(Planner& p) {
   const CleanPodPolicy policy = p.spec.run_policy.clean_pod_policy;
+  auto planned = [&](const std::string& uid) {
+    for (const auto& d : p.plan.delete_pods)
+      if (d.uid == uid) return true;
+    return false;
+  };
   for (const auto& pod : p.pods) {
-    if (pod.deleting) continue;
+    if (pod.deleting || planned(pod.uid)) continue;
     if (policy == CleanPodPolicy::kAll || (policy == CleanPodPolicy::kRunning && pod.live()))
       p.plan.delete_pods.push_back(
           {pod.name, pod.uid, "job finished (cleanPodPolicy " + std::string(ToString(policy)) + ")"});
@@ -173,7 +178,15 @@ bool PlanDeadline(Planner& p) {
 bool PlanCompletion(Planner& p) {
   HorovodJobStatus& st = p.st();
   if (st.succeeded == 0) return false;
-  if (st.active == 0)
+  // A worker never scheduled (e.g. short of GPUs) will not train any more:
+  // delete it rather than wait for it.
+  int unscheduled = 0;
+  for (const auto& pod : p.pods) {
+    if (pod.deleting || pod.phase != "Pending" || !pod.node.empty()) continue;
+    p.plan.delete_pods.push_back({pod.name, pod.uid, "training finished before it was scheduled"});
+    unscheduled++;
+  }
+  if (st.active == unscheduled)
     return Finish(p, true, "JobSucceeded", "training finished: " + to_string(st.succeeded) + " worker(s) exited 0");
   SetCondition(st, cond::kRunning, true, "Completing", "a worker exited 0; waiting for the others to finish", p.now);
   return true;

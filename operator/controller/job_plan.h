@@ -15,9 +15,10 @@
 //                 until its Workload is admitted, and again once evicted.
 //   4. deadline   activeDeadlineSeconds after startTime fails the job.
 //   5. completion once any worker exited 0 training is over: nothing is
-//                 created or replaced, and the job is Succeeded when no worker
-//                 is Pending or Running. (All ranks of a khorovod job finish
-//                 their last step together.)
+//                 created or replaced, workers not yet scheduled are deleted
+//                 (they would never train), and the job is Succeeded when no
+//                 other worker is Pending or Running. (All ranks of a
+//                 khorovod job finish their last step together.)
 //   6. failures   a worker whose GPU failed (exit code kGpuErrorExitCode,
 //                 or a device its pod status reports Unhealthy, even while
 //                 it runs) counts as failed, is retried under every

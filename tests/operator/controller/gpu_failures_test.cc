@@ -161,5 +161,18 @@ TEST_F(GpuPlanTest, AnExpiredAvoidanceEndsAndFreesAWaitingWorker) {
   EXPECT_EQ(plan.delete_pods[0].reason, "node n1 is no longer avoided");
 }
 
+TEST_F(GpuPlanTest, WorkersNeverScheduledDoNotHoldACompletedJob) {
+  Json done = Pod(0, "Succeeded", "n1");
+  done["status"]["containerStatuses"] = Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}});
+  JobPlan plan = Plan({done, Pod(1, "Pending", "")});
+  EXPECT_EQ(plan.status.phase, JobPhase::kSucceeded);
+  ASSERT_EQ(plan.delete_pods.size(), 1u);
+  EXPECT_EQ(plan.delete_pods[0].name, "g-worker-1");
+  EXPECT_TRUE(plan.create_workers.empty());
+  // A scheduled one may still start: it is waited for.
+  JobPlan waiting = Plan({done, Pod(1, "Pending", "n1")});
+  EXPECT_NE(waiting.status.phase, JobPhase::kSucceeded);
+}
+
 }  // namespace
 }  // namespace khorovod::op
