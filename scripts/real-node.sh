@@ -325,8 +325,8 @@ down_quiet() {
   [ -d "$RUN" ] || { ip netns del "$NS" 2>/dev/null || true; return 0; }
   stop_pid device-plugin
   stop_pid kubelet
-  # The sockets the kubelet and the plugin left in the fixed plugin directory.
-  rm -f "$DEVICE_PLUGIN_DIR/kubelet.sock" "$DEVICE_PLUGIN_DIR"/khorovod-*.sock
+  # What the kubelet and the plugin left in the fixed plugin directory.
+  rm -f "$DEVICE_PLUGIN_DIR/kubelet.sock" "$DEVICE_PLUGIN_DIR/kubelet_internal_checkpoint" "$DEVICE_PLUGIN_DIR"/khorovod-*.sock
   remove_containers
   local c
   for c in prom-discovery prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
