@@ -38,6 +38,9 @@
 //   KHOROVOD_RENDEZVOUS_TOKEN, KHOROVOD_RENDEZVOUS_TOKEN_FILE  the job's token
 //   KHOROVOD_WORKER_NAME      this worker's unique name [<host>-<pid>]
 //   KHOROVOD_SLOTS            worker processes this host may run [1]
+//   KHOROVOD_LOCAL_SLOT       this process's slot on its host (khorovod-slots
+//                             sets it): its local_rank when every worker of
+//                             the host declares a distinct one [none]
 //   KHOROVOD_ELASTIC_TIMEOUT_SECONDS  longest wait for a generation [600]
 // Observability (docs/observability.md):
 //   KHOROVOD_METRICS_PORT     serve Prometheus metrics at GET /metrics on this
@@ -99,6 +102,7 @@ struct Config : Placement {
   std::string rendezvous_token;
   std::string worker_name;
   int slots = 1;
+  int local_slot = -1;  // -1: not declared
   std::chrono::milliseconds elastic_timeout{600'000};
 
   int metrics_port = 0;  // 0: no metrics endpoint

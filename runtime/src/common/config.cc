@@ -202,6 +202,7 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   }
   env.String("KHOROVOD_WORKER_NAME", &c.worker_name);
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_SLOTS", 1, 1 << 16, &c.slots));
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_LOCAL_SLOT", 0, (1 << 16) - 1, &c.local_slot));
   if (c.worker_name.empty()) c.worker_name = DefaultWorkerName();
   double elastic_s = c.elastic_timeout.count() / 1000.0;
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", 0.001, 1e7, &elastic_s));
