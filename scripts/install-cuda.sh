@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the CUDA runtime (headers + libcudart) and NCCL (header + libnccl)
-# that the NCCL backend compiles and links against, from NVIDIA's wheels on
-# the Python package index, into a cache outside the clone keyed by version:
+# Installs the CUDA runtime (headers + libcudart) that the GPU backends
+# compile and link against, and NCCL's header (the NCCL backend compiles
+# against it but loads libnccl at run time with dlopen, whichever NCCL >= 2.27
+# the machine has: backend/nccl/nccl_library.h), from NVIDIA's wheels on the
+# Python package index, into a cache outside the clone keyed by version:
 #   ~/.cache/khorovod/cuda-<cudart>-nccl-<nccl>/{include,lib}
 # No driver, no GPU and no nvcc are needed: only the crt/ headers are taken
 # from the nvcc wheel, because cuda_runtime_api.h includes them.
@@ -12,7 +14,7 @@ set -euo pipefail
 
 CUDART_VERSION=${KHOROVOD_CUDART_VERSION:-12.4.127}
 NVCC_VERSION=${KHOROVOD_NVCC_VERSION:-12.4.131}
-NCCL_VERSION=${KHOROVOD_NCCL_VERSION:-2.21.5}
+NCCL_VERSION=${KHOROVOD_NCCL_VERSION:-2.32.3}
 
 cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
 prefix="$cache/cuda-$CUDART_VERSION-nccl-$NCCL_VERSION"
@@ -32,8 +34,10 @@ specs=("nvidia-cuda-runtime-cu12==$CUDART_VERSION" "nvidia-cuda-nvcc-cu12==$NVCC
        "nvidia-nccl-cu12==$NCCL_VERSION")
 echo "install-cuda: fetching ${specs[*]}"
 # --platform/--python-version select the manylinux x86_64 wheels whatever the
-# local interpreter is; --no-deps keeps pip from pulling anything else.
-"$python" -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+# local interpreter is (NCCL >= 2.32 is tagged manylinux_2_27, the CUDA
+# 12.4 wheels manylinux2014); --no-deps keeps pip from pulling anything else.
+"$python" -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux_2_27_x86_64 \
+  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   --python-version 3.11 -d "$wheels" "${specs[@]}"
 
 stage=$(mktemp -d "$cache/.cuda-stage.XXXXXX")
@@ -68,12 +72,11 @@ EOF
 extract "$wheels/nvidia_cuda_runtime_cu12-$CUDART_VERSION-*.whl" nvidia/cuda_runtime/include/ "$stage/include"
 extract "$wheels/nvidia_cuda_runtime_cu12-$CUDART_VERSION-*.whl" nvidia/cuda_runtime/lib/ "$stage/lib"
 extract "$wheels/nvidia_cuda_nvcc_cu12-$NVCC_VERSION-*.whl" nvidia/cuda_nvcc/include/crt/ "$stage/include/crt"
+# Only NCCL's headers: libnccl (hundreds of MB of kernels) is never linked.
 extract "$wheels/nvidia_nccl_cu12-$NCCL_VERSION-*.whl" nvidia/nccl/include/ "$stage/include"
-extract "$wheels/nvidia_nccl_cu12-$NCCL_VERSION-*.whl" nvidia/nccl/lib/ "$stage/lib"
 # The wheels ship only the sonames; the linker looks for the plain names.
 ln -sf libcudart.so.12 "$stage/lib/libcudart.so"
-ln -sf libnccl.so.2 "$stage/lib/libnccl.so"
-for f in include/cuda_runtime_api.h include/crt/host_defines.h include/nccl.h lib/libcudart.so.12 lib/libnccl.so.2; do
+for f in include/cuda_runtime_api.h include/crt/host_defines.h include/nccl.h lib/libcudart.so.12; do
   [ -e "$stage/$f" ] || { echo "install-cuda: $f missing after extraction" >&2; exit 1; }
 done
 touch "$stage/.complete"

@@ -10,7 +10,11 @@
 #   kueue (Kueue's manager) and coscheduler (scheduler-plugins' scheduler),
 #     with the CRDs they ship copied under manifests/ (tests/ecosystem);
 #   prometheus-operator and prometheus-config-reloader, with the operator's
-#     CRDs and RBAC examples under manifests/prometheus-operator/.
+#     CRDs and RBAC examples under manifests/prometheus-operator/;
+#   khorovod-device-plugin, the project's own simulated-GPU device plugin
+#     (scripts/k8s/cmd/khorovod-device-plugin, on k8s.io/kubelet's
+#     deviceplugin/v1beta1 API); rebuilt when its source changes (a stamp of
+#     its source's hash beside it), without changing the other tools' key.
 # The missing binaries are built by one `go build` per version stamp, so the
 # compiler's parallelism spans every tool. Two tools build in graphs of their
 # own, at pinned versions, because their releases do not compile against this
@@ -37,7 +41,7 @@ bin="$cache/tools-$key/bin"
 mkdir -p "$bin"
 
 all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy helm kwok coredns
-     kueue coscheduler prometheus-operator prometheus-config-reloader prometheus)
+     kueue coscheduler prometheus-operator prometheus-config-reloader prometheus khorovod-device-plugin)
 wanted=("$@"); [ ${#wanted[@]} -gt 0 ] || wanted=("${all[@]}")
 
 package_of() {  # binary -> main package in the module graph
@@ -52,6 +56,7 @@ package_of() {  # binary -> main package in the module graph
     prometheus-operator) echo github.com/prometheus-operator/prometheus-operator/cmd/operator ;;
     prometheus-config-reloader) echo github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader ;;
     prometheus) echo ./cmd/prometheus ;;
+    khorovod-device-plugin) echo ./cmd/khorovod-device-plugin ;;
     *) echo "k8s-tools: unknown binary $1" >&2; return 2 ;;
   esac
 }
@@ -123,8 +128,15 @@ write_sidecars() {
   chmod -R u+w "$bin/manifests"
 }
 
+# The device plugin is this project's source: its binary is current only while
+# the stamp beside it names its source's hash.
+plugin_src_hash() { cat "$mod"/cmd/khorovod-device-plugin/*.go | sha256sum | cut -c1-12; }
+current() {  # binary
+  [ -x "$bin/$1" ] || return 1
+  [ "$1" != khorovod-device-plugin ] || [ "$(cat "$bin/$1.src" 2>/dev/null)" = "$(plugin_src_hash)" ]
+}
 missing=()
-for b in "${wanted[@]}"; do package_of "$b" >/dev/null || exit 2; [ -x "$bin/$b" ] || missing+=("$b"); done
+for b in "${wanted[@]}"; do package_of "$b" >/dev/null || exit 2; current "$b" || missing+=("$b"); done
 if [ ${#missing[@]} -gt 0 ]; then
   for group in k8s prometheus-operator prometheus kwok; do
     pkgs=(); names=()
@@ -148,6 +160,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     for b in "${names[@]}"; do
       p=$(package_of "$b"); p=${p%@*}; [[ $p =~ /v[0-9]+$ ]] && p=${p%/*}
       mv "$out/${p##*/}" "$bin/$b"
+      [ "$b" != khorovod-device-plugin ] || plugin_src_hash > "$bin/$b.src"
     done
     rm -rf "$out"
   done

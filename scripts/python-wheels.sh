@@ -10,8 +10,9 @@
 #
 # Usage: scripts/python-wheels.sh [--cuda] [--download-only] [OUTDIR]
 #   --cuda  build the GPU backends into the wheel (NCCL and the CUDA runtime
-#           from scripts/install-cuda.sh); the wheel then loads libcudart and
-#           libnccl from torch's NVIDIA wheels (rpath), and needs them.
+#           from scripts/install-cuda.sh); the wheel then loads libcudart
+#           (at import) and libnccl (dlopen, at the first NCCL use) from
+#           torch's NVIDIA wheels (runpath), and needs them.
 # Install in an image or venv (no index needed):
 #   pip install --no-index --find-links ~/.cache/khorovod/wheels/torch-<v> \
 #       --find-links OUTDIR -r python/torch-pin.txt khorovod

@@ -11,6 +11,10 @@
 #   real-node.sh status        print `kubectl get nodes,pods -A -o wide`
 #   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
 #   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
+#   real-node.sh gpu-health ID healthy|unhealthy
+#                              mark a simulated GPU (GPU-sim-<i>; `all healthy`
+#                              for every one) Unhealthy or Healthy again: the
+#                              device plugin tells the kubelet
 #   real-node.sh prometheus    start Prometheus in the node (127.0.0.1:9090 there),
 #                              scraping what the chart's monitors select (file_sd
 #                              written from the API: Debian's build has no
@@ -24,6 +28,12 @@
 # machine, whatever a pod does. Pods get routes to the cluster's ranges only.
 # The kubelet sets six kernel tunables (vm.overcommit_memory, kernel.panic,
 # ...); `up` records their values and `down` restores them.
+# GPUs: KHOROVOD_NODE_GPUS (default 4; 0 for none) simulated nvidia.com/gpu
+# devices, advertised by khorovod-device-plugin (scripts/k8s-tools.sh builds
+# it) through the kubelet's device-plugin API (its sockets live in the
+# kubelet's fixed /var/lib/kubelet/device-plugins; `down` removes them); the kubelet and the API server
+# run with the ResourceHealthStatus feature gate, so a pod's status names the
+# health of the devices it was given.
 # Images: containerd keeps its image store in DIR/containerd across runs
 # (scripts/images.sh load imports into it); everything else is per run.
 # Needs root. Every wait is bounded; a failed `up` prints the component logs.
@@ -42,6 +52,13 @@ SVC_CIDR=10.96.0.0/16
 API_SVC_IP=10.96.0.1
 DNS_IP=10.96.0.10
 PAUSE_IMAGE=localhost/khorovod/pause:1
+GPUS=${KHOROVOD_NODE_GPUS:-4}
+[[ $GPUS =~ ^[0-9]+$ ]] && [ "$GPUS" -le 64 ] || { echo "real-node: KHOROVOD_NODE_GPUS must be 0-64, not '$GPUS'" >&2; exit 2; }
+GPU_HEALTH_FILE="$RUN/gpu-unhealthy"
+# The kubelet serves its device-plugin Registration socket at this fixed path
+# (k8s.io/kubelet's DevicePluginPath; --root-dir does not move it): one
+# kubelet per machine (or mount namespace) can take device plugins.
+DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
 TUNABLES=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
           kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 export DIR RUN SOCK NODE NODE_IP POD_CIDR POD_SUBNET POD_GW SVC_CIDR DNS_IP PAUSE_IMAGE
@@ -54,7 +71,7 @@ in_ns() { nsenter --net="/run/netns/$NS" -- "$@"; }
 say() { echo "real-node: $*" >&2; }
 die() { say "$*"; exit 1; }
 k8s_bin() { bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controller-manager kube-scheduler \
-              kubectl kubelet kube-proxy coredns helm | tail -1; }
+              kubectl kubelet kube-proxy coredns helm khorovod-device-plugin | tail -1; }
 kubectl_admin() { in_ns "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
 
 # What a node needs from this machine; any gap stops `up` with its name.
@@ -139,7 +156,8 @@ start_control_plane() {
     --kubelet-client-key "$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types InternalIP \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --service-cluster-ip-range "$SVC_CIDR" --allow-privileged=true --profiling=false --v=1
+    --service-cluster-ip-range "$SVC_CIDR" --allow-privileged=true --profiling=false \
+    --feature-gates ResourceHealthStatus=true --v=1
   wait_for "kube-apiserver /readyz" 120 kubectl_admin get --raw /readyz
   start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$RUN/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" \
@@ -184,6 +202,33 @@ start_node() {
   wait_for "node $NODE's startup taints to be lifted" 120 node_untainted
   start kube-proxy "$BIN/kube-proxy" --config "$RUN/kube-proxy.yaml" --v=1
   wait_for "kube-proxy's Service rules" 60 in_ns iptables -t nat -n -L KUBE-SERVICES
+  start_gpus
+}
+
+node_gpus() { [ "$(kubectl_admin get node "$NODE" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = "$1" ]; }
+# The simulated GPUs: the device plugin registers with the kubelet, which
+# then reports them in the node's capacity and allocatable.
+start_gpus() {
+  [ "$GPUS" -gt 0 ] || return 0
+  : > "$GPU_HEALTH_FILE"
+  start device-plugin "$BIN/khorovod-device-plugin" --plugin-dir "$DEVICE_PLUGIN_DIR" \
+    --count "$GPUS" --health-file "$GPU_HEALTH_FILE"
+  wait_for "$GPUS nvidia.com/gpu allocatable on node $NODE" 60 node_gpus "$GPUS"
+}
+
+gpu_health() {  # ID healthy|unhealthy
+  local id=${1:-} state=${2:-}
+  [ -f "$GPU_HEALTH_FILE" ] || die "no simulated GPUs (the node is down or KHOROVOD_NODE_GPUS=0)"
+  if [ "$id" = all ] && [ "$state" = healthy ]; then : > "$GPU_HEALTH_FILE"; say "every GPU marked healthy"; return 0; fi
+  [[ $id =~ ^GPU-sim-[0-9]+$ ]] || die "gpu-health: ID must be GPU-sim-<index> (or 'all' to mark every GPU healthy), not '$id'"
+  local others; others=$(grep -vx -- "$id" "$GPU_HEALTH_FILE" || true)
+  case "$state" in
+    unhealthy) printf '%s\n' $others "$id" > "$GPU_HEALTH_FILE.new" ;;
+    healthy) printf '%s\n' $others > "$GPU_HEALTH_FILE.new" ;;
+    *) die "gpu-health: state must be healthy or unhealthy, not '$state'" ;;
+  esac
+  mv "$GPU_HEALTH_FILE.new" "$GPU_HEALTH_FILE"
+  say "$id marked $state"
 }
 
 start_dns() {
@@ -278,7 +323,10 @@ remove_cgroups() {
 
 down_quiet() {
   [ -d "$RUN" ] || { ip netns del "$NS" 2>/dev/null || true; return 0; }
+  stop_pid device-plugin
   stop_pid kubelet
+  # What the kubelet and the plugin left in the fixed plugin directory.
+  rm -f "$DEVICE_PLUGIN_DIR/kubelet.sock" "$DEVICE_PLUGIN_DIR/kubelet_internal_checkpoint" "$DEVICE_PLUGIN_DIR"/khorovod-*.sock
   remove_containers
   local c
   for c in prom-discovery prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
@@ -322,7 +370,8 @@ case "$cmd" in
   kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
            exec nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@" ;;
   prometheus) start_prometheus ;;
+  gpu-health) shift; gpu_health "$@" ;;
   exec) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
         KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" exec nsenter --net="/run/netns/$NS" -- "$@" ;;
-  *) echo "usage: real-node.sh up|down|status|prometheus|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: real-node.sh up|down|status|prometheus|gpu-health ID STATE|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
 esac

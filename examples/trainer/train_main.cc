@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 
 #include "dataset.h"
 #include "khorovod/elastic.h"
@@ -56,6 +57,17 @@ int Fail(const char* what, const Status& s) {
   return 1;
 }
 
+// Where this process sits, and the GPU it was given (khorovod-slots sets
+// CUDA_VISIBLE_DEVICES per slot from the device plugin's allocation): the
+// real-node GPU test checks each process's device against its local rank.
+void PrintPlacement(const khorovod::Runtime& rt) {
+  const char* device = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::printf("placement: rank %d local_rank %d local_size %d cross_rank %d cross_size %d device %s\n", rt.rank(),
+              rt.local_rank(), rt.local_size(), rt.cross_rank(), rt.cross_size(),
+              device && *device ? device : "none");
+  std::fflush(stdout);
+}
+
 // An elastic worker that came to join after another one finished training
 // (docs/elastic.md, "Late joiners"): the job is done, so this one exits 0.
 int LateForTheEnd(const Status& s) {
@@ -78,7 +90,9 @@ int Train(const Options& o) {
   for (auto& t : Named(model.params())) state.add_tensor("param." + t.name, t.view);
   for (auto& t : Named(model.velocity())) state.add_tensor("velocity." + t.name, t.view);
   int64_t& step = state.counter("step");
+  PrintPlacement(rt);
   state.on_reset([&] {
+    PrintPlacement(rt);
     if (rt.rank() == 0) {
       std::printf("ring re-formed: world size %d; resuming from committed step %" PRId64 "\n",
                   rt.size(), step);

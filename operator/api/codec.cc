@@ -55,6 +55,15 @@ const char* ToString(CleanPodPolicy p) {
   return "?";
 }
 
+const char* ToString(Placement p) {
+  switch (p) {
+    case Placement::kNone: return "None";
+    case Placement::kPack: return "Pack";
+    case Placement::kSpread: return "Spread";
+  }
+  return "?";
+}
+
 const char* ToString(RestartPolicy p) {
   switch (p) {
     case RestartPolicy::kOnFailure: return "OnFailure";
@@ -88,6 +97,7 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
   // Unset bounds follow replicas: a job without min/max is not elastic.
   if (replicas_set && !min_set) s.min_replicas = s.replicas;
   if (replicas_set && !max_set) s.max_replicas = s.replicas;
+  s.slots_per_worker_set = spec.contains("slotsPerWorker") && !spec["slotsPerWorker"].is_null();
   Read(spec, "slotsPerWorker", "spec", s.slots_per_worker, errors);
   const Json& worker = Child(spec, "worker");
   s.worker_template = worker.contains("template") ? worker["template"] : Json::object();
@@ -122,6 +132,14 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
   Read(sched, "priorityClassName", "spec.schedulingPolicy", s.scheduling.priority_class_name, errors);
   Read(sched, "gang", "spec.schedulingPolicy", s.scheduling.gang, errors);
   ReadOptional(sched, "minAvailable", "spec.schedulingPolicy", s.scheduling.min_available, errors);
+  std::optional<std::string> placement;
+  ReadOptional(sched, "placement", "spec.schedulingPolicy", placement, errors);
+  if (placement == "Pack") s.scheduling.placement = Placement::kPack;
+  else if (placement == "Spread") s.scheduling.placement = Placement::kSpread;
+  else if (placement == "None") s.scheduling.placement = Placement::kNone;
+  else if (placement)
+    errors.push_back({"spec.schedulingPolicy.placement", "must be Pack, Spread or None, not '" + *placement + "'"});
+  Read(sched, "nodeCooldownSeconds", "spec.schedulingPolicy", s.scheduling.node_cooldown_seconds, errors);
 
   ApplyDefaults(s);
   job.status = DecodeStatus(Child(object, "status"));
@@ -146,6 +164,12 @@ HorovodJobStatus DecodeStatus(const Json& st) {
   Read(st, "completionTime", "status", s.completion_time, ignored);
   ReadOptional(st, "rendezvousGeneration", "status", s.rendezvous_generation, ignored);
   Read(st, "countedFailures", "status", s.counted_failures, ignored);
+  Read(st, "gpus", "status", s.gpus, ignored);
+  Read(st, "gpusWanted", "status", s.gpus_wanted, ignored);
+  if (st.is_object() && st.contains("avoidedNodes") && st["avoidedNodes"].is_array()) {
+    for (const auto& n : st["avoidedNodes"])
+      if (n.is_object()) s.avoided_nodes.push_back({n.value("node", ""), n.value("until", ""), n.value("reason", "")});
+  }
   if (st.is_object() && st.contains("conditions") && st["conditions"].is_array()) {
     for (const auto& c : st["conditions"]) {
       if (!c.is_object()) continue;
@@ -179,6 +203,15 @@ Json EncodeStatus(const HorovodJobStatus& s) {
   if (!s.completion_time.empty()) out["completionTime"] = s.completion_time;
   if (s.rendezvous_generation) out["rendezvousGeneration"] = *s.rendezvous_generation;
   if (!s.counted_failures.empty()) out["countedFailures"] = s.counted_failures;
+  if (s.gpus_wanted > 0 || s.gpus > 0) {
+    out["gpus"] = s.gpus;
+    out["gpusWanted"] = s.gpus_wanted;
+  }
+  if (!s.avoided_nodes.empty()) {
+    Json nodes = Json::array();
+    for (const auto& n : s.avoided_nodes) nodes.push_back({{"node", n.node}, {"until", n.until}, {"reason", n.reason}});
+    out["avoidedNodes"] = nodes;
+  }
   return out;
 }
 

@@ -34,6 +34,14 @@ inline constexpr const char* kLabelJobName = "khorovod.dev/job-name";
 inline constexpr const char* kLabelRole = "khorovod.dev/role";          // "worker" | "rendezvous"
 inline constexpr const char* kLabelWorkerIndex = "khorovod.dev/worker-index";
 
+// GPUs: the extended resource NVIDIA's device plugin advertises, and the exit
+// code a worker uses to say its GPU failed (the slot entrypoint exports it to
+// the training program as KHOROVOD_GPU_ERROR_EXIT_CODE). A GPU failure is
+// retried under every restartPolicy but Never, and the job avoids the
+// worker's node for schedulingPolicy.nodeCooldownSeconds (docs/api.md).
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+inline constexpr int kGpuErrorExitCode = 121;
+
 enum class CleanPodPolicy { kRunning, kAll, kNone };
 // What to do with a worker pod that failed:
 //   kOnFailure  replace it (while backoffLimit allows);
@@ -60,11 +68,22 @@ struct RunPolicy {
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
 };
 
+// Where a job's worker pods go relative to each other:
+//   kPack    prefer nodes that already run this job's workers (fewest nodes:
+//            ranks of one node talk over shared memory/NVLink, and whole GPU
+//            nodes stay free for other jobs); the default for GPU jobs;
+//   kSpread  spread them over nodes and zones (a lost node or zone takes few
+//            ranks);
+//   kNone    leave it to the scheduler; the default for CPU jobs.
+enum class Placement { kNone, kPack, kSpread };
+
 struct SchedulingPolicy {
   std::string scheduler_name;
   std::string priority_class_name;
   bool gang = false;                 // create a scheduler-plugins PodGroup
   std::optional<int32_t> min_available;  // PodGroup minMember; default minReplicas
+  std::optional<Placement> placement;    // unset: EffectivePlacement()
+  int32_t node_cooldown_seconds = 600;   // how long a GPU failure keeps the job off a node
 };
 
 // The longest job name whose derived names fit Kubernetes' limits: worker pod
@@ -84,7 +103,13 @@ struct HorovodJobSpec {
   std::string managed_by;
   int32_t min_replicas = 1;
   int32_t max_replicas = 1;
+  // One training process per slot. Left out, it is the worker container's
+  // nvidia.com/gpu limit (one process per GPU), else 1.
   int32_t slots_per_worker = 1;
+  bool slots_per_worker_set = false;
+  // The first worker container's nvidia.com/gpu limit (0: a CPU job); set
+  // by DecodeHorovodJob.
+  int32_t gpus_per_worker = 0;
   Json worker_template;              // core/v1 PodTemplateSpec
   RendezvousSpec rendezvous;
   RunPolicy run_policy;
@@ -97,6 +122,14 @@ struct Condition {
   std::string reason;
   std::string message;
   std::string last_transition_time;
+};
+
+// A node the job keeps its workers off after a GPU failure there, until
+// `until` (RFC 3339). Like Horovod's host blacklist with a cooldown.
+struct AvoidedNode {
+  std::string node;
+  std::string until;
+  std::string reason;
 };
 
 struct HorovodJobStatus {
@@ -118,6 +151,11 @@ struct HorovodJobStatus {
   // write, so a failure is counted once even if the operator restarts before
   // it deletes the pod.
   std::vector<std::string> counted_failures;
+  // GPU jobs only: GPUs held by the job's scheduled live workers, and GPUs
+  // its desired worker count asks for.
+  int32_t gpus = 0;
+  int32_t gpus_wanted = 0;
+  std::vector<AvoidedNode> avoided_nodes;
 };
 
 struct HorovodJob {
@@ -160,5 +198,13 @@ std::vector<FieldError> Validate(const HorovodJob& job);
 
 const char* ToString(CleanPodPolicy p);
 const char* ToString(RestartPolicy p);
+const char* ToString(Placement p);
+
+// The placement a job gets: spec.schedulingPolicy.placement, else Pack for a
+// GPU job and None for a CPU job.
+Placement EffectivePlacement(const HorovodJobSpec& spec);
+// The nvidia.com/gpu limit (or, without one, request) of a pod template's
+// first container: 0 when it has none, -1 when it is not a whole number.
+int32_t TemplateGpus(const Json& pod_template);
 
 }  // namespace khorovod::op

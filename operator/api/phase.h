@@ -40,6 +40,9 @@ inline constexpr const char* kRunning = "Running";
 inline constexpr const char* kRestarting = "Restarting";
 inline constexpr const char* kScaling = "Scaling";
 inline constexpr const char* kSuspended = "Suspended";
+// True while some desired workers cannot be scheduled (e.g. too few GPUs);
+// the message carries the scheduler's reason.
+inline constexpr const char* kUnschedulable = "Unschedulable";
 inline constexpr const char* kSucceeded = "Succeeded";
 inline constexpr const char* kFailed = "Failed";
 }  // namespace condition

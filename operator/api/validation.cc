@@ -19,6 +19,17 @@ std::vector<FieldError> Validate(const HorovodJobSpec& spec) {
   if (spec.max_replicas > 10000) errors.push_back({"spec.maxReplicas", "must be at most 10000"});
   if (spec.slots_per_worker < 1 || spec.slots_per_worker > 64)
     errors.push_back({"spec.slotsPerWorker", "must be between 1 and 64"});
+  const int32_t gpus = TemplateGpus(spec.worker_template);
+  if (gpus < 0)
+    errors.push_back({"spec.worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]",
+                      "must be a whole number of GPUs"});
+  if (gpus > 0 && spec.slots_per_worker_set && spec.slots_per_worker != gpus)
+    errors.push_back({"spec.slotsPerWorker", std::to_string(spec.slots_per_worker) +
+                                                 " contradicts the nvidia.com/gpu limit " + std::to_string(gpus) +
+                                                 " of the first worker container: one training process runs per GPU; leave slotsPerWorker out "
+                                                 "or make the two equal"});
+  if (spec.scheduling.node_cooldown_seconds < 0)
+    errors.push_back({"spec.schedulingPolicy.nodeCooldownSeconds", "must not be negative"});
   if (spec.rendezvous.port < 1 || spec.rendezvous.port > 65535)
     errors.push_back({"spec.rendezvous.port", "must be between 1 and 65535"});
   if (spec.rendezvous.settle_ms < 0) errors.push_back({"spec.rendezvous.settleMs", "must not be negative"});

@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   op::OperatorMetrics metrics(op::OperatorState{
       [&] { return controller.PhaseCounts(); }, [&] { return controller.QueueDepth(); },
       [&] { return options.leader_elect ? elector.IsLeader() : controller.Ready(); },
-      [&] { return controller.JobListCount(); }, [&] { return client.throttled_seconds(); }});
+      [&] { return controller.JobListCount(); }, [&] { return client.throttled_seconds(); },
+      [&] { return controller.Gpus(); }});
   client.set_observer([&metrics](const std::string& verb, const std::string& resource, int code, double seconds) {
     metrics.ObserveRequest(verb, resource, code, seconds);
   });

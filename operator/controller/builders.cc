@@ -89,6 +89,72 @@ void MountSharedMemory(Json& spec) {
   }
 }
 
+// GPU nodes are commonly tainted nvidia.com/gpu:NoSchedule so that only pods
+// that want GPUs land there; a GPU job's pods tolerate it unless the
+// template already says something about that taint.
+void TolerateGpuTaint(Json& spec) {
+  Json& tolerations = spec["tolerations"];
+  if (!tolerations.is_array()) tolerations = Json::array();
+  for (const auto& t : tolerations)
+    if (t.is_object() && t.value("key", "") == kGpuResource) return;
+  tolerations.push_back({{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+}
+
+Json WorkerSelectorTerm(const HorovodJob& job) {
+  return {{"matchLabels", Labels(job, "worker")}};
+}
+
+// Pack: prefer nodes that already run this job's workers. Spread: at most one
+// worker more per node (and per zone) than elsewhere, as a preference, so a
+// job still starts where the nodes are uneven. A template that sets its own
+// pod affinity or spread constraints keeps them instead.
+void ApplyPlacement(const HorovodJob& job, Json& spec) {
+  const Placement placement = EffectivePlacement(job.spec);
+  if (placement == Placement::kPack) {
+    Json& affinity = spec["affinity"];
+    if (!affinity.is_object()) affinity = Json::object();
+    if (affinity.contains("podAffinity")) return;
+    affinity["podAffinity"] = {
+        {"preferredDuringSchedulingIgnoredDuringExecution",
+         Json::array({{{"weight", 100},
+                       {"podAffinityTerm",
+                        {{"labelSelector", WorkerSelectorTerm(job)}, {"topologyKey", "kubernetes.io/hostname"}}}}})}};
+  } else if (placement == Placement::kSpread) {
+    if (spec.contains("topologySpreadConstraints")) return;
+    Json constraints = Json::array();
+    for (const char* key : {"kubernetes.io/hostname", "topology.kubernetes.io/zone"})
+      constraints.push_back({{"maxSkew", 1},
+                             {"topologyKey", key},
+                             {"whenUnsatisfiable", "ScheduleAnyway"},
+                             {"labelSelector", WorkerSelectorTerm(job)}});
+    spec["topologySpreadConstraints"] = constraints;
+  }
+}
+
+// Keeps the pod off `nodes`: every term of the required node affinity (the
+// terms are alternatives) gains "metadata.name NotIn nodes".
+void AvoidNodes(const std::vector<std::string>& nodes, Json& spec) {
+  if (nodes.empty()) return;
+  Json& affinity = spec["affinity"];
+  if (!affinity.is_object()) affinity = Json::object();
+  Json& required = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  if (!required.is_object()) required = Json::object();
+  Json& terms = required["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
+  const Json requirement = {{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", nodes}};
+  for (auto& term : terms) {
+    Json& fields = term["matchFields"];
+    if (!fields.is_array()) fields = Json::array();
+    fields.push_back(requirement);
+  }
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
 }  // namespace
 
 std::string WorkerPodName(const HorovodJob& job, int index) { return job.name + "-worker-" + std::to_string(index); }
@@ -159,6 +225,8 @@ Json BuildRendezvousPod(const HorovodJob& job) {
   const Json worker_spec = job.spec.worker_template.value("spec", Json::object());
   for (const char* field : {"imagePullSecrets", "nodeSelector", "tolerations"})
     if (worker_spec.is_object() && worker_spec.contains(field)) spec[field] = worker_spec[field];
+  // ... and the GPU nodes a GPU job's template selects may be tainted.
+  if (job.spec.gpus_per_worker > 0) TolerateGpuTaint(spec);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", Metadata(job, RendezvousName(job), "rendezvous")}, {"spec", spec}};
 }
 
@@ -172,7 +240,7 @@ Json BuildWorkersService(const HorovodJob& job) {
             {"selector", Labels(job, "worker")}}}};
 }
 
-Json BuildWorkerPod(const HorovodJob& job, int index) {
+Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::string>& avoid_nodes) {
   const Json& tmpl = job.spec.worker_template;
   Json meta = tmpl.value("metadata", Json::object());
   if (!meta.is_object()) meta = Json::object();
@@ -185,6 +253,7 @@ Json BuildWorkerPod(const HorovodJob& job, int index) {
                    {"labels", labels},
                    {"ownerReferences", Json::array({OwnerReference(job)})}};
   if (meta.contains("annotations")) metadata["annotations"] = meta["annotations"];
+  if (!avoid_nodes.empty()) metadata["annotations"][kAnnotationAvoidedNodes] = JoinNames(avoid_nodes);
 
   Json spec = tmpl.value("spec", Json::object());
   spec["hostname"] = WorkerPodName(job, index);
@@ -209,6 +278,7 @@ Json BuildWorkerPod(const HorovodJob& job, int index) {
       {{"name", "KHOROVOD_WORKER_INDEX"}, {"value", std::to_string(index)}},
       {{"name", "KHOROVOD_MIN_WORKERS"}, {"value", std::to_string(job.spec.min_replicas)}},
       {{"name", "KHOROVOD_MAX_WORKERS"}, {"value", std::to_string(job.spec.max_replicas)}},
+      {{"name", "KHOROVOD_GPU_ERROR_EXIT_CODE"}, {"value", std::to_string(kGpuErrorExitCode)}},
   };
   if (spec.contains("containers") && spec["containers"].is_array()) {
     for (auto& container : spec["containers"]) {
@@ -221,6 +291,9 @@ Json BuildWorkerPod(const HorovodJob& job, int index) {
     AddMetricsPort(trainer, kWorkerMetricsPort);
   }
   if (job.spec.slots_per_worker > 1) MountSharedMemory(spec);
+  if (job.spec.gpus_per_worker > 0) TolerateGpuTaint(spec);
+  ApplyPlacement(job, spec);
+  AvoidNodes(avoid_nodes, spec);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}};
 }
 

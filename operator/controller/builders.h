@@ -9,13 +9,17 @@
 //   <job>-rendezvous   Pod + Service: khorovod-rendezvous for this job
 //   <job>-worker       headless Service: stable DNS for worker pods
 //   <job>-worker-<i>   Pod: worker i (hostname <job>-worker-<i>, subdomain <job>-worker;
-//                      a memory-backed /dev/shm when slotsPerWorker > 1)
+//                      a memory-backed /dev/shm when slotsPerWorker > 1; for a
+//                      GPU job the nvidia.com/gpu:NoSchedule toleration; the
+//                      placement's pod affinity or topology spread; a required
+//                      node affinity that keeps it off the nodes it must avoid)
 //   <job>              PodGroup (scheduler-plugins), only with schedulingPolicy.gang
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "api/horovodjob.h"
 
@@ -27,6 +31,10 @@ inline constexpr int kRendezvousMetricsPort = 29401;
 // Worker pods with slotsPerWorker > 1 get this memory-backed emptyDir at
 // /dev/shm (the runtime's shared-memory transport between a pod's slots).
 inline constexpr const char* kSharedMemoryVolume = "khorovod-shm";
+// The annotation on a worker pod listing the nodes its affinity excludes
+// (comma-separated): the planner re-creates a pod still Pending when the
+// avoidance of one of them has expired.
+inline constexpr const char* kAnnotationAvoidedNodes = "khorovod.dev/avoided-nodes";
 
 std::string WorkerPodName(const HorovodJob& job, int index);
 std::string WorkersServiceName(const HorovodJob& job);
@@ -42,7 +50,8 @@ Json BuildTokenSecret(const HorovodJob& job, const std::string& token);
 Json BuildRendezvousService(const HorovodJob& job);
 Json BuildRendezvousPod(const HorovodJob& job);
 Json BuildWorkersService(const HorovodJob& job);
-Json BuildWorkerPod(const HorovodJob& job, int index);
+// `avoid_nodes`: node names the pod must not be scheduled on (GPU failures).
+Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::string>& avoid_nodes = {});
 Json BuildPodGroup(const HorovodJob& job);
 
 // The worker index encoded in a worker pod's labels, or -1.

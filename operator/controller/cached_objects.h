@@ -16,8 +16,10 @@
 namespace khorovod::op {
 
 // metadata: name, namespace, uid, resourceVersion, labels, ownerReferences,
-// deletionTimestamp. status: phase, reason, podIP, the Ready condition and
-// each container's terminated exit code. No spec.
+// deletionTimestamp and the avoided-nodes annotation. spec: nodeName only.
+// status: phase, reason, podIP, the Ready condition, a False PodScheduled
+// condition's message, each container's terminated exit code and the devices
+// its allocatedResourcesStatus reports Unhealthy.
 Json CachedPod(const Json& pod);
 
 // metadata only (the reconciler checks that its services exist).

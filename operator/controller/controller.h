@@ -49,6 +49,7 @@ class Controller {
   void set_observer(ReconcileObserver observer) { observer_ = std::move(observer); }
   size_t QueueDepth() const { return queue_.Depth(); }
   std::map<JobPhase, int> PhaseCounts() const { return reconciler_.PhaseCounts(); }
+  GpuTotals Gpus() const { return reconciler_.Gpus(); }
   uint64_t JobListCount() const { return jobs_.list_count(); }
 
  private:

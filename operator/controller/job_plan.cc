@@ -63,6 +63,23 @@ void Observe(Planner& p) {
     st.active++;
     if (pod.phase == "Running" && pod.ready) st.ready_replicas++;
   }
+  // GPUs: held by scheduled live workers (the kubelet allocated them), and
+  // asked for by the desired size.
+  const int gpus = p.spec.gpus_per_worker;
+  st.gpus = st.gpus_wanted = 0;
+  if (gpus > 0) {
+    for (const auto& pod : p.pods)
+      if (!pod.deleting && pod.live() && !pod.node.empty()) st.gpus += gpus;
+    st.gpus_wanted = p.desired * gpus;
+  }
+  // Node avoidance ends after its cooldown.
+  auto& avoided = st.avoided_nodes;
+  avoided.erase(std::remove_if(avoided.begin(), avoided.end(),
+                               [&](const AvoidedNode& n) {
+                                 std::chrono::system_clock::time_point until;
+                                 return !kube::ParseTime(n.until, until) || until <= p.in.now;
+                               }),
+                avoided.end());
   // A counted pod that is gone can never be seen again: forget its UID.
   auto& counted = st.counted_failures;
   counted.erase(std::remove_if(counted.begin(), counted.end(), [&](const std::string& uid) { return !observed.count(uid); }),
@@ -72,8 +89,13 @@ void Observe(Planner& p) {
 // cleanPodPolicy and ttlSecondsAfterFinished, for a finished job.
 void CleanUpFinished(Planner& p) {
   const CleanPodPolicy policy = p.spec.run_policy.clean_pod_policy;
+  auto planned = [&](const std::string& uid) {
+    for (const auto& d : p.plan.delete_pods)
+      if (d.uid == uid) return true;
+    return false;
+  };
   for (const auto& pod : p.pods) {
-    if (pod.deleting) continue;
+    if (pod.deleting || planned(pod.uid)) continue;
     if (policy == CleanPodPolicy::kAll || (policy == CleanPodPolicy::kRunning && pod.live()))
       p.plan.delete_pods.push_back(
           {pod.name, pod.uid, "job finished (cleanPodPolicy " + std::string(ToString(policy)) + ")"});
@@ -156,7 +178,15 @@ bool PlanDeadline(Planner& p) {
 bool PlanCompletion(Planner& p) {
   HorovodJobStatus& st = p.st();
   if (st.succeeded == 0) return false;
-  if (st.active == 0)
+  // A worker never scheduled (e.g. short of GPUs) will not train any more:
+  // delete it rather than wait for it.
+  int unscheduled = 0;
+  for (const auto& pod : p.pods) {
+    if (pod.deleting || pod.phase != "Pending" || !pod.node.empty()) continue;
+    p.plan.delete_pods.push_back({pod.name, pod.uid, "training finished before it was scheduled"});
+    unscheduled++;
+  }
+  if (st.active == unscheduled)
     return Finish(p, true, "JobSucceeded", "training finished: " + to_string(st.succeeded) + " worker(s) exited 0");
   SetCondition(st, cond::kRunning, true, "Completing", "a worker exited 0; waiting for the others to finish", p.now);
   return true;
@@ -164,9 +194,33 @@ bool PlanCompletion(Planner& p) {
 
 bool Retryable(const PodView& pod, RestartPolicy policy) {
   if (policy == RestartPolicy::kNever) return false;
-  if (policy == RestartPolicy::kOnFailure) return true;
+  if (policy == RestartPolicy::kOnFailure || pod.gpu_failed()) return true;
   if (pod.reason == "Evicted" || pod.reason == "Preempting" || pod.reason == "DeadlineExceeded") return true;
   return pod.exit_code < 0 || pod.exit_code >= 128;
+}
+
+// What failed, for messages: the exit code, or the Unhealthy devices of a
+// worker that still runs.
+std::string FailureText(const PodView& pod) {
+  if (pod.failed()) return "exit code " + to_string(pod.exit_code);
+  std::string ids;
+  for (const auto& id : pod.unhealthy_gpus) ids += (ids.empty() ? "" : ", ") + id;
+  return "GPU " + ids + " Unhealthy";
+}
+
+// Keeps the job's new workers off the node of a worker whose GPU failed,
+// for the cooldown (extended if the node is avoided already).
+void AvoidNode(Planner& p, const PodView& pod, const std::string& what) {
+  const int32_t cooldown = p.spec.scheduling.node_cooldown_seconds;
+  if (pod.node.empty() || cooldown <= 0) return;
+  const std::string until = FormatTime(p.in.now + std::chrono::seconds(cooldown));
+  const std::string reason = "GPU failure of " + pod.name + " (" + what + ")";
+  auto& avoided = p.st().avoided_nodes;
+  auto it = std::find_if(avoided.begin(), avoided.end(), [&](const AvoidedNode& n) { return n.node == pod.node; });
+  if (it != avoided.end()) *it = {pod.node, until, reason};
+  else avoided.push_back({pod.node, until, reason});
+  p.plan.events.push_back({"Warning", "NodeAvoided",
+                           reason + " on node " + pod.node + ": new workers avoid " + pod.node + " until " + until});
 }
 
 bool PlanFailures(Planner& p) {
@@ -175,8 +229,8 @@ bool PlanFailures(Planner& p) {
   const std::set<std::string> counted(st.counted_failures.begin(), st.counted_failures.end());
   int new_failures = 0;
   for (const auto& pod : p.pods) {
-    if (pod.deleting || !pod.failed()) continue;
-    const std::string exit = "exit code " + to_string(pod.exit_code);
+    if (pod.deleting || !(pod.failed() || (pod.live() && pod.gpu_failed()))) continue;
+    const std::string exit = FailureText(pod);
     if (!Retryable(pod, policy.restart_policy))
       return Finish(p, false, "WorkerFailed",
                     "worker " + pod.name + " failed with " + exit + (pod.reason.empty() ? "" : " (" + pod.reason + ")") +
@@ -192,6 +246,7 @@ bool PlanFailures(Planner& p) {
                     "worker " + pod.name + " failed (" + exit + "); " + to_string(st.restart_count) +
                         " restarts exceed backoffLimit " + to_string(policy.backoff_limit));
     }
+    if (pod.gpu_failed() && !counted.count(pod.uid)) AvoidNode(p, pod, exit);
     p.plan.delete_pods.push_back({pod.name, pod.uid, "worker failed (" + exit + ")"});
     // The restart number keeps each failure its own event: the recorder
     // writes identical events once per window, and `kubectl describe`
@@ -220,6 +275,24 @@ void PlanScaling(Planner& p) {
   }
   for (int i = 0; i < desired; ++i)
     if (!present.count(i)) p.plan.create_workers.push_back(i);
+  for (const auto& n : p.st().avoided_nodes) p.plan.avoid_nodes.push_back(n.node);
+  // A worker waiting to be scheduled away from a node that is no longer
+  // avoided would wait needlessly (affinity is immutable): re-create it.
+  for (const auto& pod : p.pods) {
+    if (pod.deleting || pod.phase != "Pending" || !pod.node.empty() || pod.index >= desired) continue;
+    for (const auto& node : pod.avoided_nodes) {
+      if (std::count(p.plan.avoid_nodes.begin(), p.plan.avoid_nodes.end(), node)) continue;
+      p.plan.delete_pods.push_back({pod.name, pod.uid, "node " + node + " is no longer avoided"});
+      break;
+    }
+  }
+  // Look again when the first avoidance ends.
+  for (const auto& n : p.st().avoided_nodes) {
+    std::chrono::system_clock::time_point until;
+    if (!kube::ParseTime(n.until, until)) continue;
+    auto wait = std::chrono::ceil<std::chrono::seconds>(until - p.in.now) + std::chrono::seconds(1);
+    if (!p.plan.requeue_after || wait < *p.plan.requeue_after) p.plan.requeue_after = wait;
+  }
   p.plan.ensure_rendezvous = true;
   if (p.in.rendezvous) {
     PodView r = View(*p.in.rendezvous);
@@ -249,6 +322,21 @@ void PlanConditions(Planner& p) {
     SetCondition(st, cond::kScaling, true, "ReplicasChanged", scaling_message, p.now);
   else
     SetCondition(st, cond::kScaling, false, "ReplicasReached", to_string(desired) + " worker(s) present", p.now);
+  int unschedulable = 0;
+  std::string why;
+  for (const auto& pod : p.pods) {
+    if (pod.deleting || pod.phase != "Pending" || pod.unschedulable.empty()) continue;
+    if (unschedulable++ == 0) why = pod.name + ": " + pod.unschedulable;
+  }
+  if (unschedulable > 0) {
+    const std::string message = to_string(unschedulable) + " worker(s) cannot be scheduled (" + why +
+                                "); training runs with " + to_string(st.ready_replicas) + " ready (min " +
+                                to_string(p.spec.min_replicas) + ", desired " + to_string(desired) + ")";
+    if (!IsTrue(st, cond::kUnschedulable)) p.plan.events.push_back({"Warning", "WorkersUnschedulable", message});
+    SetCondition(st, cond::kUnschedulable, true, "WorkersUnschedulable", message, p.now);
+  } else {
+    SetCondition(st, cond::kUnschedulable, false, "WorkersScheduled", "every worker is scheduled", p.now);
+  }
   const bool running = st.ready_replicas >= p.spec.min_replicas;
   if (running && !IsTrue(st, cond::kRunning))
     p.plan.events.push_back({"Normal", "Running", to_string(st.ready_replicas) + " worker(s) ready"});

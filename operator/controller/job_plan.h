@@ -15,10 +15,17 @@
 //                 until its Workload is admitted, and again once evicted.
 //   4. deadline   activeDeadlineSeconds after startTime fails the job.
 //   5. completion once any worker exited 0 training is over: nothing is
-//                 created or replaced, and the job is Succeeded when no worker
-//                 is Pending or Running. (All ranks of a khorovod job finish
-//                 their last step together.)
-//   6. failures   a failed worker is deleted and (once gone) re-created while
+//                 created or replaced, workers not yet scheduled are deleted
+//                 (they would never train), and the job is Succeeded when no
+//                 other worker is Pending or Running. (All ranks of a
+//                 khorovod job finish their last step together.)
+//   6. failures   a worker whose GPU failed (exit code kGpuErrorExitCode,
+//                 or a device its pod status reports Unhealthy, even while
+//                 it runs) counts as failed, is retried under every
+//                 restartPolicy but Never, and puts its node on
+//                 status.avoidedNodes for nodeCooldownSeconds (event
+//                 NodeAvoided); new workers are kept off avoided nodes.
+//                 A failed worker is deleted and (once gone) re-created while
 //                 restartCount stays within backoffLimit; restartPolicy Never
 //                 fails the job instead, ExitCode fails it for exit codes
 //                 1-127. Each failed pod is counted once: its UID is kept in
@@ -26,8 +33,10 @@
 //   7. scaling    desired workers = spec.replicas (at most the worker count
 //                 Kueue admitted, for a queued job): missing indices in
 //                 [0, desired) are created, indices >= desired deleted,
-//                 highest first; a failed rendezvous pod is re-created.
-//   8. conditions Running/Restarting/Scaling and the phase. A worker counts
+//                 highest first; a failed rendezvous pod is re-created. A
+//                 worker still unscheduled whose affinity excludes a node no
+//                 longer avoided is deleted, to be re-created without it.
+//   8. conditions Running/Restarting/Scaling/Unschedulable and the phase. A worker counts
 //                 toward readyReplicas only when Running, Ready and not
 //                 terminating.
 // On finishing, cleanPodPolicy decides which pods are deleted; after
@@ -68,6 +77,7 @@ struct JobPlan {
   HorovodJobStatus status;
   std::vector<PlannedEvent> events;
   bool delete_job = false;                       // TTL after finishing expired
+  std::vector<std::string> avoid_nodes;          // new worker pods must not land on these
   std::optional<std::chrono::seconds> requeue_after;
 };
 

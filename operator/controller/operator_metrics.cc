@@ -18,6 +18,11 @@ OperatorMetrics::OperatorMetrics(OperatorState state)
     w.Family("khorovod_operator_jobs", metrics::MetricType::kGauge, "HorovodJobs in the cache by phase.");
     for (JobPhase p : kJobPhases)
       if (p != JobPhase::kNone) w.Sample("khorovod_operator_jobs", phases.count(p) ? phases[p] : 0, {{"phase", ToString(p)}});
+    const GpuTotals gpus = state.gpus ? state.gpus() : GpuTotals{};
+    w.Family("khorovod_operator_gpus", metrics::MetricType::kGauge,
+             "nvidia.com/gpu held by unfinished HorovodJobs' scheduled workers (in_use) and asked for (wanted).");
+    w.Sample("khorovod_operator_gpus", static_cast<double>(gpus.in_use), {{"state", "in_use"}});
+    w.Sample("khorovod_operator_gpus", static_cast<double>(gpus.wanted), {{"state", "wanted"}});
     w.Gauge("khorovod_operator_workqueue_depth", "Job keys waiting to be reconciled.",
             static_cast<double>(state.queue_depth()));
     w.Gauge("khorovod_operator_is_leader", "1 while this replica holds the leader lease.", state.is_leader() ? 1 : 0);

@@ -8,6 +8,8 @@
 //   khorovod_operator_api_requests_total{verb,resource,code}     counter (code "error": no answer)
 //   khorovod_operator_api_request_duration_seconds{verb,resource} histogram
 //   khorovod_operator_jobs{phase}                                gauge, at scrape time
+//   khorovod_operator_gpus{state}                                gauge, at scrape time
+//       state: in_use (held by unfinished jobs' scheduled workers) | wanted
 //   khorovod_operator_workqueue_depth                            gauge, at scrape time
 //   khorovod_operator_is_leader                                  gauge, at scrape time
 //   khorovod_operator_informer_lists_total                       counter, at scrape time
@@ -34,6 +36,7 @@ struct OperatorState {
   std::function<bool()> is_leader;
   std::function<uint64_t()> job_lists;
   std::function<double()> throttled_seconds;
+  std::function<GpuTotals()> gpus;
 };
 
 class OperatorMetrics {

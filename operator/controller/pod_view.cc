@@ -14,14 +14,31 @@ PodView View(const Json& pod) {
   const Json& st = pod.value("status", Json::object());
   v.phase = st.value("phase", "Pending");
   v.reason = st.value("reason", "");
-  for (const auto& c : st.value("conditions", Json::array()))
+  for (const auto& c : st.value("conditions", Json::array())) {
     if (c.value("type", "") == "Ready" && c.value("status", "") == "True") v.ready = true;
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+      v.unschedulable = c.value("message", "");
+  }
+  v.node = pod.value("spec", Json::object()).value("nodeName", "");
+  const std::string avoided =
+      meta.value("annotations", Json::object()).value(kAnnotationAvoidedNodes, std::string());
+  for (size_t start = 0; start < avoided.size();) {
+    size_t end = avoided.find(',', start);
+    if (end == std::string::npos) end = avoided.size();
+    if (end > start) v.avoided_nodes.push_back(avoided.substr(start, end - start));
+    start = end + 1;
+  }
   for (const auto& cs : st.value("containerStatuses", Json::array())) {
     const Json& state = cs.value("state", Json::object());
     if (!state.contains("terminated")) continue;
     int code = state["terminated"].value("exitCode", 0);
     if (v.exit_code <= 0) v.exit_code = code;
   }
+  for (const auto& cs : st.value("containerStatuses", Json::array()))
+    for (const auto& r : cs.value("allocatedResourcesStatus", Json::array()))
+      if (r.value("name", "") == kGpuResource)
+        for (const auto& d : r.value("resources", Json::array()))
+          if (d.value("health", "") == "Unhealthy") v.unhealthy_gpus.push_back(d.value("resourceID", ""));
   return v;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "api/horovodjob.h"
 
@@ -19,11 +20,17 @@ struct PodView {
   bool deleting = false;   // has a deletionTimestamp
   bool ready = false;      // the Ready condition is True
   int exit_code = -1;      // first non-zero terminated exit code, 0 if none, -1 if unknown
+  std::string node;        // spec.nodeName: empty until scheduled
+  std::string unschedulable;  // the scheduler's message while PodScheduled is False
+  std::vector<std::string> unhealthy_gpus;  // nvidia.com/gpu devices the kubelet reports Unhealthy
+  std::vector<std::string> avoided_nodes;   // what its node affinity excludes (builders' annotation)
 
   // Pending or Running: the pod occupies its slot.
   bool live() const { return phase == "Pending" || phase == "Running"; }
   bool failed() const { return phase == "Failed"; }
   bool succeeded() const { return phase == "Succeeded"; }
+  // Its GPU failed: the reserved exit code, or a device reported Unhealthy.
+  bool gpu_failed() const { return (failed() && exit_code == kGpuErrorExitCode) || !unhealthy_gpus.empty(); }
 };
 
 PodView View(const Json& pod);

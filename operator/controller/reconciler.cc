@@ -32,6 +32,18 @@ std::map<JobPhase, int> Reconciler::PhaseCounts() const {
   return counts;
 }
 
+GpuTotals Reconciler::Gpus() const {
+  GpuTotals totals;
+  for (const auto& obj : jobs_.List()) {
+    const Json status = obj->value("status", Json::object());
+    if (!status.is_object() || IsFinished(ParseJobPhase(status.value("phase", "")).value_or(JobPhase::kNone))) continue;
+    const Json gpus = status.value("gpus", Json(0)), wanted = status.value("gpusWanted", Json(0));
+    if (gpus.is_number_integer()) totals.in_use += gpus.get<int64_t>();
+    if (wanted.is_number_integer()) totals.wanted += wanted.get<int64_t>();
+  }
+  return totals;
+}
+
 ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
   Attempt a;
   if (!Load(key, a)) return {};
@@ -193,7 +205,7 @@ std::optional<ReconcileOutcome> Reconciler::CreateWorkers(Attempt& a) {
   std::atomic<int> created{0};
   auto s = writer_.ForEachParallel(indices.size(), [&](size_t i) {
     bool made = false;
-    auto st = writer_.EnsureCreated(kube::kPods, a.ns, BuildWorkerPod(a.job, indices[i]), &made);
+    auto st = writer_.EnsureCreated(kube::kPods, a.ns, BuildWorkerPod(a.job, indices[i], a.plan.avoid_nodes), &made);
     if (made) {
       created++;
       expectations_.ExpectCreated(a.job.uid, a.key, WorkerPodName(a.job, indices[i]));

@@ -92,6 +92,11 @@ struct ReconcilerOptions {
   std::chrono::milliseconds probe_timeout{500};
 };
 
+struct GpuTotals {
+  int64_t in_use = 0;
+  int64_t wanted = 0;
+};
+
 class Reconciler {
  public:
   // `monitor` may be null (no rendezvous status in the job's status);
@@ -105,6 +110,9 @@ class Reconciler {
   // Jobs per phase in the cache (for the jobs-by-phase gauge); a job not yet
   // reconciled counts as Created.
   std::map<JobPhase, int> PhaseCounts() const;
+  // GPUs held and wanted by the unfinished jobs in the cache (their status.gpus
+  // and status.gpusWanted), for the GPU gauge.
+  GpuTotals Gpus() const;
 
  private:
   struct Attempt;  // one Reconcile call's state (reconciler_attempt.h)

@@ -11,8 +11,8 @@ from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedEr
 from . import elastic
 from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                      gloo_enabled, init, is_initialized, local_rank, local_size, mpi_built,
-                     mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built, shutdown,
-                     size)
+                     mpi_enabled, mpi_threads_supported, nccl_built, nccl_runtime_info,
+                     nccl_runtime_version, rank, rocm_built, shutdown, size)
 
 __all__ = [
     "elastic",
@@ -20,6 +20,6 @@ __all__ = [
     "KhorovodError", "NotInitializedError",
     "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built",
     "gloo_enabled", "init", "is_initialized", "local_rank", "local_size", "mpi_built",
-    "mpi_enabled", "mpi_threads_supported", "nccl_built", "rank", "rocm_built", "shutdown",
-    "size",
+    "mpi_enabled", "mpi_threads_supported", "nccl_built", "nccl_runtime_info", "nccl_runtime_version",
+    "rank", "rocm_built", "shutdown", "size",
 ]

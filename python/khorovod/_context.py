@@ -37,6 +37,7 @@ class _Context:
         # Changes whenever the runtime's session ends (shutdown, reset): what
         # was registered in it (process sets) is gone with it.
         self._generation = 0
+        self._per_session = {}  # key -> (generation, value): see per_session
         # (native handle, tensors) of dropped handles still in flight.
         self._orphans_lock = threading.Lock()
         self._orphans = []
@@ -112,26 +113,18 @@ class _Context:
     def generation(self):
         return self._generation
 
-    def homogeneous(self):
-        """Whether every host runs the same number of ranks: one allgather of
-        the local sizes (so every rank must ask), cached for this session."""
-        cached = getattr(self, "_homogeneous", None)
-        if cached is not None and cached[0] == self._generation:
+    def per_session(self, key, compute):
+        """``compute()``'s value, computed once per session (from one init or
+        re-formation to the next) and cached under ``key``."""
+        with self._lock:
+            cached = self._per_session.get(key)
+            generation = self._generation
+        if cached is not None and cached[0] == generation:
             return cached[1]
-        # Framework-neutral (khorovod.tensorflow has no torch): an int32
-        # allgather of the local sizes straight through the extension.
-        import ctypes  # noqa: PLC0415
-        import struct  # noqa: PLC0415
-        runtime = self.runtime()
-        local = (ctypes.c_int32 * 1)(runtime.local_size())
-        view = _khorovod.TensorView(ctypes.addressof(local), 6, [1])  # 6: int32 (dtype.h)
-        handle = runtime.allgather_async("is_homogeneous.local_sizes", view)
-        raise_for_status(handle.wait())
-        data, _, shape = handle.take_output()
-        sizes = struct.unpack(f"<{shape[0]}i", data)
-        result = len(set(sizes)) == 1
-        self._homogeneous = (self._generation, result)
-        return result
+        value = compute()
+        with self._lock:
+            self._per_session[key] = (generation, value)
+        return value
 
     def is_initialized(self):
         runtime = self._runtime

@@ -9,6 +9,7 @@ peers cannot be reached.
 Thread-safety: see _context.py.
 """
 
+from . import _objects
 from ._context import CONTEXT
 from ._errors import raise_for_status
 from . import _build_info
@@ -66,7 +67,8 @@ def is_homogeneous():
     definition). Computed from each rank's local size with one allgather on
     the first call after each init, so every rank must call it (it is
     collective, as in khorovod a rank cannot see the others' placement)."""
-    return CONTEXT.homogeneous()
+    return CONTEXT.per_session("is_homogeneous", lambda: len(set(_objects.allgather_object(
+        CONTEXT.runtime().local_size(), name="is_homogeneous.local_sizes"))) == 1)
 
 
 def gloo_enabled():
@@ -82,6 +84,34 @@ def nccl_built():
     """NCCL's version code (e.g. 22105 for 2.21.5) when this build has the NCCL
     backend (pip: KHOROVOD_WITH_NCCL=ON), else 0, as Horovod answers."""
     return int(_build_info.NCCL_BUILT)
+
+
+def nccl_runtime_info():
+    """The NCCL this process would load (khorovod extension: Horovod has no
+    such call): a dict with 'version' ('2.28.9'), 'version_code' (22809),
+    'path', and the fault-tolerance calls the backend will use ('shrink',
+    'grow', 'revoke', 'multi_rank_gpu': bools). The search honours
+    KHOROVOD_NCCL_LIBRARY (docs/gpu.md, "Which NCCL"). Raises KhorovodError
+    when none is usable (the message lists what was tried); returns {} in a
+    build without the NCCL backend."""
+    if not nccl_built():
+        return {}
+    from . import _khorovod  # noqa: PLC0415 (the extension loads lazily)
+    code, message, facts = _khorovod.describe_backend("nccl")
+    raise_for_status((code, message))
+    out = dict(facts)
+    out["version_code"] = int(out["version_code"])
+    for key in ("shrink", "grow", "revoke", "multi_rank_gpu"):
+        out[key] = out[key] == "1"
+    return out
+
+
+def nccl_runtime_version():
+    """The loaded NCCL's version code (22809 for 2.28.9), or 0 when this build
+    has no NCCL backend. Unlike nccl_built(), which names the headers it was
+    compiled with, this is the libnccl found at run time."""
+    info = nccl_runtime_info()
+    return info.get("version_code", 0)
 
 
 def cuda_built():

@@ -45,11 +45,10 @@ from ._context import CONTEXT
 from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
                       exit_job_finished, raise_for_status)
 from . import _khorovod
+from . import _objects
 from ._host_messages import HostMessages
 
-_INT32 = 6  # dtype codes (dtype.h)
-_INT64 = 7
-_UINT8 = 5
+_INT32 = 6  # dtype code of int32 (dtype.h)
 _MAX = 3    # ReduceOp::kMax
 
 
@@ -114,27 +113,8 @@ class State:
 
 
 def _broadcast_object(obj):
-    """Rank 0's ``obj`` on every rank: its (cloud)pickle as bytes through
-    the runtime's broadcast, straight through the extension, so ObjectState
-    needs no framework (torch or TensorFlow)."""
-    import pickle  # noqa: PLC0415
-    try:  # Horovod serializes objects with cloudpickle.
-        import cloudpickle as pickler  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - depends on the environment
-        pickler = pickle
-    runtime = CONTEXT.runtime()
-    root = runtime.rank() == 0
-    payload = pickler.dumps(obj) if root else b""
-    size = (ctypes.c_int64 * 1)(len(payload))
-    _broadcast_buffer(runtime, "elastic.object_state.sz", size, _INT64, 1)
-    data = (ctypes.c_uint8 * size[0]).from_buffer_copy(payload) if root else (ctypes.c_uint8 * size[0])()
-    _broadcast_buffer(runtime, "elastic.object_state.t", data, _UINT8, size[0])
-    return obj if root else pickle.loads(bytes(data))
-
-
-def _broadcast_buffer(runtime, name, buffer, dtype, count):
-    view = _khorovod.TensorView(ctypes.addressof(buffer), dtype, [count])
-    raise_for_status(runtime.broadcast_async(name, view, 0).wait())
+    """Rank 0's ``obj`` on every rank (pickle over the runtime's broadcast)."""
+    return _objects.broadcast_object(obj, root_rank=0, name="elastic.object_state")
 
 
 class ObjectState(State):

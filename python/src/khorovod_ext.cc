@@ -19,6 +19,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "dlpack_export.h"
 #include "process_sets_binding.h"
 #include "worker_metrics_binding.h"
+#include "khorovod/backend_info.h"
 #include "khorovod/runtime.h"
 
 namespace py = pybind11;
@@ -91,6 +93,18 @@ py::tuple TakeOutputDLPack(const Handle& h) {
 
 PYBIND11_MODULE(_khorovod, m) {
   m.doc() = "khorovod runtime bindings (internal; use khorovod and khorovod.torch)";
+
+  // What a backend reports about the library it runs on (khorovod/backend_info.h),
+  // read from the process environment's configuration: (status code,
+  // message, facts).
+  m.def("describe_backend", [](const std::string& name) {
+    std::map<std::string, std::string> facts;
+    auto config = khorovod::Config::FromEnvironment();
+    if (!config.ok()) return std::make_tuple(static_cast<int>(config.status().code()), config.status().message(), facts);
+    auto info = khorovod::DescribeBackend(name, *config);
+    if (!info.ok()) return std::make_tuple(static_cast<int>(info.status().code()), info.status().message(), facts);
+    return std::make_tuple(0, std::string(), *info);
+  });
 
   py::class_<TensorView>(m, "TensorView")
       .def(py::init(&MakeView), py::arg("address"), py::arg("dtype"), py::arg("shape"),

@@ -83,6 +83,7 @@ Reply HandleRegister(RendezvousService& svc, const httplib::Request& req) {
   spec.name = body->String("name", JsonRequest::kRequired, kMaxNameLength);
   spec.address = body->String("address", JsonRequest::kRequired, kMaxAddressLength);
   spec.slots = static_cast<int>(body->Int("slots", JsonRequest::kRequired, 1, kMaxSlots));
+  spec.slot = static_cast<int>(body->Int("slot", JsonRequest::kOptional, -1, kMaxSlots - 1, -1));
   if (!body->Finish(&err)) return BadRequest(err);
   return svc.Register(spec);
 }

@@ -85,6 +85,7 @@ Status RendezvousClient::RegisterLocked(milliseconds* retry_after) {
   if (left_) return Status::FailedPrecondition("rendezvous register '" + self_.name + "': this worker left the job");
   const std::string path = WorkersPath(job_);
   json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots}};
+  if (self_.slot >= 0) body["slot"] = self_.slot;
   StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
   if (!reply.ok()) return reply.status();
   if (!reply->ok()) {

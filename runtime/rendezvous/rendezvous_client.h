@@ -52,6 +52,7 @@ struct WorkerIdentity {
   std::string name;     // unique in the job, [A-Za-z0-9._:-]
   std::string address;  // host address of this worker's data plane
   int slots = 1;        // worker processes on this host
+  int slot = -1;        // this worker's slot on its host, -1 if undeclared
 };
 
 struct WorldMember : Placement {

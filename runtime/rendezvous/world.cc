@@ -1,6 +1,7 @@
 #include "world.h"
 
 #include <map>
+#include <vector>
 
 namespace khorovod::rendezvous {
 
@@ -37,6 +38,20 @@ World BuildWorld(int64_t generation, const std::vector<WorkerSpec>& ordered) {
     a.local_size = host_count[a.address];
     a.cross_size = world.cross_size;
   }
+  // Declared slots that number a host's workers 0..local_size-1 become
+  // their local ranks.
+  std::map<std::string, std::vector<bool>> slots_seen;  // address -> slot taken
+  std::map<std::string, bool> by_slot;                  // address -> every slot valid and distinct
+  for (size_t r = 0; r < ordered.size(); ++r) {
+    const std::string& address = ordered[r].address;
+    auto& seen = slots_seen.try_emplace(address, host_count[address], false).first->second;
+    const int slot = ordered[r].slot;
+    bool& ok = by_slot.try_emplace(address, true).first->second;
+    ok = ok && slot >= 0 && slot < static_cast<int>(seen.size()) && !seen[slot];
+    if (ok) seen[slot] = true;
+  }
+  for (size_t r = 0; r < ordered.size(); ++r)
+    if (by_slot[ordered[r].address]) world.members[r].local_rank = ordered[r].slot;
   return world;
 }
 

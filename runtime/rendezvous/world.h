@@ -5,6 +5,10 @@
 //   rank        = position in the list; size = list length
 //   local_rank  = position among the workers with the same address (workers
 //                 sharing an address are on one host), in rank order
+//                 except that when every worker of an address declares a
+//                 distinct slot in [0, local_size), local_rank = slot (as
+//                 Horovod ranks a host's slots: slot i is local rank i, so
+//                 the GPU khorovod-slots gave slot i is local rank i's)
 //   local_size  = number of workers with that address
 //   cross_rank  = index of the worker's host, hosts numbered in the order of
 //                 their lowest rank; cross_size = number of distinct hosts
@@ -27,6 +31,7 @@ struct WorkerSpec {
   std::string name;     // unique within the job; [A-Za-z0-9._:-]
   std::string address;  // host address the worker's data plane listens on
   int slots = 1;        // worker processes its host runs (caps admissions per address)
+  int slot = -1;        // its slot on the host (khorovod-slots' slot index), -1 if undeclared
 };
 
 // One member's place in the world, with who it is.

@@ -6,7 +6,9 @@ require (
 	github.com/coredns/coredns v1.12.4
 	github.com/prometheus-operator/prometheus-operator v0.85.0
 	go.etcd.io/etcd/server/v3 v3.6.4
+	google.golang.org/grpc v1.75.0
 	helm.sh/helm/v3 v3.19.0
+	k8s.io/kubelet v0.34.7
 	k8s.io/kubernetes v1.34.7
 	sigs.k8s.io/kueue v0.14.0
 	sigs.k8s.io/scheduler-plugins v0.34.7
@@ -359,7 +361,6 @@ require (
 	google.golang.org/api v0.248.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250707201910-8d1bb00bc6a7 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250818200422-3122310a409c // indirect
-	google.golang.org/grpc v1.75.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
@@ -396,7 +397,6 @@ require (
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.34.7 // indirect
 	k8s.io/kubectl v0.34.1 // indirect
-	k8s.io/kubelet v0.34.7 // indirect
 	k8s.io/metrics v0.34.7 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect

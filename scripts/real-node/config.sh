@@ -95,6 +95,7 @@ syncFrequency: 10s
 fileCheckFrequency: 20s
 maxPods: 64
 serializeImagePulls: false
+featureGates: {ResourceHealthStatus: true}
 EOF
 }
 

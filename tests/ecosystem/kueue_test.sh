@@ -15,7 +15,13 @@
 #   4. alpha is reactivated: Kueue admits it partially (1 worker in the
 #      1.4 CPUs left) and the operator runs exactly 1 worker;
 #   5. beta finishes: its Workload is Finished (its quota returns);
-#   6. a job with spec.managedBy naming another controller is left alone.
+#   6. a job with spec.managedBy naming another controller is left alone;
+#   7. GPUs: a ClusterQueue with an nvidia.com/gpu quota of 6 over two kwok
+#      nodes of 4 GPUs each, tainted nvidia.com/gpu:NoSchedule; jobs of 2-GPU
+#      workers (no slotsPerWorker, no toleration in their templates): the
+#      first is admitted whole (4 GPUs), the second partially (1 worker in
+#      the 2 left), the third queues; the admitted workers run on the GPU
+#      nodes with one slot per GPU.
 # Ends with "kueue: N passed, M failed".
 # Usage: tests/ecosystem/kueue_test.sh OPERATOR_BINARY
 set -euo pipefail
@@ -196,5 +202,76 @@ check "gamma (managedBy another controller): no Workload, no pods, no status" ev
   '[ -z "$(wl gamma "{.metadata.name}")" ] && [ "$(pods_of gamma)" -eq 0 ] && [ -z "$(phase gamma)" ]'
 check "managedBy is immutable" eval \
   '! k patch hvdjob gamma -n team --type merge -p "{\"spec\":{\"managedBy\":\"khorovod.dev/operator\"}}"'
+
+# 7. GPUs: a quota of nvidia.com/gpu admits, partially admits and queues.
+eco_add_nodes gpu 1 2 "32" "" "nvidia.com/gpu: \"4\""
+for i in 1 2; do k taint node "gpu-$i" nvidia.com/gpu=present:NoSchedule --overwrite >/dev/null; done
+k apply -f - >/dev/null <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: gpu}
+spec:
+  nodeLabels: {pool: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq-gpu}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: gpu
+      resources:
+      - {name: cpu, nominalQuota: "32"}
+      - {name: memory, nominalQuota: 64Gi}
+      - {name: nvidia.com/gpu, nominalQuota: "6"}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: lq-gpu, namespace: team}
+spec: {clusterQueue: cq-gpu}
+YAML
+check "Kueue's GPU ClusterQueue becomes active" \
+  wait_until 120 eval '[ "$(k get clusterqueue cq-gpu -o jsonpath="{.status.conditions[?(@.type==\"Active\")].status}")" = True ]'
+gpu_job() {  # name replicas min max
+  cat <<YAML
+apiVersion: khorovod.dev/v1alpha1
+kind: HorovodJob
+metadata: {name: $1, namespace: team, labels: {kueue.x-k8s.io/queue-name: lq-gpu}}
+spec:
+  replicas: $2
+  minReplicas: $3
+  maxReplicas: $4
+  worker:
+    template:
+      spec:
+        containers:
+        - name: trainer
+          image: khorovod/runtime:sim
+          command: [khorovod-slots, khorovod-example-trainer]
+          resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {nvidia.com/gpu: 2}}
+YAML
+}
+gpu_job g1 2 1 2 | k apply -f - >/dev/null
+check "g1: admitted whole, 2 workers of 2 GPUs run" wait_until 60 eval \
+  '[ "$(wl_cond g1 Admitted)" = True ] && [ "$(running_workers g1)" -eq 2 ]'
+check "g1: its workers are on the GPU nodes (the GPU taint tolerated by default), 2 slots each" eval \
+  '[ "$(k get pods -n team -l khorovod.dev/job-name=g1,khorovod.dev/role=worker -o jsonpath="{.items[*].spec.nodeName}" | tr " " "\n" | grep -c "^gpu-")" -eq 2 ] &&
+   [ "$(k get pod g1-worker-0 -n team -o jsonpath="{.spec.containers[0].env[?(@.name==\"KHOROVOD_SLOTS\")].value}")" = 2 ]'
+check "g1: status.gpus 4 of gpusWanted 4" wait_until 30 eval \
+  '[ "$(k get hvdjob g1 -n team -o jsonpath="{.status.gpus}/{.status.gpusWanted}")" = 4/4 ]'
+gpu_job g2 2 1 2 | k apply -f - >/dev/null
+check "g2: admitted partially: 1 worker in the 2 GPUs left" wait_until 60 eval \
+  '[ "$(wl_cond g2 Admitted)" = True ] && [ "$(wl g2 "{.status.admission.podSetAssignments[0].count}")" = 1 ] &&
+   [ "$(running_workers g2)" -eq 1 ]'
+check "g2: status.gpusWanted 2 (the admitted size)" wait_until 30 eval \
+  '[ "$(k get hvdjob g2 -n team -o jsonpath="{.status.gpusWanted}")" = 2 ]'
+gpu_job g3 1 1 1 | k apply -f - >/dev/null
+check "g3: queued (no GPU quota left): Suspended, no pods" wait_until 30 eval \
+  '[ "$(wl_cond g3 QuotaReserved)" = False ] && [ "$(phase g3)" = Suspended ] && [ "$(pods_of g3)" -eq 0 ]'
+k delete hvdjob g1 -n team >/dev/null
+check "g3: admitted once g1's GPUs are released, its worker runs" wait_until 90 eval \
+  '[ "$(wl_cond g3 Admitted)" = True ] && [ "$(running_workers g3)" -eq 1 ]'
 
 eco_finish kueue

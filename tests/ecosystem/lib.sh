@@ -75,8 +75,8 @@ eco_start_kwok() {
   eco_track $! kwok
 }
 
-eco_add_nodes() {  # pool first last cpu [extra labels as "k: v, ..."]
-  local pool=$1 first=$2 last=$3 cpu=$4 extra=${5:-} i
+eco_add_nodes() {  # pool first last cpu [extra labels as "k: v, ..."] [extra capacity as "k: v, ..."]
+  local pool=$1 first=$2 last=$3 cpu=$4 extra=${5:-} more=${6:-} i
   for i in $(seq "$first" "$last"); do cat <<YAML
 apiVersion: v1
 kind: Node
@@ -85,8 +85,8 @@ metadata:
   annotations: {kwok.x-k8s.io/node: fake}
   labels: {pool: $pool, kubernetes.io/hostname: $pool-$i${extra:+, $extra}}
 status:
-  allocatable: {cpu: "$cpu", memory: 64Gi, pods: "110"}
-  capacity: {cpu: "$cpu", memory: 64Gi, pods: "110"}
+  allocatable: {cpu: "$cpu", memory: 64Gi, pods: "110"${more:+, $more}}
+  capacity: {cpu: "$cpu", memory: 64Gi, pods: "110"${more:+, $more}}
 ---
 YAML
   done | k apply -f - >/dev/null

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -36,7 +37,10 @@ RendezvousProcess::~RendezvousProcess() {
 }
 
 bool RendezvousProcess::Start(int port) {
-  std::vector<std::string> argv_s = {KHOROVOD_RENDEZVOUS_BINARY, "--job", job_, "--host", "127.0.0.1",
+  // KHOROVOD_TEST_RENDEZVOUS_BINARY: the server where the test binary was
+  // moved to another machine (scripts/gpu-check.sh carries both).
+  const char* moved = std::getenv("KHOROVOD_TEST_RENDEZVOUS_BINARY");
+  std::vector<std::string> argv_s = {moved && *moved ? moved : KHOROVOD_RENDEZVOUS_BINARY, "--job", job_, "--host", "127.0.0.1",
                                      "--port", std::to_string(port), "--token-file", token_file_,
                                      "--quiet"};
   argv_s.insert(argv_s.end(), args_.begin(), args_.end());

@@ -104,7 +104,7 @@ std::string WorkerExposition() {
 std::string OperatorExposition() {
   op::OperatorMetrics m(op::OperatorState{[] { return std::map<op::JobPhase, int>{{op::JobPhase::kRunning, 1}}; },
                                           [] { return size_t{0}; }, [] { return true; }, [] { return uint64_t{1}; },
-                                          [] { return 0.25; }});
+                                          [] { return 0.25; }, [] { return op::GpuTotals{2, 4}; }});
   m.ObserveReconcile(op::ReconcileOutcome{}, 0.01);
   m.ObserveRequest("GET", "pods", 200, 0.002);
   return m.Render();

@@ -119,7 +119,7 @@ check "a failed worker is replaced" wait_for 60 replaced
 check "kubectl scale hvdjob --replicas 2" k scale hvdjob mlp-cpu -n pkg-test --replicas 2
 two_pods() { [ "$(pods)" -eq 2 ]; }
 check "scale-down leaves two workers" wait_for 30 two_pods
-columns() { local o; o=$(k get hvdjob -n pkg-test -o wide) || return 1; grep -E 'PHASE +READY +DESIRED +MIN +MAX +RESTARTS +GENERATION +AGE' <<<"$o"; }
+columns() { local o; o=$(k get hvdjob -n pkg-test -o wide) || return 1; grep -E 'PHASE +READY +DESIRED +MIN +MAX +GPUS +GPUS-WANTED +RESTARTS +GENERATION +AGE' <<<"$o"; }
 check "kubectl get hvdjob -o wide shows the printer columns" columns
 short_name() { local o; o=$(k get hvdjobs -n pkg-test) || return 1; grep -q mlp-cpu <<<"$o"; }
 check "short name hvdjobs" short_name

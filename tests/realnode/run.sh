@@ -18,6 +18,9 @@ t0=$SECONDS
 bash "$root/scripts/images.sh" prebuilt "$build_dir" || broken "building the images failed"
 t_images=$((SECONDS - t0))
 trap 'bash "$root/scripts/real-node.sh" down' EXIT
+# The GPU scenarios (gpu.sh) size themselves by it: the GPU example's two
+# 4-GPU pods fill the node.
+export KHOROVOD_NODE_GPUS=8
 # A fresh node every time: a node left from an earlier run holds its state.
 bash "$root/scripts/real-node.sh" down
 bash "$root/scripts/real-node.sh" up || broken "the real node did not come up (see the messages above)"

@@ -15,7 +15,10 @@
 #   4. the same worker index failing 3 times: Failed, BackoffLimitExceeded;
 #   5. slotsPerWorker 2 with one slot dying: its pod fails and is replaced;
 #   6. a Horovod PyTorch script on the PyTorch image: Succeeded, and
-#      Prometheus holds its step-efficiency and throughput series.
+#      Prometheus holds its step-efficiency and throughput series;
+#   7. GPUs (simulated, through the kubelet's device-plugin API; gpu.sh):
+#      one process per GPU on its own device, a job short of GPUs starting
+#      small and growing, a GPU going Unhealthy mid-run, the GPU example.
 # Prints "realnode: N passed, M failed"; exit status 0 only if none failed.
 # Usage: user_story.sh WORK_DIR
 set -uo pipefail
@@ -26,6 +29,7 @@ mkdir -p "$work"
 source "$here/lib.sh"
 source "$here/prometheus.sh"
 source "$here/scenarios.sh"
+source "$here/gpu.sh"
 STEPS=${REALNODE_STEPS:-4000}
 
 
@@ -48,6 +52,15 @@ echo "== slotsPerWorker 2, one slot dies"
 scenario_slots
 echo "== PyTorch job on the PyTorch image, seen by Prometheus"
 scenario_pytorch
+echo "== GPUs: simulated nvidia.com/gpu through the kubelet's device-plugin API"
+gpu_t0=$SECONDS
+if scenario_gpu_node; then
+  echo "-- 2 pods x 2 GPUs, one process per GPU"; gpu_scenario scenario_gpu_ranks gpu-ranks
+  echo "-- more GPUs wanted than free"; gpu_scenario scenario_gpu_shortage gpu-grow
+  echo "-- a GPU goes Unhealthy mid-run"; gpu_scenario scenario_gpu_unhealthy gpu-fail
+  echo "-- deploy/examples/horovodjob-gpu.yaml"; gpu_scenario scenario_gpu_example gpu-example
+fi
+echo "realnode: GPU scenarios took $((SECONDS - gpu_t0))s"
 
 echo "realnode: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -7,7 +7,8 @@ See docs/python.md for the API and every difference from horovod.
 from .. import _errors
 from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built,
                       gloo_enabled, init, is_homogeneous, is_initialized, local_rank, local_size,
-                      mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank,
+                      mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, nccl_runtime_info,
+                      nccl_runtime_version, rank,
                       rocm_built, shutdown, size, start_timeline, stop_timeline)
 from .._errors import (HorovodInternalError, HostsUpdatedInterrupt, InvalidArgumentError,
                        JobFinishedError, JobFinishedExit, KhorovodError)

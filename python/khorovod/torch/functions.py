@@ -25,15 +25,10 @@ Thread-safety: as mpi_ops.
 """
 
 import io
-import pickle
 
 import torch
 
-try:  # Horovod serializes objects with cloudpickle.
-    import cloudpickle as _pickler
-except ImportError:  # pragma: no cover - depends on the environment
-    _pickler = pickle
-
+from .. import _objects
 from . import mpi_ops
 
 
@@ -100,39 +95,11 @@ def broadcast_optimizer_state(optimizer, root_rank=0, model=None, process_set=No
     optimizer.load_state_dict(state)
 
 
-def _to_bytes_tensor(obj):
-    data = _pickler.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else \
-        torch.empty(0, dtype=torch.uint8)
-
-
 def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Returns root's ``obj`` on every rank (pickled over the wire)."""
-    ps = mpi_ops.process_sets.resolve(process_set)
-    base = name or mpi_ops.CONTEXT.auto_name("broadcast_object", ps)
-    is_root = mpi_ops.CONTEXT.runtime().rank() == root_rank
-    payload = _to_bytes_tensor(obj) if is_root else torch.empty(0, dtype=torch.uint8)
-    length = torch.tensor([payload.numel()], dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name=f"{base}.size", process_set=process_set)
-    if not is_root:
-        payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name=f"{base}.data", process_set=process_set)
-    return obj if is_root else pickle.loads(payload.numpy().tobytes())
+    return _objects.broadcast_object(obj, root_rank, name, process_set)
 
 
 def allgather_object(obj, name=None, process_set=None):
     """Returns the list of every rank's (member's) ``obj``, in rank order."""
-    # Named after the object's type unless named, as Horovod does: every rank
-    # agrees on it even when their unnamed-call counters differ (a rank whose
-    # collective was refused, e.g. after another rank joined, counted one more).
-    base = name or f"allgather_object.{type(obj).__name__}"
-    payload = _to_bytes_tensor(obj)
-    sizes = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64),
-                              name=f"{base}.size", process_set=process_set)
-    gathered = mpi_ops.allgather(payload, name=f"{base}.data",
-                                 process_set=process_set).numpy().tobytes()
-    out, offset = [], 0
-    for n in sizes.tolist():
-        out.append(pickle.loads(gathered[offset:offset + n]))
-        offset += n
-    return out
+    return _objects.allgather_object(obj, name, process_set)

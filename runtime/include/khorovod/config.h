@@ -38,6 +38,9 @@
 //   KHOROVOD_RENDEZVOUS_TOKEN, KHOROVOD_RENDEZVOUS_TOKEN_FILE  the job's token
 //   KHOROVOD_WORKER_NAME      this worker's unique name [<host>-<pid>]
 //   KHOROVOD_SLOTS            worker processes this host may run [1]
+//   KHOROVOD_LOCAL_SLOT       this process's slot on its host (khorovod-slots
+//                             sets it): its local_rank when every worker of
+//                             the host declares a distinct one [none]
 //   KHOROVOD_ELASTIC_TIMEOUT_SECONDS  longest wait for a generation [600]
 // Observability (docs/observability.md):
 //   KHOROVOD_METRICS_PORT     serve Prometheus metrics at GET /metrics on this
@@ -87,12 +90,19 @@ struct Config : Placement {
   std::string cpu_backend = "auto";
   std::string gpu_backend = "auto";
   int gpu_device = -1;  // -1: local_rank modulo the visible devices
+  // KHOROVOD_GPU_SHARE=1: let several ranks use one GPU through NCCL (tests
+  // and benchmarks on one GPU; backend/nccl/nccl_formation.h). Off: refused.
+  bool gpu_share = false;
+  // KHOROVOD_NCCL_LIBRARY: the libnccl.so.2 to load; empty: search
+  // (backend/nccl/nccl_library.h).
+  std::string nccl_library;
   SpinWaits spin_waits = SpinWaits::kOn;
 
   std::string rendezvous_addr;
   std::string rendezvous_token;
   std::string worker_name;
   int slots = 1;
+  int local_slot = -1;  // -1: not declared
   std::chrono::milliseconds elastic_timeout{600'000};
 
   int metrics_port = 0;  // 0: no metrics endpoint

@@ -29,6 +29,15 @@ namespace khorovod {
 
 class DeviceOps;
 
+// What a device backend hands to the next session's backend of its kind
+// (NCCL: its communicator, for ncclCommShrink/ncclCommGrow, see
+// backend/nccl/nccl_reform.h). Opaque to the core, which only carries it
+// from one session to the next; destroying it releases what it holds.
+class BackendLegacy {
+ public:
+  virtual ~BackendLegacy() = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -74,6 +83,11 @@ class Backend {
   // host), handed over once, when the session starts; null: the runtime
   // negotiates over Gloo. It must not depend on the backend's lifetime.
   virtual std::unique_ptr<ControlChannel> TakeControlChannel() { return nullptr; }
+
+  // Called instead of plain destruction when the session ends: what the
+  // next session's backend may build on (null: nothing). The backend is
+  // destroyed right after, and must not touch what it handed over.
+  virtual std::unique_ptr<BackendLegacy> Retire() { return nullptr; }
 };
 
 // DeviceOps: what the executor needs to run a device response without

@@ -4,8 +4,9 @@
 
 namespace khorovod {
 
-DeviceBackend::DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context)
-    : config_(config), context_(std::move(context)) {
+DeviceBackend::DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context,
+                             std::shared_ptr<BackendLegacy> legacy)
+    : config_(config), context_(std::move(context)), legacy_(std::move(legacy)) {
   KH_ENFORCE(config_ != nullptr, "device backend without a config");
 }
 
@@ -41,6 +42,7 @@ std::optional<Device> DeviceBackend::resolved() {
 }
 
 void DeviceBackend::Drop(const Status& why) {
+  if (backend_) legacy_ = backend_->Retire();
   backend_.reset();
   failed_ = why.ok() ? Status::Aborted("the device backend was dropped") : why;
 }
@@ -55,7 +57,11 @@ StatusOr<Backend*> DeviceBackend::Get() {
   StatusOr<Device> pinned = Pinned();
   if (!pinned.ok()) return fail(pinned.status());
   const std::string name = BackendName(*config_);
-  auto made = BackendRegistry::Create(name, BackendInit{config_, context_});
+  // The legacy goes to this creation only: whatever it does not take over
+  // is released when `init` goes.
+  BackendInit init{config_, context_, std::move(legacy_)};
+  legacy_.reset();
+  auto made = BackendRegistry::Create(name, init);
   if (!made.ok()) {
     return fail(Status(made.status().code(), "creating the device backend '" + name + "': " +
                                                  made.status().message()));
@@ -66,6 +72,14 @@ StatusOr<Backend*> DeviceBackend::Get() {
   }
   backend_ = std::move(*made);
   return backend_.get();
+}
+
+std::shared_ptr<BackendLegacy> DeviceBackend::Retire() {
+  if (backend_) {
+    legacy_ = backend_->Retire();
+    backend_.reset();
+  }
+  return std::move(legacy_);
 }
 
 }  // namespace khorovod

@@ -15,7 +15,9 @@
 // returned by every later Get(): a half-formed communicator cannot be
 // repaired within the session, only by a reset, which builds a new
 // DeviceBackend with the new session. Destruction drops the backend (NCCL
-// aborts its communicator; it never waits for peers).
+// aborts its communicator; it never waits for peers), unless Retire() took
+// its legacy first: the runtime hands that to the next session's
+// DeviceBackend, whose backend may re-form from it (NCCL: shrink or grow).
 //
 // Thread-safety: Pinned() may be called from any thread; Get(), Drop() and
 // the destructor only from the background thread (or after it ended).
@@ -32,8 +34,10 @@ namespace khorovod {
 
 class DeviceBackend {
  public:
-  // `config` must outlive this object (it is the session's).
-  DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context);
+  // `config` must outlive this object (it is the session's). `legacy` is
+  // what the previous session's DeviceBackend retired (may be null).
+  DeviceBackend(const Config* config, std::shared_ptr<gloo::Context> context,
+                std::shared_ptr<BackendLegacy> legacy = nullptr);
 
   // The registered backend name that Config::gpu_backend selects.
   static std::string BackendName(const Config& config);
@@ -49,6 +53,10 @@ class DeviceBackend {
   // later Get() with `why`. Pinned() keeps working: user threads may still
   // be submitting.
   void Drop(const Status& why);
+  // Ends the backend (if any) through Backend::Retire and returns what it
+  // left, or the legacy that Drop kept, or the unused one this object was
+  // given. Called once the session's thread has ended.
+  std::shared_ptr<BackendLegacy> Retire();
 
  private:
   const Config* config_;
@@ -57,6 +65,7 @@ class DeviceBackend {
   std::optional<StatusOr<Device>> pinned_;
   std::unique_ptr<Backend> backend_;
   std::optional<Status> failed_;
+  std::shared_ptr<BackendLegacy> legacy_;  // handed in, or left by Drop
 };
 
 }  // namespace khorovod

@@ -10,6 +10,7 @@ struct Entries {
   std::mutex mu;
   std::map<std::string, BackendFactory> factories;
   std::map<std::string, DeviceResolver> resolvers;
+  std::map<std::string, BackendInfo> infos;
 };
 
 std::string KnownNames(const std::map<std::string, BackendFactory>& factories) {
@@ -37,6 +38,27 @@ void BackendRegistry::RegisterDevice(const std::string& name, DeviceResolver res
   auto& r = Registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.resolvers[name] = std::move(resolver);
+}
+
+void BackendRegistry::RegisterInfo(const std::string& name, BackendInfo info) {
+  auto& r = Registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.infos[name] = std::move(info);
+}
+
+StatusOr<std::map<std::string, std::string>> BackendRegistry::Info(const std::string& name, const Config& config) {
+  BackendInfo info;
+  {
+    auto& r = Registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.factories.count(name)) {
+      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + KnownNames(r.factories) + ")");
+    }
+    auto it = r.infos.find(name);
+    if (it == r.infos.end()) return std::map<std::string, std::string>{};
+    info = it->second;
+  }
+  return info(config);
 }
 
 bool BackendRegistry::Has(const std::string& name) {

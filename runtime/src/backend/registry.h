@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,21 +27,31 @@ class Context;
 
 namespace khorovod {
 
-// What a backend is built from: the job's configuration and the Gloo
+// What a backend is built from: the job's configuration, the Gloo
 // context the bootstrap already connected (NCCL uses it to exchange its
-// unique id).
+// unique id), and what the previous session's backend of this process
+// retired (Backend::Retire; null when there was none).
 struct BackendInit {
   const Config* config = nullptr;
   std::shared_ptr<gloo::Context> gloo_context;
+  std::shared_ptr<BackendLegacy> legacy = nullptr;
 };
 
 using BackendFactory = std::function<StatusOr<std::unique_ptr<Backend>>(const BackendInit&)>;
 using DeviceResolver = std::function<StatusOr<Device>(const Config&)>;
+// Facts about the library a backend runs on, as key/value text (NCCL: the
+// loaded version, its path, the fault-tolerance calls it has), or an error
+// saying why it cannot run. Loads nothing a backend would not load anyway.
+using BackendInfo = std::function<StatusOr<std::map<std::string, std::string>>(const Config&)>;
 
 class BackendRegistry {
  public:
   static void Register(const std::string& name, BackendFactory factory);
   static void RegisterDevice(const std::string& name, DeviceResolver resolver);
+  static void RegisterInfo(const std::string& name, BackendInfo info);
+  // kInvalidArgument for an unknown name; an empty map for a backend that
+  // registered no BackendInfo.
+  static StatusOr<std::map<std::string, std::string>> Info(const std::string& name, const Config& config);
   // "auto" names the host backend for this placement: "shm" when it is
   // registered and some host runs several ranks (size > cross_size), else
   // "gloo".
@@ -66,6 +77,15 @@ class BackendRegistry {
   namespace {                                                           \
   const bool kh_device_registered_##ident = [] {                        \
     ::khorovod::BackendRegistry::RegisterDevice(name, resolver);        \
+    return true;                                                        \
+  }();                                                                  \
+  }
+
+// Registers `info` as what the backend `name` reports about itself.
+#define KH_REGISTER_BACKEND_INFO(ident, name, info)                     \
+  namespace {                                                           \
+  const bool kh_info_registered_##ident = [] {                          \
+    ::khorovod::BackendRegistry::RegisterInfo(name, info);              \
     return true;                                                        \
   }();                                                                  \
   }

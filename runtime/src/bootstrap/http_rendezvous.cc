@@ -31,7 +31,7 @@ class HttpRendezvous final : public Rendezvous {
         job_(config.job_id),
         elastic_timeout_(config.elastic_timeout),
         client_(endpoint_, config.job_id,
-                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots}),
+                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots, config.local_slot}),
         // Kubernetes stops a scaled-down pod with SIGTERM: leave at once so
         // the survivors re-form now, not after the grace period and a
         // missed heartbeat.

@@ -186,6 +186,10 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   env.String("KHOROVOD_CPU_OPERATIONS", &c.cpu_backend);
   env.String("KHOROVOD_GPU_OPERATIONS", &c.gpu_backend);
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_GPU_DEVICE", 0, 1 << 16, &c.gpu_device));
+  int gpu_share = 0;
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_GPU_SHARE", 0, 1, &gpu_share));
+  c.gpu_share = gpu_share == 1;
+  env.String("KHOROVOD_NCCL_LIBRARY", &c.nccl_library);
   KH_RETURN_IF_ERROR(ReadSpinWaits(env, &c.spin_waits));
   env.String("KHOROVOD_RENDEZVOUS_ADDR", &c.rendezvous_addr);
   env.String("KHOROVOD_RENDEZVOUS_TOKEN", &c.rendezvous_token);
@@ -198,6 +202,7 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   }
   env.String("KHOROVOD_WORKER_NAME", &c.worker_name);
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_SLOTS", 1, 1 << 16, &c.slots));
+  KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_LOCAL_SLOT", 0, (1 << 16) - 1, &c.local_slot));
   if (c.worker_name.empty()) c.worker_name = DefaultWorkerName();
   double elastic_s = c.elastic_timeout.count() / 1000.0;
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", 0.001, 1e7, &elastic_s));

@@ -246,7 +246,7 @@ class RuntimeImpl {
     auto backend = BackendRegistry::Create(config.cpu_backend, init);
     if (!backend.ok()) return backend.status();
     s->backend = std::move(*backend);
-    s->device = std::make_unique<DeviceBackend>(&s->config, s->context);
+    s->device = std::make_unique<DeviceBackend>(&s->config, s->context, std::move(device_legacy_));
     s->channel = s->backend->TakeControlChannel();
     if (!s->channel) s->channel = std::make_unique<GlooControlChannel>(s->context);
     s->negotiator = std::make_unique<Negotiator>(s->config, s->channel.get(), &s->queue);
@@ -277,6 +277,7 @@ class RuntimeImpl {
     rendezvous_.reset();
     generation_ = -1;
     pinned_device_.reset();  // a later init() starts from its own config
+    device_legacy_.reset();
     if (timeline_) timeline_->Stop();
     return s;
   }
@@ -291,6 +292,9 @@ class RuntimeImpl {
     s->queue.RequestShutdown();
     s->thread.join();
     if (auto d = s->device->resolved()) pinned_device_ = d;
+    // Before the session's context goes: NCCL keeps its communicator for
+    // the next session to shrink or grow instead of forming anew.
+    device_legacy_ = s->device->Retire();
     return Status::Ok();
   }
 
@@ -416,6 +420,9 @@ class RuntimeImpl {
   // The device this process's first session pinned, kept across elastic
   // generations (see StartSession).
   std::optional<Device> pinned_device_;
+  // What the last session's device backend retired (NCCL: its communicator),
+  // handed to the next session's; dropped by Finish().
+  std::shared_ptr<BackendLegacy> device_legacy_;
   // Observability lives as long as the Runtime (sessions hold raw pointers
   // to it; ~RuntimeImpl ends the session in Finish() before members go).
   // The endpoint is declared after the metrics so it stops serving first.

@@ -47,6 +47,34 @@ TEST(CachedPod, ThePodViewIsTheSameThroughTheTrim) {
   EXPECT_TRUE(b.ready);
   EXPECT_EQ(a.exit_code, b.exit_code);
   EXPECT_EQ(b.exit_code, 137);
+  EXPECT_EQ(a.node, b.node);
+  EXPECT_EQ(b.node, "n1");
+}
+
+// What the GPU phases read: the scheduler's reason, the devices reported
+// Unhealthy (ResourceHealthStatus) and the nodes a worker's affinity avoids.
+TEST(CachedPod, GpuFactsSurviveTheTrim) {
+  const Json full = Json::parse(R"({
+    "metadata": {"name": "job-worker-0", "uid": "u",
+                 "annotations": {"khorovod.dev/avoided-nodes": "n1,n2", "other": "x"}},
+    "spec": {"containers": [{"name": "trainer"}]},
+    "status": {"phase": "Pending",
+      "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                      "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}],
+      "containerStatuses": [{"name": "trainer", "state": {"running": {}},
+        "allocatedResourcesStatus": [{"name": "nvidia.com/gpu", "resources": [
+          {"resourceID": "GPU-sim-0", "health": "Healthy"}, {"resourceID": "GPU-sim-1", "health": "Unhealthy"}]}]}]}
+  })");
+  const Json kept = CachedPod(full);
+  PodView a = View(full), b = View(kept);
+  EXPECT_EQ(b.unschedulable, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+  EXPECT_EQ(a.unschedulable, b.unschedulable);
+  EXPECT_EQ(b.unhealthy_gpus, std::vector<std::string>{"GPU-sim-1"});
+  EXPECT_EQ(a.unhealthy_gpus, b.unhealthy_gpus);
+  EXPECT_EQ(b.avoided_nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_TRUE(b.gpu_failed());
+  EXPECT_FALSE(kept["metadata"]["annotations"].contains("other"));
+  EXPECT_FALSE(kept.contains("spec"));  // no nodeName yet: nothing of the spec is kept
 }
 
 TEST(CachedPod, KeepsOwnershipAndPodIpAndDropsTheRest) {
@@ -55,7 +83,7 @@ TEST(CachedPod, KeepsOwnershipAndPodIpAndDropsTheRest) {
   EXPECT_EQ(kept["metadata"]["namespace"], "ns");
   ASSERT_EQ(kept["metadata"]["ownerReferences"].size(), 1u);
   EXPECT_EQ(kept["metadata"]["ownerReferences"][0]["uid"], "j-1");
-  EXPECT_FALSE(kept.contains("spec"));
+  EXPECT_EQ(kept["spec"], Json({{"nodeName", "n1"}}));
   EXPECT_FALSE(kept["metadata"].contains("managedFields"));
   EXPECT_FALSE(kept["metadata"].contains("annotations"));
   EXPECT_FALSE(kept["status"].contains("message"));

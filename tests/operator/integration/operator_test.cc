@@ -3,6 +3,8 @@
 // setting pod status through the API. Garbage collection is real (the
 // controller-manager's garbage collector), not asserted from ownerReferences.
 #include <gtest/gtest.h>
+
+#include <optional>
 #include <signal.h>
 
 #include <set>
@@ -250,6 +252,42 @@ TEST_F(OperatorTest, NamesTooLongOrInvalidForDerivedNamesAreRefusedAtAdmission) 
   EXPECT_TRUE(Exists(core + "/services/" + longest + "-rendezvous"));
   EXPECT_TRUE(Exists(core + "/services/" + longest + "-worker"));
   EXPECT_FALSE(HasEvent("ReconcileError"));
+}
+
+// One training process per GPU: the API server refuses a slotsPerWorker that
+// contradicts the worker container's nvidia.com/gpu limit (CEL in the CRD),
+// naming both numbers; left out, the operator runs one slot per GPU.
+TEST_F(OperatorTest, SlotsAgainstGpuLimitAtAdmission) {
+  auto with_gpus = [](const std::string& name, Json gpus, std::optional<int> slots) {
+    Json job = JobManifest(name, 1, 1, 1);
+    job["spec"]["worker"]["template"]["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
+    if (slots) job["spec"]["slotsPerWorker"] = *slots;
+    return job;
+  };
+  for (const Json& gpus : {Json(2), Json("2")}) {
+    auto r = cluster_->admin().Post(kJobs + ns_ + "/horovodjobs", with_gpus("contradicts", gpus, 3));
+    ASSERT_FALSE(r.ok()) << gpus.dump();
+    EXPECT_EQ(r.status().code(), kube::ApiCode::kInvalid);
+    EXPECT_NE(r.status().message().find("slotsPerWorker 3 contradicts the nvidia.com/gpu limit 2 of the first worker "
+                                        "container"),
+              std::string::npos)
+        << r.status().ToString();
+  }
+  ASSERT_TRUE(cluster_->admin().Post(kJobs + ns_ + "/horovodjobs", with_gpus("agrees", 2, 2)).ok());
+  ASSERT_TRUE(cluster_->admin().Post(kJobs + ns_ + "/horovodjobs", with_gpus("defaulted", "2", std::nullopt)).ok());
+  StartOperator();
+  ASSERT_TRUE(WaitFor([&] { return Workers("defaulted").size() == 1; }, 30s)) << Job("defaulted").dump();
+  auto pod = cluster_->admin().Get("/api/v1/namespaces/" + ns_ + "/pods/defaulted-worker-0");
+  ASSERT_TRUE(pod.ok());
+  std::string slots;
+  for (const auto& e : pod.value()["spec"]["containers"][0]["env"])
+    if (e.value("name", "") == "KHOROVOD_SLOTS") slots = e.value("value", "");
+  EXPECT_EQ(slots, "2") << "slotsPerWorker follows the GPU limit";
+  EXPECT_TRUE(WaitFor([&] {
+    const Json status = Job("defaulted").value("status", Json::object());
+    return status.is_object() && status.value("gpusWanted", 0) == 2;
+  }, 20s))
+      << Job("defaulted").dump();
 }
 
 TEST_F(OperatorTest, BackoffExhaustedFailsTheJob) {

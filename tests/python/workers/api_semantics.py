@@ -149,7 +149,9 @@ def check_errors(r, n):
     # Invalid arguments: ValueError on the calling rank.
     expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.complex64)),
                  "complex dtype")
-    expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2), name=""), "empty name")
+    expect_raise(ValueError, lambda: hvd.broadcast(torch.ones(2), root_rank=n + 3), "root outside the job")
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name=""),  # no name, as Horovod
+                       torch.full((2,), float(n)))
     expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2), op=42), "unknown op")
     if n & (n - 1):  # Horovod's refusal; power-of-two sizes: tests/python/test_adasum.py
         e = expect_raise(NotImplementedError,
@@ -329,6 +331,17 @@ def check_queries(r, n):
     # Horovod answers NCCL_VERSION_CODE (an int, >= 2.14's 21400 here) or 0.
     assert type(hvd.nccl_built()) is int
     assert hvd.nccl_built() == 0 or hvd.nccl_built() >= 21400, hvd.nccl_built()
+    # The NCCL loaded at run time (a khorovod extension): a version >= 2.27
+    # with its path, or an error listing what was searched; nothing without NCCL.
+    if hvd.nccl_built():
+        try:
+            info = hvd.nccl_runtime_info()
+            assert info["version_code"] >= 22700 and info["path"], info
+            assert hvd.nccl_runtime_version() == info["version_code"]
+        except hvd.KhorovodError as e:
+            assert "no NCCL >= 2.27 found" in str(e) and "libnccl.so.2" in str(e), str(e)
+    else:
+        assert hvd.nccl_runtime_info() == {} and hvd.nccl_runtime_version() == 0
     # khorovodrun puts every rank on this host: one host, so homogeneous;
     # local_size must be the world size for that to be the right answer.
     assert hvd.local_size() == n and hvd.is_homogeneous() is True

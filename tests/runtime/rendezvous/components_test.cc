@@ -203,5 +203,28 @@ TEST(World, AssignsRanksHostsAndLocalRanks) {
   EXPECT_EQ(w.Find("zz"), nullptr);
 }
 
+// khorovod-slots declares each process's slot: slot i is local rank i
+// whatever order the slots registered in (so slot i's GPU is local rank i's).
+TEST(World, DeclaredSlotsBecomeLocalRanks) {
+  World w = BuildWorld(1, {{"p-1", "h1", 2, 1}, {"q-0", "h2", 1, 0}, {"p-0", "h1", 2, 0}});
+  EXPECT_EQ(w.Find("p-1")->local_rank, 1);
+  EXPECT_EQ(w.Find("p-0")->local_rank, 0);
+  EXPECT_EQ(w.Find("p-1")->rank, 0) << "ranks keep the membership's order";
+  EXPECT_EQ(w.Find("q-0")->local_rank, 0);
+}
+
+TEST(World, SlotsThatDoNotNumberTheHostFallBackToRankOrder) {
+  // Slot 1 alone on its host (slot 0 not admitted): local_size 1, so rank order.
+  World alone = BuildWorld(1, {{"p-1", "h1", 2, 1}});
+  EXPECT_EQ(alone.members[0].local_rank, 0);
+  // A duplicate slot, or a worker that declares none.
+  World dup = BuildWorld(1, {{"a", "h1", 2, 1}, {"b", "h1", 2, 1}});
+  EXPECT_EQ(dup.members[0].local_rank, 0);
+  EXPECT_EQ(dup.members[1].local_rank, 1);
+  World mixed = BuildWorld(1, {{"a", "h1", 2, 1}, {"b", "h1", 2, -1}});
+  EXPECT_EQ(mixed.members[0].local_rank, 0);
+  EXPECT_EQ(mixed.members[1].local_rank, 1);
+}
+
 }  // namespace
 }  // namespace khorovod::rendezvous

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "backend/cuda/cuda_device.h"
 #include "backend/cuda/cuda_status.h"
-#include "backend/gloo/gloo_ops.h"
 #include "backend/nccl/nccl_comm.h"
+#include "backend/nccl/nccl_formation.h"
 #include "backend/nccl/nccl_scaling.h"
 #include "common/reduce_kernels.h"
 
@@ -41,8 +42,9 @@ class DeviceBuffer {
 
 class NcclBackend final : public Backend, public DeviceOps {
  public:
-  NcclBackend(std::unique_ptr<cuda::CudaStream> stream, std::unique_ptr<NcclComm> comm, int rank, int size)
-      : stream_(std::move(stream)), comm_(std::move(comm)), rank_(rank), size_(size) {}
+  NcclBackend(std::unique_ptr<cuda::CudaStream> stream, std::unique_ptr<NcclComm> comm, uint64_t comm_id, int rank,
+              int size)
+      : stream_(std::move(stream)), comm_(std::move(comm)), comm_id_(comm_id), rank_(rank), size_(size) {}
 
   ~NcclBackend() override {
     // The communicator aborts first, so no kernel still reads the buffers
@@ -57,6 +59,20 @@ class NcclBackend final : public Backend, public DeviceOps {
   bool AveragesNatively() const override { return true; }
   DeviceOps* device_ops() override { return this; }
 
+  // The communicator, when it is still alive (healthy or revoked), for the
+  // next session to reuse, shrink or grow (nccl_formation.h). Every
+  // operation has completed or was revoked, so the buffers this backend
+  // frees afterwards are no longer read.
+  std::unique_ptr<BackendLegacy> Retire() override {
+    if (!comm_ || !comm_->alive()) return nullptr;
+    auto legacy = std::make_unique<NcclLegacy>();
+    legacy->comm = std::move(comm_);
+    legacy->comm_id = comm_id_;
+    legacy->rank = rank_;
+    legacy->size = size_;
+    return legacy;
+  }
+
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
     KH_RETURN_IF_ERROR(Enter());
     auto type = ToNccl(dtype);
@@ -67,7 +83,7 @@ class NcclBackend final : public Backend, public DeviceOps {
       if (count > 0 && in != out) KH_RETURN_IF_ERROR(Copy(out, in, count * DataTypeSize(dtype)));
       return comm_->WaitForStream(*stream_, "allreduce");
     }
-    KH_RETURN_IF_ERROR(comm_->Check(ncclAllReduce(in, out, count, *type, *red, comm_->get(), stream_->get()),
+    KH_RETURN_IF_ERROR(comm_->Check(lib().AllReduce(in, out, count, *type, *red, comm_->get(), stream_->get()),
                                     "ncclAllReduce"));
     return comm_->WaitForStream(*stream_, "allreduce");
   }
@@ -111,15 +127,15 @@ class NcclBackend final : public Backend, public DeviceOps {
     // does that itself, after the same validation.
     if (size_ == 1) return ScaleOneRank(spans, dtype, prescale * postscale);
     const ncclRedOp_t red = scaled->get();
-    KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
+    KH_RETURN_IF_ERROR(comm_->Check(lib().GroupStart(), "ncclGroupStart"));
     ncclResult_t r = ncclSuccess;
     for (const Span& s : spans) {
       if (r != ncclSuccess && r != ncclInProgress) break;
       if (s.count == 0) continue;
-      r = ncclAllReduce(s.data, s.data, s.count, *type, red, comm_->get(), stream_->get());
+      r = lib().AllReduce(s.data, s.data, s.count, *type, red, comm_->get(), stream_->get());
     }
     // The group must be closed whatever happened inside it.
-    const ncclResult_t end = ncclGroupEnd();
+    const ncclResult_t end = lib().GroupEnd();
     KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "fused ncclAllReduce"));
     return comm_->WaitForStream(*stream_, "fused allreduce");
   }
@@ -135,20 +151,20 @@ class NcclBackend final : public Backend, public DeviceOps {
     const size_t esize = DataTypeSize(dtype);
     if (std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts.front(); })) {
       KH_RETURN_IF_ERROR(comm_->Check(
-          ncclAllGather(in, out, counts.front(), *type, comm_->get(), stream_->get()), "ncclAllGather"));
+          lib().AllGather(in, out, counts.front(), *type, comm_->get(), stream_->get()), "ncclAllGather"));
       return comm_->WaitForStream(*stream_, "allgather");
     }
     // Unequal shares: one broadcast per rank, all in one group (NCCL's
     // allgather needs equal counts).
-    KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
+    KH_RETURN_IF_ERROR(comm_->Check(lib().GroupStart(), "ncclGroupStart"));
     ncclResult_t r = ncclSuccess;
     size_t offset = 0;
     for (int root = 0; root < size_ && (r == ncclSuccess || r == ncclInProgress); ++root) {
       std::byte* dst = static_cast<std::byte*>(out) + offset;
-      r = ncclBroadcast(root == rank_ ? in : dst, dst, counts[root], *type, root, comm_->get(), stream_->get());
+      r = lib().Broadcast(root == rank_ ? in : dst, dst, counts[root], *type, root, comm_->get(), stream_->get());
       offset += counts[root] * esize;
     }
-    const ncclResult_t end = ncclGroupEnd();
+    const ncclResult_t end = lib().GroupEnd();
     KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "allgatherv broadcasts"));
     return comm_->WaitForStream(*stream_, "allgatherv");
   }
@@ -158,7 +174,7 @@ class NcclBackend final : public Backend, public DeviceOps {
     auto type = ToNccl(dtype);
     if (!type.ok()) return type.status();
     KH_RETURN_IF_ERROR(comm_->Check(
-        ncclBroadcast(buffer, buffer, count, *type, root, comm_->get(), stream_->get()), "ncclBroadcast"));
+        lib().Broadcast(buffer, buffer, count, *type, root, comm_->get(), stream_->get()), "ncclBroadcast"));
     return comm_->WaitForStream(*stream_, "broadcast");
   }
 
@@ -171,22 +187,22 @@ class NcclBackend final : public Backend, public DeviceOps {
       return Status::Internal("alltoall counts do not have one entry per rank");
     }
     const size_t esize = DataTypeSize(dtype);
-    KH_RETURN_IF_ERROR(comm_->Check(ncclGroupStart(), "ncclGroupStart"));
+    KH_RETURN_IF_ERROR(comm_->Check(lib().GroupStart(), "ncclGroupStart"));
     ncclResult_t r = ncclSuccess;
     size_t send_off = 0, recv_off = 0;
     for (int peer = 0; peer < size_ && (r == ncclSuccess || r == ncclInProgress); ++peer) {
       const auto send = static_cast<size_t>(send_counts[peer]);
       const auto recv = static_cast<size_t>(recv_counts[peer]);
       if (send) {
-        r = ncclSend(static_cast<const std::byte*>(in) + send_off, send, *type, peer, comm_->get(), stream_->get());
+        r = lib().Send(static_cast<const std::byte*>(in) + send_off, send, *type, peer, comm_->get(), stream_->get());
       }
       if (recv && (r == ncclSuccess || r == ncclInProgress)) {
-        r = ncclRecv(static_cast<std::byte*>(out) + recv_off, recv, *type, peer, comm_->get(), stream_->get());
+        r = lib().Recv(static_cast<std::byte*>(out) + recv_off, recv, *type, peer, comm_->get(), stream_->get());
       }
       send_off += send * esize;
       recv_off += recv * esize;
     }
-    const ncclResult_t end = ncclGroupEnd();
+    const ncclResult_t end = lib().GroupEnd();
     KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "alltoallv send/recv"));
     return comm_->WaitForStream(*stream_, "alltoallv");
   }
@@ -197,7 +213,7 @@ class NcclBackend final : public Backend, public DeviceOps {
     auto scratch = barrier_.Reserve(sizeof(int32_t));
     if (!scratch.ok()) return scratch.status();
     KH_RETURN_IF_ERROR(comm_->Check(
-        ncclAllReduce(*scratch, *scratch, 1, ncclInt32, ncclSum, comm_->get(), stream_->get()), "barrier"));
+        lib().AllReduce(*scratch, *scratch, 1, ncclInt32, ncclSum, comm_->get(), stream_->get()), "barrier"));
     return comm_->WaitForStream(*stream_, "barrier");
   }
 
@@ -223,14 +239,17 @@ class NcclBackend final : public Backend, public DeviceOps {
   }
 
   Status Enter() {
+    if (!comm_) return Status::Unavailable("the nccl backend was retired");
     if (comm_->broken()) return comm_->Check(ncclSuccess, "nccl");  // the stored failure
     return stream_->Enter();
   }
+  const NcclLibrary& lib() const { return comm_->lib(); }
 
   // Declared before comm_ so that they are destroyed after it.
   std::unique_ptr<cuda::CudaStream> stream_;
   DeviceBuffer barrier_;
   std::unique_ptr<NcclComm> comm_;
+  uint64_t comm_id_;
   int rank_;
   int size_;
   std::vector<std::byte> one_rank_host_;  // ScaleOneRank's host copy, kept between calls
@@ -246,27 +265,30 @@ StatusOr<std::unique_ptr<Backend>> MakeNcclBackend(const BackendInit& init) {
   }
   auto device = cuda::SelectDevice(config);
   if (!device.ok()) return device.status();
+  auto lib = NcclLibrary::Load(config.nccl_library);
+  if (!lib.ok()) return lib.status();
   auto stream = cuda::CudaStream::Create(*device);
   if (!stream.ok()) return stream.status();
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  if (config.rank == 0) {
-    if (ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
-      return Status::Unavailable(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
-    }
-  }
-  if (config.size > 1) {
-    // Every rank reaches this point in the same session, so the broadcast
-    // pairs up; its Gloo timeout bounds the wait for a missing rank 0.
-    KH_RETURN_IF_ERROR(gloo_ops::BroadcastBytes(init.gloo_context, &id, sizeof id, 0));
-  }
-  auto comm = NcclComm::Create(id, config.rank, config.size, **stream, config.transport_timeout);
-  if (!comm.ok()) return comm.status();
-  return std::unique_ptr<Backend>(
-      std::make_unique<NcclBackend>(std::move(*stream), std::move(*comm), config.rank, config.size));
+  auto formed = FormNcclComm(init, *lib, **stream);
+  if (!formed.ok()) return formed.status();
+  return std::unique_ptr<Backend>(std::make_unique<NcclBackend>(std::move(*stream), std::move(formed->comm),
+                                                                formed->comm_id, config.rank, config.size));
+}
+
+StatusOr<std::map<std::string, std::string>> NcclInfo(const Config& config) {
+  auto lib = NcclLibrary::Load(config.nccl_library);
+  if (!lib.ok()) return lib.status();
+  const NcclLibrary& l = **lib;
+  auto yn = [](bool b) { return std::string(b ? "1" : "0"); };
+  return std::map<std::string, std::string>{
+      {"version", l.version().str()}, {"version_code", std::to_string(l.version().code())},
+      {"path", l.path()},           {"shrink", yn(l.features().shrink)},
+      {"grow", yn(l.features().grow)}, {"revoke", yn(l.features().revoke)},
+      {"multi_rank_gpu", yn(l.features().multi_rank_gpu_env)}};
 }
 
 KH_REGISTER_BACKEND(nccl, "nccl", MakeNcclBackend)
+KH_REGISTER_BACKEND_INFO(nccl, "nccl", NcclInfo)
 KH_REGISTER_DEVICE(nccl, "nccl", cuda::ResolveDevice)
 
 }  // namespace khorovod

@@ -26,45 +26,107 @@ class Backoff {
   int polls_ = 0;
 };
 
-std::string NcclError(ncclResult_t r, ncclComm_t comm) {
-  std::string msg = ncclGetErrorString(r);
-  if (comm) {
-    if (const char* last = ncclGetLastError(comm); last && *last) msg += std::string(": ") + last;
+}  // namespace
+
+std::string NcclComm::Error(ncclResult_t r) const {
+  std::string msg = lib_->GetErrorString(r);
+  if (comm_) {
+    if (const char* last = lib_->GetLastError(comm_); last && *last) msg += std::string(": ") + last;
   }
   return msg;
 }
 
-}  // namespace
+StatusOr<std::unique_ptr<NcclComm>> NcclComm::Adopt(std::shared_ptr<const NcclLibrary> lib, ncclComm_t comm,
+                                                    ncclResult_t r, std::chrono::milliseconds timeout,
+                                                    const char* what) {
+  if (r != ncclSuccess && r != ncclInProgress) {
+    std::string msg = std::string(what) + ": " + lib->GetErrorString(r);
+    if (comm) (void)lib->CommAbort(comm);
+    return Status::Unavailable(std::move(msg));
+  }
+  if (!comm) return Status::Internal(std::string(what) + " returned no communicator");
+  // The object owns the communicator from here on, so every failure below
+  // aborts it in the destructor.
+  std::unique_ptr<NcclComm> owned(new NcclComm(std::move(lib), comm, timeout));
+  KH_RETURN_IF_ERROR(owned->Check(r, what));
+  return owned;
+}
 
-StatusOr<std::unique_ptr<NcclComm>> NcclComm::Create(const ncclUniqueId& id, int rank, int size,
+StatusOr<std::unique_ptr<NcclComm>> NcclComm::Create(std::shared_ptr<const NcclLibrary> lib,
+                                                     const ncclUniqueId& id, int rank, int size,
                                                      const cuda::CudaStream& stream,
                                                      std::chrono::milliseconds timeout) {
   KH_RETURN_IF_ERROR(stream.Enter());
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&comm, size, id, rank, &config);
-  if (r != ncclSuccess && r != ncclInProgress) {
-    if (comm) (void)ncclCommAbort(comm);
-    return Status::Unavailable("ncclCommInitRankConfig: " + NcclError(r, nullptr));
+  const ncclResult_t r = lib->CommInitRankConfig(&comm, size, id, rank, &config);
+  return Adopt(std::move(lib), comm, r, timeout, "ncclCommInitRankConfig");
+}
+
+StatusOr<std::unique_ptr<NcclComm>> NcclComm::Shrink(NcclComm& parent, std::vector<int> exclude,
+                                                     bool abort_parent) {
+  const NcclLibrary& lib = *parent.lib_;
+  if (!lib.CommShrink) return Status::FailedPrecondition(lib.Describe() + " cannot shrink");
+  if (!parent.comm_) return Status::FailedPrecondition("the parent communicator was aborted");
+  if (parent.revoked_) {
+    // Revoke completes asynchronously: the parent is quiescent once its
+    // async state leaves ncclInProgress.
+    const auto deadline = Clock::now() + parent.timeout_;
+    Backoff backoff;
+    ncclResult_t state = ncclInProgress;
+    while (lib.CommGetAsyncError(parent.comm_, &state) == ncclSuccess && state == ncclInProgress) {
+      if (Clock::now() > deadline) return Status::Unavailable("ncclCommRevoke did not quiesce in time");
+      backoff.Pause();
+    }
   }
-  // The object owns the communicator from here on, so every failure below
-  // aborts it in the destructor.
-  std::unique_ptr<NcclComm> owned(new NcclComm(comm, timeout));
-  KH_RETURN_IF_ERROR(owned->Check(r, "ncclCommInitRankConfig"));
-  return owned;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = lib.CommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), &comm,
+                                        &config, abort_parent ? kNcclShrinkAbort : kNcclShrinkDefault);
+  return Adopt(parent.lib_, comm, r, parent.timeout_, "ncclCommShrink");
+}
+
+StatusOr<ncclUniqueId> NcclComm::GrowId() {
+  if (!lib_->CommGetUniqueId) return Status::FailedPrecondition(lib_->Describe() + " cannot grow");
+  ncclUniqueId id;
+  KH_RETURN_IF_ERROR(Check(lib_->CommGetUniqueId(comm_, &id), "ncclCommGetUniqueId"));
+  return id;
+}
+
+StatusOr<std::unique_ptr<NcclComm>> NcclComm::Grow(std::shared_ptr<const NcclLibrary> lib, NcclComm* parent,
+                                                   const ncclUniqueId* id, int rank, int size,
+                                                   const cuda::CudaStream& stream,
+                                                   std::chrono::milliseconds timeout) {
+  if (!lib->CommGrow) return Status::FailedPrecondition(lib->Describe() + " cannot grow");
+  KH_RETURN_IF_ERROR(stream.Enter());
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r =
+      lib->CommGrow(parent ? parent->comm_ : nullptr, size, id, parent ? -1 : rank, &comm, &config);
+  return Adopt(std::move(lib), comm, r, timeout, "ncclCommGrow");
 }
 
 NcclComm::~NcclComm() {
   // Abort rather than destroy even on a clean shutdown: ncclCommDestroy may
   // wait for peers that are gone, and abort frees the same resources.
-  if (comm_) (void)ncclCommAbort(comm_);
+  if (comm_) (void)lib_->CommAbort(comm_);
 }
 
 Status NcclComm::Fail(std::string message) {
   if (broken_.ok()) broken_ = Status::Unavailable(std::move(message));
+  if (comm_ && lib_->CommRevoke) {
+    // Kept for ncclCommShrink: revoking stops its in-flight kernels now, so
+    // nothing (cudaFree of a fusion buffer, say) waits for the dead peer.
+    if (!revoked_) revoked_ = lib_->CommRevoke(comm_, 0) == ncclSuccess;
+    if (revoked_) return broken_;
+  }
+  // Without revoke a kernel may still wait for the dead peer: only an abort
+  // ends it, so the next session forms a new communicator.
   if (comm_) {
-    (void)ncclCommAbort(comm_);
+    (void)lib_->CommAbort(comm_);
     comm_ = nullptr;
   }
   return broken_;
@@ -81,10 +143,10 @@ Status NcclComm::Check(ncclResult_t r, const char* what) {
     }
     backoff.Pause();
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t q = ncclCommGetAsyncError(comm_, &state);
+    const ncclResult_t q = lib_->CommGetAsyncError(comm_, &state);
     r = q != ncclSuccess ? q : state;
   }
-  if (r != ncclSuccess) return Fail(std::string(what) + ": " + NcclError(r, comm_));
+  if (r != ncclSuccess) return Fail(std::string(what) + ": " + Error(r));
   return Status::Ok();
 }
 
@@ -100,9 +162,9 @@ Status NcclComm::WaitForStream(const cuda::CudaStream& stream, const char* what)
     if (e == cudaSuccess) return Status::Ok();
     if (e != cudaErrorNotReady) return Fail(std::string(what) + ": " + cuda::FromCuda(e, "cudaEventQuery").message());
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t q = ncclCommGetAsyncError(comm_, &state);
+    const ncclResult_t q = lib_->CommGetAsyncError(comm_, &state);
     if (q != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
-      return Fail(std::string(what) + ": " + NcclError(q != ncclSuccess ? q : state, comm_));
+      return Fail(std::string(what) + ": " + Error(q != ncclSuccess ? q : state));
     }
     if (Clock::now() > deadline) {
       return Fail(std::string(what) + ": not complete within " + std::to_string(timeout_.count()) +

@@ -72,7 +72,7 @@ StatusOr<ScaledRedOp> ScaledRedOp::Create(NcclComm& comm, DataType dtype, Reduce
   EncodeScalar(dtype, factor, scalar);
   ncclRedOp_t red;
   KH_RETURN_IF_ERROR(comm.Check(
-      ncclRedOpCreatePreMulSum(&red, scalar, *type, ncclScalarHostImmediate, comm.get()),
+      comm.lib().RedOpCreatePreMulSum(&red, scalar, *type, ncclScalarHostImmediate, comm.get()),
       "ncclRedOpCreatePreMulSum"));
   return ScaledRedOp(&comm, red, true);
 }
@@ -83,7 +83,7 @@ ScaledRedOp::ScaledRedOp(ScaledRedOp&& other) noexcept
 }
 
 ScaledRedOp::~ScaledRedOp() {
-  if (owned_ && !comm_->broken()) (void)ncclRedOpDestroy(op_, comm_->get());
+  if (owned_ && !comm_->broken()) (void)comm_->lib().RedOpDestroy(op_, comm_->get());
 }
 
 }  // namespace khorovod

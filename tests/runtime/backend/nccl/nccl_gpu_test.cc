@@ -12,6 +12,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "backend/gloo/gloo_ops.h"
 #include "backend/nccl/nccl_backend.h"
 #include "backend/registry.h"
 #include "bootstrap/gloo_bootstrap.h"
@@ -289,82 +290,123 @@ TEST(StagingGpu, ProcessesShareOneGpu) {
   }, opts);
 }
 
-// Two ranks on two GPUs (one per local rank). Skipped unless the driver
-// exposes a second device node, checked without initializing CUDA before
-// the fork.
-bool TwoGpuNodes(std::string* why) {
-  if (access("/dev/nvidia0", F_OK) == 0 && access("/dev/nvidia1", F_OK) == 0) return true;
-  *why = "needs two GPUs (/dev/nvidia0 and /dev/nvidia1)";
-  return false;
+// Placement for an n-rank NCCL test, decided without initializing CUDA
+// before the fork: one GPU per rank where the driver exposes n device
+// nodes, else all ranks on GPU 0 with KHOROVOD_GPU_SHARE=1 (NCCL then runs
+// them as separate nodes over loopback, or with NCCL_MULTI_RANK_GPU_ENABLE
+// on NCCL >= 2.30: backend/nccl/nccl_formation.h).
+bool PlaceRanks(int n, testing::RankOptions* opts, std::string* why) {
+  if (access("/dev/nvidiactl", F_OK) != 0) {
+    *why = "no NVIDIA driver (/dev/nvidiactl missing)";
+    return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) != 0) {
+      opts->env["KHOROVOD_GPU_SHARE"] = "1";
+      opts->env["KHOROVOD_GPU_DEVICE"] = "0";
+      return true;
+    }
+  }
+  return true;
 }
 
-std::unique_ptr<Backend> MakeRankNccl(const testing::RankContext& ctx) {
+std::unique_ptr<Backend> MakeRankNccl(const testing::RankContext& ctx, std::shared_ptr<gloo::Context>* keep = nullptr,
+                                      std::shared_ptr<BackendLegacy> legacy = nullptr) {
   auto gloo = ConnectGlooContext(ctx.config);
   EXPECT_TRUE(gloo.ok()) << gloo.status();
   if (!gloo.ok()) return nullptr;
-  auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo});
+  if (keep) *keep = *gloo;
+  auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo, std::move(legacy)});
   EXPECT_TRUE(b.ok()) << b.status();
   return b.ok() ? std::move(*b) : nullptr;
 }
 
-TEST(NcclGpu, TwoRanksEveryCollective) {
-  std::string why;
-  if (!TwoGpuNodes(&why)) GTEST_SKIP() << why;
+std::vector<int32_t> Ints(const DeviceVec& d, size_t n) {
+  auto bytes = d.Download();
+  std::vector<int32_t> out(n);
+  std::memcpy(out.data(), bytes.data(), n * 4);
+  return out;
+}
+
+class NcclRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(NcclRanks, EveryCollective) {
+  const int n = GetParam();
   testing::RankOptions opts;
+  std::string why;
+  if (!PlaceRanks(n, &opts, &why)) GTEST_SKIP() << why;
   opts.init = false;
   opts.deadline = std::chrono::seconds(120);
-  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+  KH_RUN_RANKS(n, [n](Runtime&, const testing::RankContext& ctx) {
     auto b = MakeRankNccl(ctx);
     ASSERT_TRUE(b);
     const int r = ctx.rank;
-    std::vector<int32_t> v(1000, r + 1);
+    // Allreduce: a large buffer (NCCL's ring, not its one-rank copy) of r+1.
+    const size_t count = 1 << 20;
+    std::vector<int32_t> v(count, r + 1);
     DeviceVec dv(v.size() * 4);
     dv.Upload(v.data());
     ASSERT_TRUE(b->Allreduce(dv.get(), dv.get(), v.size(), DataType::kInt32, ReduceOp::kSum).ok());
-    {
-      auto summed = dv.Download();
-      std::vector<int32_t> got(v.size());
-      std::memcpy(got.data(), summed.data(), summed.size());
-      EXPECT_EQ(got, std::vector<int32_t>(v.size(), 3));
-    }
+    EXPECT_EQ(Ints(dv, count), std::vector<int32_t>(count, n * (n + 1) / 2));
+    // Average of floats through ncclAvg.
+    std::vector<float> f(4099, static_cast<float>(2 * r));
+    DeviceVec df(f.size() * 4);
+    df.Upload(f.data());
+    ASSERT_TRUE(b->Allreduce(df.get(), df.get(), f.size(), DataType::kFloat32, ReduceOp::kAverage).ok());
+    auto fb = df.Download();
+    std::vector<float> favg(f.size());
+    std::memcpy(favg.data(), fb.data(), fb.size());
+    EXPECT_EQ(favg, std::vector<float>(f.size(), static_cast<float>(n - 1)));
     // Unequal allgather shares: rank k sends k+1 values of k.
+    std::vector<size_t> counts;
+    std::vector<int32_t> want;
+    for (int k = 0; k < n; ++k) {
+      counts.push_back(k + 1);
+      want.insert(want.end(), k + 1, k);
+    }
     std::vector<int32_t> mine(r + 1, r);
-    DeviceVec in(mine.size() * 4), out(3 * 4);
+    DeviceVec in(mine.size() * 4), out(want.size() * 4);
     in.Upload(mine.data());
-    ASSERT_TRUE(b->Allgatherv(in.get(), out.get(), {1, 2}, DataType::kInt32).ok());
-    std::vector<int32_t> got(3);
-    auto bytes = out.Download();
-    std::memcpy(got.data(), bytes.data(), bytes.size());
-    EXPECT_EQ(got, (std::vector<int32_t>{0, 1, 1}));
+    ASSERT_TRUE(b->Allgatherv(in.get(), out.get(), counts, DataType::kInt32).ok());
+    EXPECT_EQ(Ints(out, want.size()), want);
     // Alltoall: rank s sends (10*s + d) to rank d, one value each.
-    std::vector<int32_t> send{10 * r, 10 * r + 1};
-    DeviceVec sd(8), rd(8);
+    std::vector<int32_t> send, expect;
+    for (int d = 0; d < n; ++d) {
+      send.push_back(10 * r + d);
+      expect.push_back(10 * d + r);
+    }
+    DeviceVec sd(n * 4), rd(n * 4);
     sd.Upload(send.data());
-    ASSERT_TRUE(b->Alltoallv(sd.get(), {1, 1}, rd.get(), {1, 1}, DataType::kInt32).ok());
-    bytes = rd.Download();
-    std::vector<int32_t> recv(2);
-    std::memcpy(recv.data(), bytes.data(), 8);
-    EXPECT_EQ(recv, (std::vector<int32_t>{r, 10 + r}));
+    std::vector<int64_t> ones(n, 1);
+    ASSERT_TRUE(b->Alltoallv(sd.get(), ones, rd.get(), ones, DataType::kInt32).ok());
+    EXPECT_EQ(Ints(rd, n), expect);
+    // Broadcast from the last rank.
+    std::vector<int32_t> bc(77, r == n - 1 ? 42 : -1);
+    DeviceVec dbc(bc.size() * 4);
+    dbc.Upload(bc.data());
+    ASSERT_TRUE(b->Broadcast(dbc.get(), bc.size(), DataType::kInt32, n - 1).ok());
+    EXPECT_EQ(Ints(dbc, bc.size()), std::vector<int32_t>(bc.size(), 42));
     ASSERT_TRUE(b->Barrier().ok());
   }, opts);
 }
 
 // A peer that dies after forming the communicator must not hang the
-// survivor: its next collective fails with UNAVAILABLE within the timeout.
-TEST(NcclGpu, DeadPeerFailsWithinTimeout) {
-  std::string why;
-  if (!TwoGpuNodes(&why)) GTEST_SKIP() << why;
+// survivors: their next collective fails with UNAVAILABLE within the timeout.
+TEST_P(NcclRanks, DeadPeerFailsWithinTimeout) {
+  const int n = GetParam();
   testing::RankOptions opts;
+  std::string why;
+  if (!PlaceRanks(n, &opts, &why)) GTEST_SKIP() << why;
   opts.init = false;
   opts.deadline = std::chrono::seconds(120);
-  opts.expect_killed = {1};
-  opts.env = {{"KHOROVOD_TIMEOUT_SECONDS", "5"}};
-  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+  opts.expect_killed = {n - 1};
+  opts.env["KHOROVOD_TIMEOUT_SECONDS"] = "5";
+  KH_RUN_RANKS(n, [n](Runtime&, const testing::RankContext& ctx) {
     auto b = MakeRankNccl(ctx);
     ASSERT_TRUE(b);
     DeviceVec buf(4096);
     ASSERT_TRUE(b->Barrier().ok());
-    if (ctx.rank == 1) raise(SIGKILL);
+    if (ctx.rank == n - 1) raise(SIGKILL);
     const auto start = std::chrono::steady_clock::now();
     Status s = b->Allreduce(buf.get(), buf.get(), 1024, DataType::kFloat32, ReduceOp::kSum);
     const auto waited = std::chrono::steady_clock::now() - start;
@@ -372,6 +414,73 @@ TEST(NcclGpu, DeadPeerFailsWithinTimeout) {
     EXPECT_LT(waited, std::chrono::seconds(20));
     // The backend stays broken and says so at once.
     EXPECT_EQ(b->Barrier().code(), StatusCode::kUnavailable);
+  }, opts);
+}
+
+// Re-formation 100 times at n ranks, alternating a new communicator (no
+// legacy: ncclCommInitRankConfig) and the retired one (reuse): device
+// memory must come back to its baseline.
+TEST_P(NcclRanks, HundredReformationsKeepDeviceMemory) {
+  const int n = GetParam();
+  testing::RankOptions opts;
+  std::string why;
+  if (!PlaceRanks(n, &opts, &why)) GTEST_SKIP() << why;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(280);
+  KH_RUN_RANKS(n, [](Runtime&, const testing::RankContext& ctx) {
+    std::shared_ptr<gloo::Context> gloo;
+    auto b = MakeRankNccl(ctx, &gloo);
+    ASSERT_TRUE(b);
+    DeviceVec buf(1 << 20);
+    ASSERT_TRUE(b->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum).ok());
+    ASSERT_TRUE(b->Barrier().ok());
+    b.reset();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    size_t free_before = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+    std::shared_ptr<BackendLegacy> legacy;
+    for (int i = 0; i < 100; ++i) {
+      auto made = MakeNcclBackend(BackendInit{&ctx.config, gloo, i % 2 ? std::move(legacy) : nullptr});
+      ASSERT_TRUE(made.ok()) << "cycle " << i << ": " << made.status();
+      legacy.reset();
+      ASSERT_TRUE((*made)->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum).ok());
+      ASSERT_TRUE((*made)->Barrier().ok());
+      legacy = (*made)->Retire();
+      ASSERT_NE(legacy, nullptr) << "a healthy communicator is retired for the next session";
+    }
+    legacy.reset();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    // Both ranks' memory is on this GPU when they share it: measured after
+    // both are done (a Gloo barrier).
+    ASSERT_TRUE(gloo_ops::Barrier(gloo).ok());
+    size_t free_after = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+    const size_t slack = 64u << 20;
+    std::printf("reform-memory: rank %d free before %zu after %zu (MiB: %zu -> %zu)\n", ctx.rank, free_before,
+                free_after, free_before >> 20, free_after >> 20);
+    EXPECT_LE(free_before, free_after + slack) << "device memory fell over 100 re-formations";
+  }, opts);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, NcclRanks, ::testing::Values(2, 4),
+                         [](const auto& info) { return "ranks" + std::to_string(info.param); });
+
+// Two ranks that land on one GPU without KHOROVOD_GPU_SHARE get a clear
+// error naming them, before NCCL is asked.
+TEST(NcclGpu, SharedGpuIsRefusedWithoutOptIn) {
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
+  testing::RankOptions opts;
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(60);
+  opts.env = {{"KHOROVOD_GPU_DEVICE", "0"}};
+  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
+    auto gloo = ConnectGlooContext(ctx.config);
+    ASSERT_TRUE(gloo.ok()) << gloo.status();
+    auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo});
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(b.status().message().find("ranks 0 and 1 both use GPU"), std::string::npos) << b.status();
+    EXPECT_NE(b.status().message().find("KHOROVOD_GPU_SHARE=1"), std::string::npos) << b.status();
   }, opts);
 }
 

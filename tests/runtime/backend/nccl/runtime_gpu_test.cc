@@ -141,22 +141,33 @@ TEST(RuntimeGpu, StagingThreeProcessesShareOneGpu) {
   KH_RUN_RANKS(3, [](Runtime& rt, const RankContext& ctx) { EveryCollective(rt, ctx, 0); }, opts);
 }
 
-TEST(RuntimeGpu, NcclTwoRanksAndANewSession) {
+// n ranks, one GPU each where there are n, else all on GPU 0 through
+// KHOROVOD_GPU_SHARE=1; then again in a new session (a new communicator, as
+// after shutdown() and init()).
+class RuntimeNcclRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(RuntimeNcclRanks, EveryCollectiveAndANewSession) {
+  const int n = GetParam();
   std::string why;
-  if (!GpuNodes(2, &why)) GTEST_SKIP() << why;
+  if (!GpuNodes(1, &why)) GTEST_SKIP() << why;
   RankOptions opts;
   opts.deadline = std::chrono::seconds(180);
   opts.env = {{"KHOROVOD_GPU_OPERATIONS", "nccl"}};
-  KH_RUN_RANKS(2, [](Runtime& rt, const RankContext& ctx) {
-    EveryCollective(rt, ctx, ctx.rank);
-    // A new session forms a new communicator (as an elastic reset does).
+  const bool share = !GpuNodes(n, &why);
+  if (share) opts.env.insert({{"KHOROVOD_GPU_SHARE", "1"}, {"KHOROVOD_GPU_DEVICE", "0"}});
+  KH_RUN_RANKS(n, [share](Runtime& rt, const RankContext& ctx) {
+    const int device = share ? 0 : ctx.rank;
+    EveryCollective(rt, ctx, device);
     ASSERT_TRUE(rt.shutdown().ok());
     Config next = ctx.config;
     next.job_id += "-2";
     ASSERT_TRUE(rt.init(next).ok());
-    EveryCollective(rt, ctx, ctx.rank);
+    EveryCollective(rt, ctx, device);
   }, opts);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RuntimeNcclRanks, ::testing::Values(2, 4),
+                         [](const auto& info) { return "ranks" + std::to_string(info.param); });
 
 }  // namespace
 }  // namespace khorovod
