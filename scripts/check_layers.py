@@ -166,8 +166,14 @@ def py_cycles(graph):
             if a < b and a in reachable[b] and not b.startswith(a + ".") and not a.startswith(b + ".")}
 
 
+# khorovod.keras is horovod.keras's names for Keras on TensorFlow: it re-exports
+# khorovod.tensorflow.keras, so it belongs to the TensorFlow binding.
+FRAMEWORK_OF = {"khorovod.keras": "khorovod.tensorflow"}
+
+
 def framework(module):
-    return next((f for f in FRAMEWORKS if module == f or module.startswith(f + ".")), None)
+    found = next((f for f in FRAMEWORKS if module == f or module.startswith(f + ".")), None)
+    return FRAMEWORK_OF.get(found, found)
 
 
 def main():

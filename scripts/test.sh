@@ -12,6 +12,9 @@
 #   ecosystem            Kueue admission and coscheduling gangs (tests/ecosystem)
 #   pip-install          `pip install .` of khorovod.torch over PyPI's torch and
 #                        Debian's, the seed script at 4 ranks
+#   tensorflow           `pip install .` over PyPI's tensorflow-cpu (TF ops
+#                        built), khorovod.tensorflow and .keras at 2-4 ranks,
+#                        elastic Keras and a peer killed in a TF allreduce
 #   ci                   warnings-as-errors build with the GPU backends compiled
 #                        (CUDA/NCCL wheels, scripts/install-cuda.sh) and every
 #                        ctest test, the operator's against a real kube-apiserver
@@ -70,7 +73,8 @@ stage_end_counts 0 0
 prefetch_cache=warm
 [ -f "$(bash scripts/install-cuda.sh --print-prefix)/.complete" ] && compgen -G "$cache/wheels/torch-*/.complete" >/dev/null \
   && podman image exists debian:bookworm-slim 2>/dev/null || prefetch_cache=cold
-( t0=$SECONDS; set -x; bash scripts/python-wheels.sh --download-only; bash scripts/install-cuda.sh
+( t0=$SECONDS; set -x; bash scripts/python-wheels.sh --download-only
+  bash tests/python/tensorflow/run.sh --download-only; bash scripts/install-cuda.sh
   bash scripts/base-image.sh; bash scripts/install-fuzz-deps.sh; echo $((SECONDS - t0)) > "$logdir/prefetch.secs"
 ) > "$logdir/prefetch.log" 2>&1 &
 prefetch_pid=$!
@@ -155,6 +159,15 @@ if wanted pip-install; then
   compgen -G "$cache/venv/*/.complete" >/dev/null || stage_cache=cold
   bash tests/python/pip_install.sh 2>&1 | tee "$logdir/pip-install.log"
   stage_end_script "$logdir/pip-install.log"
+fi
+
+# ---- tensorflow: khorovod.tensorflow as users install it.
+if wanted tensorflow; then
+  wait_prefetch
+  stage_begin tensorflow warm
+  compgen -G "$cache/venv/tensorflow-cpu-*/.complete" >/dev/null || stage_cache=cold
+  bash tests/python/tensorflow/run.sh 2>&1 | tee "$logdir/tensorflow.log"
+  stage_end_script "$logdir/tensorflow.log"
 fi
 
 # ---- ci: every test, with the GPU backends compiled (their tests skip here).

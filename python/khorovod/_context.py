@@ -41,6 +41,18 @@ class _Context:
         # (native handle, tensors) of dropped handles still in flight.
         self._orphans_lock = threading.Lock()
         self._orphans = []
+        # Called with the new Runtime after init() and with None before
+        # shutdown(): khorovod.tensorflow's op library attaches its kernels.
+        self._runtime_listeners = []
+
+    def add_runtime_listener(self, listener):
+        """``listener(runtime)`` runs with the running Runtime now (if any),
+        after every later init(), and with None before every shutdown()."""
+        with self._lock:
+            self._runtime_listeners.append(listener)
+            runtime = self._runtime
+        if runtime is not None and runtime.is_initialized():
+            listener(runtime)
 
     def init(self):
         with self._lock:
@@ -53,12 +65,17 @@ class _Context:
                 exit_job_finished(e)
             self._runtime = runtime
             self._generation += 1
+            for listener in self._runtime_listeners:
+                listener(runtime)
             return True
 
     def shutdown(self):
         with self._lock:
             runtime, self._runtime = self._runtime, None
             self._generation += 1
+            if runtime is not None:
+                for listener in self._runtime_listeners:
+                    listener(None)
         if runtime is not None:
             status = runtime.shutdown()
             self._release_orphans()  # the background thread has stopped

@@ -150,6 +150,10 @@ PYBIND11_MODULE(_khorovod, m) {
       // elastic.run's training function returned: shutdown() then tells the
       // rendezvous the training finished, so late joiners are sent away.
       .def("mark_training_finished", [](Runtime& rt) { khorovod::detail::MarkTrainingFinished(rt); })
+      // The object's address, for khorovod.tensorflow's op library, whose
+      // kernels reach this Runtime through its RuntimeSlot (attached while
+      // the Python context holds this object, detached before shutdown).
+      .def("address", [](Runtime& rt) { return reinterpret_cast<uintptr_t>(&rt); })
       .def("is_initialized", &Runtime::is_initialized)
       .def("membership_changed", &Runtime::membership_changed)
       .def("rank", &Runtime::rank)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -39,6 +40,13 @@ class Handle {
   Tensor take_output() const;
   // For alltoall: rows received from each rank.
   std::vector<int64_t> received_splits() const;
+  // Runs `callback(status)` once the operation finished: at once on this
+  // thread when it already has, else on the runtime's background thread.
+  // The callback must be short and must not block or submit-and-wait (it
+  // holds up every later completion); results (take_output) are ready when
+  // it runs. For frameworks whose kernels complete asynchronously
+  // (TensorFlow's AsyncOpKernel).
+  void on_done(std::function<void(const Status&)> callback) const;
   // For join: the last rank that joined.
   int join_last_rank() const;
 

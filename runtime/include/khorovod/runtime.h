@@ -115,6 +115,11 @@ class Runtime {
   Handle reducescatter_async(const std::string& name, const TensorView& input,
                              const ReducescatterOptions& options = {});
 
+  // barrier() and join() as operations: the Handle completes when they
+  // would return (join's last rank: Handle::join_last_rank()).
+  Handle barrier_async(int process_set = kGlobalProcessSet);
+  Handle join_async();
+
   Status synchronize(const Handle& handle) const { return handle.wait(); }
   bool poll(const Handle& handle) const { return handle.ready(); }
 

@@ -7,13 +7,32 @@ namespace khorovod {
 namespace detail {
 
 void Completion::Finish(const Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (remaining_ <= 0) return;  // already failed as a whole
-  if (!status.ok() && status_.ok()) status_ = status;
-  if (--remaining_ == 0) {
+  std::vector<std::function<void(const Status&)>> callbacks;
+  Status final_status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (remaining_ <= 0) return;  // already failed as a whole
+    if (!status.ok() && status_.ok()) status_ = status;
+    if (--remaining_ != 0) return;
     done_.store(true, std::memory_order_release);
     cv_.notify_all();
+    callbacks.swap(callbacks_);
+    final_status = status_;
   }
+  for (auto& callback : callbacks) callback(final_status);
+}
+
+void Completion::OnDone(std::function<void(const Status&)> callback) {
+  Status final_status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (remaining_ > 0) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+    final_status = status_;
+  }
+  callback(final_status);
 }
 
 void Completion::SetOutput(Tensor output, std::vector<int64_t> received_splits) {
@@ -114,6 +133,14 @@ Tensor Handle::take_output() const { return completion_ ? completion_->TakeOutpu
 
 std::vector<int64_t> Handle::received_splits() const {
   return completion_ ? completion_->ReceivedSplits() : std::vector<int64_t>{};
+}
+
+void Handle::on_done(std::function<void(const Status&)> callback) const {
+  if (!completion_) {
+    callback(Status::FailedPrecondition("on_done() on an empty Handle"));
+    return;
+  }
+  completion_->OnDone(std::move(callback));
 }
 
 int Handle::join_last_rank() const { return completion_ ? completion_->JoinLastRank() : -1; }

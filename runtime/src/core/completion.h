@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,6 +35,11 @@ class Completion {
 
   bool Ready() const;
   Status Wait() const;
+  // Runs `callback` with the final status once the operation is done: at
+  // once on the calling thread when it already is, else on the thread whose
+  // Finish completes it (the background thread), outside the lock. Each
+  // callback runs exactly once; it must not block.
+  void OnDone(std::function<void(const Status&)> callback);
   Status WaitFor(std::chrono::milliseconds timeout) const;
   Tensor TakeOutput();
   std::vector<int64_t> ReceivedSplits() const;
@@ -66,6 +72,7 @@ class Completion {
   Tensor output_;
   std::vector<int64_t> received_splits_;
   int join_last_rank_ = -1;
+  std::vector<std::function<void(const Status&)>> callbacks_;
   std::shared_ptr<std::atomic<int64_t>> wait_sink_;
   std::shared_ptr<std::atomic<int>> waiters_;
   std::chrono::microseconds spin_{0};

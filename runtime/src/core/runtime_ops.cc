@@ -257,21 +257,27 @@ Status Runtime::reducescatter(const std::string& name, const TensorView& input, 
   return Status::Ok();
 }
 
-Status Runtime::barrier(int process_set) {
+Handle Runtime::barrier_async(int process_set) {
   PendingOp op;
   op.request.op = OpType::kBarrier;
   op.request.name = "khorovod.barrier";
   op.request.shape = {0};
   op.request.process_set = process_set;
-  return detail::Submit(*impl_, {std::move(op)}).wait();
+  return detail::Submit(*impl_, {std::move(op)});
 }
 
-Status Runtime::join(int* last_rank) {
+Status Runtime::barrier(int process_set) { return barrier_async(process_set).wait(); }
+
+Handle Runtime::join_async() {
   PendingOp op;
   op.request.op = OpType::kJoin;
   op.request.name = "khorovod.join";
   op.request.shape = {0};
-  Handle h = detail::Submit(*impl_, {std::move(op)});
+  return detail::Submit(*impl_, {std::move(op)});
+}
+
+Status Runtime::join(int* last_rank) {
+  Handle h = join_async();
   KH_RETURN_IF_ERROR(h.wait());
   if (last_rank) *last_rank = h.join_last_rank();
   return Status::Ok();

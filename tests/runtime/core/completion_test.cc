@@ -165,5 +165,42 @@ TEST(Completion, OutputSetBeforeTheLastFinishIsVisibleToTheWaiter) {
   }
 }
 
+TEST(Completion, OnDoneRunsOnceWithTheFinalStatus) {
+  auto c = std::make_shared<Completion>(2);
+  Handle h(c);
+  std::vector<StatusCode> seen;
+  h.on_done([&](const Status& s) { seen.push_back(s.code()); });
+  c->Finish(Status::Mismatch("first part"));
+  EXPECT_TRUE(seen.empty());  // one part still running
+  c->Finish(Status::Ok());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], StatusCode::kMismatch);
+  // Registered after completion: runs at once, on this thread.
+  h.on_done([&](const Status& s) { seen.push_back(s.code()); });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], StatusCode::kMismatch);
+  c->Finish(Status::Ok());  // a stray extra Finish runs nothing again
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST(Completion, OnDoneFromAnotherThreadSeesTheOutput) {
+  auto c = std::make_shared<Completion>(1);
+  Handle h(c);
+  std::atomic<int64_t> rows{-1};
+  h.on_done([&](const Status& s) {
+    if (s.ok()) rows = h.take_output().shape.at(0);
+  });
+  std::thread finisher([&] {
+    c->SetOutput(Tensor(DataType::kInt32, {7}));
+    c->Finish(Status::Ok());
+  });
+  finisher.join();
+  EXPECT_EQ(rows.load(), 7);
+  Handle empty;
+  StatusCode code = StatusCode::kOk;
+  empty.on_done([&](const Status& s) { code = s.code(); });
+  EXPECT_EQ(code, StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace khorovod

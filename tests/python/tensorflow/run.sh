@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The tensorflow suite stage: khorovod.tensorflow as users install it.
+#   1. PyPI's tensorflow-cpu (python/tensorflow-pin.txt) with its
+#      dependencies and the test tools, downloaded once into
+#      ~/.cache/khorovod/wheels/tensorflow-cpu-<version>/ (.complete marks it);
+#   2. a venv from /usr/bin/python3 with them installed, cached in
+#      ~/.cache/khorovod/venv/tensorflow-cpu-<version>-py3.11/;
+#   3. `pip install .` of khorovod into it (khorovod uninstalled first, so
+#      the install under test is fresh; build/wheel-tf and ccache keep it
+#      incremental), which builds the TensorFlow ops because TensorFlow
+#      imports there;
+#   4. tests/python/tensorflow/test_tensorflow.py through the venv's own
+#      khorovodrun and python, with no PYTHONPATH.
+# Prints "tensorflow: N passed, M failed" last; exit 0 iff all passed.
+# Usage: tests/python/tensorflow/run.sh [--download-only] [-- pytest args]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
+download_only=0
+[ "${1:-}" = "--download-only" ] && { download_only=1; shift; }
+[ "${1:-}" = "--" ] && shift
+pin=$root/python/tensorflow-pin.txt
+tf_version=$(sed -n 's/^tensorflow-cpu==//p' "$pin")
+wheels=$cache/wheels/tensorflow-cpu-$tf_version
+venv=$cache/venv/tensorflow-cpu-$tf_version-py3.11
+export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache} CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=1
+command -v ccache >/dev/null && export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+unset PYTHONPATH KHOROVODRUN
+
+fail() { echo "FAIL: $*"; echo "tensorflow: 0 passed, 1 failed"; exit 1; }
+
+if [ ! -f "$wheels/.complete" ]; then
+  echo "tensorflow: fetching tensorflow-cpu $tf_version into $wheels"
+  mkdir -p "$wheels"
+  timeout 1200 /usr/bin/python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --python-version 3.11 --implementation cp --abi cp311 -d "$wheels" -r "$pin" \
+    || fail "downloading the pinned TensorFlow wheels"
+  touch "$wheels/.complete"
+fi
+[ "$download_only" = 1 ] && { echo "$wheels"; exit 0; }
+bash "$root/scripts/python-wheels.sh" --download-only >/dev/null || fail "pip's build requirements unavailable"
+
+if [ ! -f "$venv/.complete" ]; then
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv" || fail "creating $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheels" \
+    -r "$pin" || fail "installing TensorFlow into $venv"
+  touch "$venv/.complete"
+fi
+
+"$venv/bin/python" -m pip uninstall --quiet --yes khorovod >/dev/null 2>&1
+(cd "$root" && timeout 1500 nice -n 5 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+   --no-index --find-links "$cache/wheels/pybuild" "--config-settings=build-dir=build/wheel-tf/{wheel_tag}" \
+   --config-settings=cmake.define.KHOROVOD_WITH_TENSORFLOW=ON .) || fail "pip install . into $venv"
+TF_CPP_MIN_LOG_LEVEL=2 "$venv/bin/python" -c '
+import tensorflow as tf, khorovod.tensorflow.keras as hvd, khorovod._build_info as b
+print("tensorflow", tf.__version__, "keras", tf.keras.__version__, "ops built against", b.TENSORFLOW_VERSION)' \
+  || fail "khorovod.tensorflow does not import from $venv"
+
+cd "$root/tests/python/tensorflow"
+env PATH="$venv/bin:/usr/bin:/bin" KHOROVODRUN="$venv/bin/khorovodrun" KHOROVOD_TEST_PYTHON="$venv/bin/python" \
+  OMP_NUM_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1 \
+  timeout 1500 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rfE test_tensorflow.py "$@" | tee /tmp/khorovod-tf-stage.$$
+summary=$(grep -E "^[0-9]+ (passed|failed)|^(=+ )?[0-9]+ (passed|failed)" /tmp/khorovod-tf-stage.$$ | tail -1)
+rm -f /tmp/khorovod-tf-stage.$$
+p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
+f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$summary" | awk '{n += $1} END {print n + 0}')
+[ -n "$summary" ] || f=1
+echo "tensorflow: ${p:-0} passed, ${f:-0} failed"
+[ "${f:-0}" -eq 0 ] && [ "${p:-0}" -gt 0 ]

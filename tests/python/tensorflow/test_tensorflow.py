@@ -1,0 +1,89 @@
+"""khorovod.tensorflow and khorovod.tensorflow.keras through khorovodrun:
+every collective at 2, 3 and 4 ranks; a Keras script written for Horovod
+(import line changed) at 2 and 4 ranks; the elastic Keras script with a
+worker killed inside model.fit; a peer killed during a TF allreduce.
+Run with the interpreter that has TensorFlow (ctest when the build found
+it; the tensorflow suite stage from the pip-installed venv)."""
+
+import os
+import re
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from conftest import run_job  # noqa: E402  (tests/python/conftest.py)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ELASTIC = ("--min-np", "2", "--max-np", "3", "--elastic-timeout", "60", "--reset-limit", "3")
+
+
+def worker(name):
+    return os.path.join(HERE, "workers", name)
+
+
+def horovod_script(tmp_path, name):
+    """The Horovod script with only its import line changed."""
+    text = open(worker(name)).read()
+    changed = text.replace("import horovod.tensorflow.keras as hvd\n", "import khorovod.tensorflow.keras as hvd\n")
+    assert changed.count("\n") == text.count("\n") and changed != text
+    path = tmp_path / name
+    path.write_text(changed)
+    return str(path)
+
+
+@pytest.mark.parametrize("np", [2, 3, 4])
+def test_collectives(np):
+    job = run_job(worker("tf_collectives.py"), np=np, timeout=240)
+    assert job.returncode == 0, job.output
+    assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), job.output
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_horovod_keras_script(tmp_path, np):
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    job = run_job(horovod_script(tmp_path, "keras_horovod_fit.py"), ckpt, np=np, timeout=300)
+    assert job.returncode == 0, job.output
+    losses = [float(m.group(1)) for m in map(re.compile(r"epoch \d loss=(\S+)").search, job.output.splitlines())
+              if m]
+    assert len(losses) == 4 and losses[-1] < losses[0] / 4, job.output
+    assert job.lines("checkpoint restored, optimizer distributed"), job.output
+    assert sorted(os.listdir(ckpt)) == [f"checkpoint-{e}.keras" for e in range(1, 5)]
+
+
+def _done(job, pattern):
+    return [m for m in map(re.compile(pattern).search, job.output.splitlines()) if m]
+
+
+def elastic_args(np):
+    return ("--min-np", str(np - 1), "--max-np", str(np), "--elastic-timeout", "60", "--reset-limit", "3")
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_keras_elastic_worker_killed_mid_fit(tmp_path, np):
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    job = run_job(horovod_script(tmp_path, "keras_elastic.py"), 3, 1, np, ckpt, np=np,
+                  launcher_args=elastic_args(np), timeout=300)
+    assert job.returncode == 0, job.output
+    assert job.lines("worker-1: simulating a crash in epoch 1 batch 3"), job.output
+    survivors = [l for l in job.lines("re-formed as rank") if f"of {np - 1} at epoch 1" in l]
+    assert len(survivors) == np - 1, job.output
+    done = _done(job, rf"(worker-\d+): done: rank (\d) of {np}, epoch (\d+), checksum (\S+)")
+    expected = sorted([f"worker-{w}" for w in range(np) if w != 1] + [f"worker-{np}"])
+    assert sorted(m.group(1) for m in done) == expected, job.output
+    assert len({m.group(4) for m in done}) == 1, "ranks ended with different weights"
+    assert (ckpt / "checkpoint.keras").exists()
+
+
+def test_peer_killed_during_a_tf_allreduce():
+    job = run_job(worker("tf_peer_dies.py"), 30, 10, 3, np=3, launcher_args=ELASTIC, timeout=300)
+    assert job.returncode == 0, job.output
+    failed = [l for l in job.lines("allreduce of step 10 failed:")]
+    assert len(failed) == 2 and all("khorovod UNAVAILABLE" in l or "khorovod ABORTED" in l for l in failed), \
+        job.output
+    assert len([l for l in job.lines("re-formed as rank") if "of 2 at step 10" in l]) == 2, job.output
+    done = _done(job, r"(worker-\d+): done: rank (\d) of 3, step (\d+), probe (\S+)")
+    assert sorted(m.group(1) for m in done) == ["worker-0", "worker-2", "worker-3"], job.output
+    assert len({(m.group(3), m.group(4)) for m in done}) == 1, job.output
