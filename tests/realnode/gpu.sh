@@ -114,7 +114,7 @@ EOF
   expect "a pod holding $held of the $NODE_GPUS GPUs Running" 90 eval \
     '[ "$(jp pod gpu-holder -n $ns -o jsonpath={.status.phase})" = Running ]' || return 1
   gpu_job "$job" 2 1 2 1000000 600 | k apply -n "$ns" -f - >/dev/null
-  unschedulable() { condition_of "$job" "$ns" Unschedulable | grep -q '^True WorkersUnschedulable'; }
+  unschedulable() { condition_of "$job" "$ns" Unschedulable | matches '^True WorkersUnschedulable'; }
   expect "$job: condition Unschedulable=True for the worker that does not fit" 120 unschedulable \
     || { dump_job "$job" "$ns"; return 1; }
   local msg; msg=$(jp hvdjob "$job" -n "$ns" -o jsonpath='{.status.conditions[?(@.type=="Unschedulable")].message}')
@@ -134,7 +134,7 @@ EOF
     '[ "$(jp pod $waiting -n $ns -o jsonpath={.status.phase})" = Running ]' || { dump_job "$job" "$ns"; return 1; }
   expect "$job: grew to 4 processes (step lines with world 4)" 180 world 4 || { dump_job "$job" "$ns"; return 1; }
   expect "$job: condition Unschedulable=False, status.gpus 4" 60 eval \
-    'condition_of $job $ns Unschedulable | grep -q "^False" && field_is $job $ns gpus 4'
+    'condition_of $job $ns Unschedulable | matches "^False" && field_is $job $ns gpus 4'
 }
 
 scenario_gpu_unhealthy() {
@@ -149,7 +149,7 @@ scenario_gpu_unhealthy() {
   [[ $dev =~ ^GPU-sim-[0-9]+$ ]] || { fail "$job-worker-1 has no simulated device ('$dev')"; return 1; }
   last=$(job_logs "$job" "$ns" | sed -nE 's/^step +([0-9]+)\/.*/\1/p' | sort -n | tail -1)
   real_node gpu-health "$dev" unhealthy && ok "marked $dev (worker-1's GPU) Unhealthy after step $last"
-  avoided() { events_of "$job" "$ns" | grep -q "^NodeAvoided: GPU failure of $job-worker-1 (GPU $dev Unhealthy) on node khorovod-node"; }
+  avoided() { events_of "$job" "$ns" | matches "^NodeAvoided: GPU failure of $job-worker-1 (GPU $dev Unhealthy) on node khorovod-node"; }
   expect "$job: event NodeAvoided names worker-1, $dev and the node" 90 avoided || { dump_job "$job" "$ns"; return 1; }
   local node; node=$(status_field "$job" "$ns" 'avoidedNodes[0].node')
   [ "$node" = khorovod-node ] && ok "$job: status.avoidedNodes holds khorovod-node until $(status_field "$job" "$ns" 'avoidedNodes[0].until')" \

@@ -23,6 +23,11 @@ phase_of() { jp hvdjob "$1" -n "$2" -o jsonpath='{.status.phase}'; }
 phase_is() { [ "$(phase_of "$1" "$2")" = "$3" ]; }
 # The logs of every worker container of a job, current and previous incarnations
 # that still exist (kubectl logs reads them through the kubelet).
+# matches GREP_ARGS...: whether stdin has a matching line. It reads all of
+# stdin (grep -c), unlike grep -q, whose early exit under pipefail fails the
+# pipeline when the writer is still writing (SIGPIPE): a check then missed
+# a match in the logs of rank 0 whenever another pod's logs came after it.
+matches() { [ "$(grep -c "$@")" -gt 0 ]; }
 job_logs() {  # job ns
   local p
   for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1" -o name 2>/dev/null); do

@@ -8,7 +8,7 @@
 start_prometheus() {
   if real_node prometheus > "$work/prometheus.log" 2>&1; then ok "Prometheus ready (targets: the chart's monitor selections, read from the API)"
   else fail "Prometheus did not start"; cat "$work/prometheus.log"; return 1; fi
-  operator_scraped() { prom_query 'up{job="khorovod-operator"} == 1' | grep -q '"value"'; }
+  operator_scraped() { prom_query 'up{job="khorovod-operator"} == 1' | matches '"value"'; }
   expect "Prometheus scrapes the operator's metrics Service (the ServiceMonitor's selection)" 60 operator_scraped
 }
 prom_query() { in_node curl -sfG "http://127.0.0.1:9090/api/v1/query" --data-urlencode "query=$1"; }

@@ -16,7 +16,7 @@ install_operator() {
   [ "$user" = 65532 ] && ok "operator pod runs as non-root ($user)" || fail "operator pod user '$user'"
   # It talks to the API through the kubernetes Service with its service-account
   # token and verified TLS; holding the leader lease proves it does.
-  leader() { jp lease khorovod -n khorovod-system -o jsonpath='{.spec.holderIdentity}' | grep -q khorovod; }
+  leader() { jp lease khorovod -n khorovod-system -o jsonpath='{.spec.holderIdentity}' | matches khorovod; }
   expect "operator holds its leader Lease (in-cluster config, verified TLS to the Service address)" 60 leader
 }
 
@@ -82,12 +82,12 @@ scenario_story() {
 story_steps() {
   local ns=$1 job=$2
   expect "4 workers and the rendezvous pod Running" 180 at_least_running "$job" "$ns" 5 || return 1
-  progress() { job_logs "$job" "$ns" | grep -qE '^step +[0-9]*[1-9]00/'; }
+  progress() { job_logs "$job" "$ns" | matches -E '^step +[0-9]*[1-9]00/'; }
   expect "training makes progress (step lines from rank 0)" 120 progress || return 1
-  trained() { jp hvdjob "$job" -n "$ns" -o jsonpath='{.status.readyReplicas}' | grep -qx 4; }
+  trained() { jp hvdjob "$job" -n "$ns" -o jsonpath='{.status.readyReplicas}' | matches -x 4; }
   expect "status.readyReplicas 4 (probes and pod readiness from the kubelet)" 60 trained
   # The PodMonitor's selection reaches the workers and the rendezvous server.
-  prom_has() { prom_query "$1" | grep -q '"value"'; }
+  prom_has() { prom_query "$1" | matches '"value"'; }
   expect "Prometheus sees the workers' steps rising" 60 \
     prom_has "sum(increase(khorovod_worker_steps_total{khorovod_job=\"$job\"}[1m])) > 0"
   expect "Prometheus scrapes the rendezvous server" 60 prom_has "khorovod_rendezvous_generation{khorovod_job=\"$job\"}"
@@ -97,7 +97,7 @@ story_steps() {
   local pid uid; uid=$(uid_of "$job-worker-1" "$ns"); pid=$(container_pid "$job-worker-1" "$ns")
   if [ -n "$pid" ] && kill -9 "$pid"; then ok "killed worker-1's trainer process (host pid $pid)"
   else fail "could not find worker-1's container process"; return 1; fi
-  failed_event() { events_of "$job" "$ns" | grep -qE "WorkerFailed: worker $job-worker-1 failed \(exit code 137"; }
+  failed_event() { events_of "$job" "$ns" | matches -E "WorkerFailed: worker $job-worker-1 failed \(exit code 137"; }
   expect "WorkerFailed event for worker-1 with exit code 137" 60 failed_event
   expect "the operator replaced worker-1 and it runs" 90 running_with_new_uid "$job-worker-1" "$ns" "$uid" || return 1
   local r; r=$(restarts_of "$job" "$ns")
@@ -154,7 +154,7 @@ scenario_backoff() {
   [ "$n" -ge 2 ] && ok "WorkerFailed events for worker-1 exit code 3 ($n, the third ended the job)" \
     || fail "WorkerFailed events for worker-1: $n"
   # The operator records a phase's events after writing the status.
-  has_backoff_event() { events_of "$job" "$ns" | grep -q "BackoffLimitExceeded"; }
+  has_backoff_event() { events_of "$job" "$ns" | matches "BackoffLimitExceeded"; }
   expect "event BackoffLimitExceeded" 30 has_backoff_event
   k delete namespace "$ns" --wait=false >/dev/null
 }
@@ -165,7 +165,7 @@ scenario_slots() {
   wait_for 30 k get serviceaccount default -n "$ns"
   sed -e "s/STEPS/$((STEPS / 2))/" -e "s/FAIL_AT/300/" "$here/slots-job.yaml" | k apply -n "$ns" -f - >/dev/null
   expect "$job: 2 pods with 2 slots each Running" 180 at_least_running "$job" "$ns" 2 || { dump_job "$job" "$ns"; return 1; }
-  slot_failed() { events_of "$job" "$ns" | grep -qE "WorkerFailed: worker $job-worker-[01] failed \(exit code 137"; }
+  slot_failed() { events_of "$job" "$ns" | matches -E "WorkerFailed: worker $job-worker-[01] failed \(exit code 137"; }
   expect "the pod whose slot died failed with the slot's status 137 (not success)" 240 slot_failed \
     || { dump_job "$job" "$ns"; return 1; }
   expect "$job: Succeeded after the replacement" 600 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
@@ -188,13 +188,13 @@ scenario_pytorch() {
   # The workers' own gauges, and the dashboard's recorded efficiency and
   # throughput (deploy/monitoring/khorovod-rules.yaml), for this job.
   local sel="khorovod_job=\"$job\""
-  series() { prom_query "last_over_time($1{$sel}[30m])" | grep -q '"value"'; }
+  series() { prom_query "last_over_time($1{$sel}[30m])" | matches '"value"'; }
   for m in khorovod_worker_step_efficiency khorovod_worker_throughput_samples_per_second \
            khorovod_job:step_efficiency:ratio_rate1m khorovod_job:samples_per_second:rate1m; do
     expect "Prometheus holds $m for the PyTorch job" 300 series "$m"
   done
   expect "$job: Succeeded" 900 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
-  job_logs "$job" "$ns" | grep -q '^final accuracy' && ok "rank 0 printed its final accuracy: $(job_logs "$job" "$ns" | grep '^final accuracy' | tail -1)" \
+  job_logs "$job" "$ns" | matches '^final accuracy' && ok "rank 0 printed its final accuracy: $(job_logs "$job" "$ns" | grep '^final accuracy' | tail -1)" \
     || fail "no final accuracy in the PyTorch job's logs"
 }
 
