@@ -19,8 +19,11 @@ def test_kill_and_rejoin():
     assert job.returncode == 0, out
     assert "Traceback" not in out, out
     assert job.lines("worker-1: simulating a crash after committing step 10"), out
-    # Both survivors re-formed as a world of 2, resuming from the commit at step 10.
-    assert len([l for l in job.lines("re-formed as rank") if "of 2 at step 10" in l]) == 2, out
+    # Both survivors re-formed, resuming from the commit at step 10: as a world
+    # of 2, or of 3 when the replacement registered before the rendezvous
+    # settled (both orders happen; the end state must be the same).
+    survivors = [l for l in job.lines("re-formed as rank") if re.search(r"of [23] at step 10\b", l)]
+    assert len(survivors) >= 2, out
     # Each re-formation dropped the survivors' process set (they registered anew).
     assert len(job.lines("process set dropped by the re-formation")) >= 2, out
     done = [re.search(r"(worker-\d+): done: rank (\d) of 3, step (\d+), resets (\d+), .*"
