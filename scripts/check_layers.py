@@ -188,6 +188,7 @@ def main():
             continue
         errors.append(f"{path}: includes \"{name}\" ({dst}), above or beside {src}")
     graph = py_imports(root)
+    imports = sum(len(d) for d in graph.values())
     for edge in KNOWN_PY:
         if edge[1] in graph.get(edge[0], ()):
             seen_known.add(edge)
@@ -205,7 +206,6 @@ def main():
         errors.append(f"fixed, so remove it from KNOWN: {gone[0]} -> {gone[1]}")
     for e in errors:
         print("FAIL: layers: " + e)
-    imports = sum(len(d) for d in graph.values()) + len(KNOWN_PY)
     print(f"layers: {includes} includes, {imports} imports checked, {len(seen_known)} known debts: "
           + ("OK" if not errors else f"{len(errors)} errors"))
     return 1 if errors else 0

@@ -13,10 +13,10 @@ struct Entries {
   std::map<std::string, BackendInfo> infos;
 };
 
-std::string KnownNames(const std::map<std::string, BackendFactory>& factories) {
+Status UnknownBackend(const std::string& name, const std::map<std::string, BackendFactory>& factories) {
   std::string known;
   for (const auto& [n, f] : factories) known += (known.empty() ? "" : ", ") + n;
-  return known;
+  return Status::InvalidArgument("unknown backend '" + name + "' (known: " + known + ")");
 }
 
 // Function-local static: safe to use from other translation units' static
@@ -52,7 +52,7 @@ StatusOr<std::map<std::string, std::string>> BackendRegistry::Info(const std::st
     auto& r = Registry();
     std::lock_guard<std::mutex> lock(r.mu);
     if (!r.factories.count(name)) {
-      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + KnownNames(r.factories) + ")");
+      return UnknownBackend(name, r.factories);
     }
     auto it = r.infos.find(name);
     if (it == r.infos.end()) return std::map<std::string, std::string>{};
@@ -73,7 +73,7 @@ StatusOr<Device> BackendRegistry::ResolveDevice(const std::string& name, const C
     auto& r = Registry();
     std::lock_guard<std::mutex> lock(r.mu);
     if (!r.factories.count(name)) {
-      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + KnownNames(r.factories) + ")");
+      return UnknownBackend(name, r.factories);
     }
     auto it = r.resolvers.find(name);
     if (it == r.resolvers.end()) {
@@ -99,7 +99,7 @@ StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& na
     std::lock_guard<std::mutex> lock(r.mu);
     auto it = r.factories.find(name);
     if (it == r.factories.end()) {
-      return Status::InvalidArgument("unknown backend '" + name + "' (known: " + KnownNames(r.factories) + ")");
+      return UnknownBackend(name, r.factories);
     }
     factory = it->second;
   }

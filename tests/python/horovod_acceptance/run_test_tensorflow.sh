@@ -66,22 +66,5 @@ timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-900}" \
   "exec $python -m pytest -v -p no:cacheprovider -rfEs --junitxml=$work/reports/rank-\$HOROVOD_RANK.xml $name.py \"\$@\"" \
   sh "$@"
 rc=$?
-"$python" - "$work/reports" "$np" "$name" <<'PY'
-import sys, os, xml.etree.ElementTree as ET
-reports, np, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-summary = f"{name}: no report from rank 0"
-for r in range(np):
-    path = os.path.join(reports, f"rank-{r}.xml")
-    if not os.path.exists(path):
-        print(f"rank {r}: no report"); continue
-    s = ET.parse(path).getroot()
-    s = s if s.tag == "testsuite" else s.find("testsuite")
-    t, f, e, sk = (int(s.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
-    fails = [c.get("name") for c in s.iter("testcase")
-             if c.find("failure") is not None or c.find("error") is not None]
-    print(f"rank {r}: passed={t-f-e-sk} failed={f} skipped={sk} errors={e} {' '.join(fails)}")
-    if r == 0:
-        summary = f"{name}: ranks={np} passed={t-f-e-sk} failed={f} skipped={sk} errors={e}"
-print(summary)
-PY
+"$python" "$here/junit_summary.py" "$work/reports" "$np" "$name"
 exit $rc

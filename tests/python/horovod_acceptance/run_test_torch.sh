@@ -59,21 +59,5 @@ timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-600}" \
   "exec $python -m pytest -v -p no:cacheprovider -rfE --junitxml=$work/reports/rank-\$HOROVOD_RANK.xml test_torch.py \"\$@\"" \
   sh "$@"
 rc=$?
-"$python" - "$work/reports" "$np" <<'PY'
-import sys, os, xml.etree.ElementTree as ET
-reports, np = sys.argv[1], int(sys.argv[2])
-for r in range(np):
-    path = os.path.join(reports, f"rank-{r}.xml")
-    if not os.path.exists(path):
-        print(f"rank {r}: no report"); continue
-    s = ET.parse(path).getroot()
-    s = s if s.tag == "testsuite" else s.find("testsuite")
-    t, f, e, sk = (int(s.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
-    fails = [c.get("name") for c in s.iter("testcase")
-             if c.find("failure") is not None or c.find("error") is not None]
-    print(f"rank {r}: passed={t-f-e-sk} failed={f} skipped={sk} errors={e} {' '.join(fails)}")
-    if r == 0:
-        summary = f"test_torch: ranks={np} passed={t-f-e-sk} failed={f} skipped={sk} errors={e}"
-print(summary if 'summary' in dir() else "test_torch: no report from rank 0")
-PY
+"$python" "$here/junit_summary.py" "$work/reports" "$np" test_torch
 exit $rc
