@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Helpers of the real-node user story (sourced by tests/realnode/*.sh):
 # kubectl inside the node's network, bounded waits, ok/FAIL tallies.
-# Expects: root (the repository), work (a scratch directory).
-real_node() { bash "$root/scripts/real-node.sh" "$@"; }
-k() { bash "$root/scripts/real-node.sh" kubectl --request-timeout=30s "$@"; }
-in_node() { bash "$root/scripts/real-node.sh" exec "$@"; }
+# Expects: root (the repository), work (a scratch directory); cluster_script
+# (default scripts/real-node.sh; the multi-node stage sets scripts/real-cluster.sh).
+cluster_script=${cluster_script:-$root/scripts/real-node.sh}
+real_node() { bash "$cluster_script" "$@"; }
+k() { bash "$cluster_script" kubectl --request-timeout=30s "$@"; }
+in_node() { bash "$cluster_script" exec "$@"; }
 passed=${passed:-0}; failed=${failed:-0}
 ok() { passed=$((passed + 1)); echo "ok: $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
