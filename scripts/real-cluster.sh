@@ -80,7 +80,10 @@ k8s_bin() { bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controlle
               kubectl kubelet kube-proxy coredns helm khorovod-device-plugin | tail -1; }
 kubectl_admin() { nsenter --net="/run/netns/$CP_NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
 start() { local name=$1; shift; start_logged "$name" nsenter --net="/run/netns/$CP_NS" -- "$@"; }
-start_on() { local i=$1 name=$2; shift 2; start_logged "n$i-$name" in_node "$i" "$@"; }
+start_on() {  # I NAME COMMAND...: in node I's network and mount namespaces
+  local i=$1 name=$2; shift 2
+  start_logged "n$i-$name" nsenter --net="/run/netns/$(node_ns "$i")" --mount="$(mnt_pin "$i")" -- "$@"
+}
 node_gpus_of() { local counts; IFS=, read -r -a counts <<<"$GPUS_SPEC"; local n=${#counts[@]}; echo "${counts[$(( $1 <= n ? $1 - 1 : n - 1 ))]}"; }
 node_sock() { echo "$(node_dir "$1")/run/containerd.sock"; }
 need_up() { BIN=$(cat "$RUN/bin" 2>/dev/null) && [ -e "/run/netns/$CP_NS" ] || die "not up (run: $0 up)"; }
@@ -142,13 +145,12 @@ boot_node() {
   start_on "$i" kube-proxy "$BIN/kube-proxy" --config "$(node_dir "$i")/run/kube-proxy.yaml" --v=1
   start_device_plugin "$i"
 }
-load_images() {  # IMAGE...: into every node, in parallel
-  local i pids=() rc=0
+load_images() {  # IMAGE...: into every node, one after the other (each a podman save)
+  local i
   for ((i = 1; i <= NODES; i++)); do
-    with_node_env "$i" bash "$root/scripts/images.sh" load "$@" >&2 & pids+=($!)
+    with_node_env "$i" env KHOROVOD_IMAGE_SAVE_TMP="/var/tmp/khorovod-cluster-image-save" \
+      bash "$root/scripts/images.sh" load "$@" >&2 || return 1
   done
-  for i in "${pids[@]}"; do wait "$i" || rc=1; done
-  return $rc
 }
 
 up() {
@@ -202,7 +204,7 @@ down_quiet() {
   local n i; n=$(cat "$RUN/nodes" 2>/dev/null || echo "$NODES")
   for ((i = 1; i <= n; i++)); do
     for c in device-plugin kubelet kube-proxy; do stop_pid "n$i-$c"; done
-    [ -e "$(mnt_pin "$i")" ] && in_node "$i" bash -c "source '$root/scripts/real-node/common.sh'; remove_containers '$(node_sock "$i")'" 2>/dev/null
+    [ -e "$(mnt_pin "$i")" ] && { in_node "$i" bash -c "source '$root/scripts/real-node/common.sh'; remove_containers '$(node_sock "$i")'" 2>/dev/null || true; }
     stop_node "$i" TERM
     remove_mount_ns "$i"
     unmount_under "$(node_dir "$i")/run"
