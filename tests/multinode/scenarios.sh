@@ -160,7 +160,7 @@ evict_by() {
   follow_logs "$pod" "$ns" "$work/$job-$how-$pod.log"
   last=$(last_step "$job" "$ns"); t0=$SECONDS
   if [ "$how" = drain ]; then
-    if k drain "$node" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$job" \
+    if k drain "$node" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$job,khorovod.dev/role=worker" \
          --timeout 120s > "$work/drain-$node.log" 2>&1; then
       ok "$job: kubectl drain $node evicted $pod through the eviction API in $((SECONDS - t0))s"
     else fail "$job: kubectl drain $node failed: $(tail -3 "$work/drain-$node.log" | tr '\n' ' ')"; k uncordon "$node" >/dev/null; return 1; fi
