@@ -86,22 +86,24 @@ start_on() {  # I NAME COMMAND...: in node I's network and mount namespaces
 }
 node_gpus_of() { local counts; IFS=, read -r -a counts <<<"$GPUS_SPEC"; local n=${#counts[@]}; echo "${counts[$(( $1 <= n ? $1 - 1 : n - 1 ))]}"; }
 node_sock() { echo "$(node_dir "$1")/run/containerd.sock"; }
+# containerd_up I: its socket answers (ctr waits ~10 s for a socket that is not there).
+containerd_up() { local s; s=$(node_sock "$1"); [ -S "$s" ] && timeout 5 ctr --address "$s" version; }
 need_up() { BIN=$(cat "$RUN/bin" 2>/dev/null) && [ -e "/run/netns/$CP_NS" ] || die "not up (run: $0 up)"; }
 need_node() { [[ ${1:-} =~ ^[1-9]$ ]] && [ "$1" -le "$NODES" ] || die "node index must be 1-$NODES, not '${1:-}'"; }
 
 # with_node_env I COMMAND...: the variables config.sh and images.sh read, for node I.
 with_node_env() {
   local i=$1; shift
-  local nd; nd=$(node_dir "$i")
-  DIR=$nd RUN=$nd/run SOCK=$(node_sock "$i") NODE=$(node_name "$i") NODE_IP=$(node_ip "$i") \
-  POD_SUBNET=$(node_pod_subnet "$i") POD_GW=$POD_NET_PREFIX.$i.1 CGROUP_ROOT=$(node_ns "$i") \
-  CNI_BRIDGE=khvc-cni0 NODE_ROUTE=$NODE_NET_PREFIX.0/24 KHOROVOD_NODE_DIR=$nd "$@"
+  local nd sock name ip subnet cg
+  nd=$(node_dir "$i"); sock=$(node_sock "$i"); name=$(node_name "$i"); ip=$(node_ip "$i")
+  subnet=$(node_pod_subnet "$i"); cg=$(node_ns "$i")
+  DIR=$nd RUN=$nd/run SOCK=$sock NODE=$name NODE_IP=$ip POD_SUBNET=$subnet POD_GW=$POD_NET_PREFIX.$i.1 \
+  CGROUP_ROOT=$cg CNI_BRIDGE=khvc-cni0 NODE_ROUTE=$NODE_NET_PREFIX.0/24 KHOROVOD_NODE_DIR=$nd "$@"
 }
-write_node_configs() {  # I
-  local nd; nd=$(node_dir "$1")
-  mkdir -p "$nd/run/kubelet"
-  make_node_pki "$CP_RUN" "$nd/run" "https://$API_IP:6443" "$(node_name "$1")" "$(node_ip "$1")"
-  cp "$CP_RUN/kube-proxy.kubeconfig" "$nd/run/"
+write_node_configs() {  # (within with_node_env)
+  mkdir -p "$RUN/kubelet"
+  make_node_pki "$CP_RUN" "$RUN" "https://$API_IP:6443" "$NODE" "$NODE_IP"
+  cp "$CP_RUN/kube-proxy.kubeconfig" "$RUN/"
   write_containerd_config; write_kubelet_config; write_kube_proxy_config
 }
 
@@ -139,7 +141,7 @@ wait_node() {  # I: kubelet registered and Ready, taints lifted, plugin's GPUs a
 boot_node() {
   local i=$1 sock; sock=$(node_sock "$1")
   start_containerd "$i"
-  wait_for "containerd of node $i" 60 ctr --address "$sock" version
+  wait_for "containerd of node $i" 60 containerd_up "$i"
   in_node "$i" bash -c "source '$root/scripts/real-node/common.sh'; remove_containers '$sock'"
   start_kubelet "$i"
   start_on "$i" kube-proxy "$BIN/kube-proxy" --config "$(node_dir "$i")/run/kube-proxy.yaml" --v=1
@@ -172,10 +174,10 @@ up() {
   local i
   for ((i = 1; i <= NODES; i++)); do
     make_node_netns "$i"; make_mount_ns "$i"
-    with_node_env "$i" write_node_configs "$i"
+    with_node_env "$i" write_node_configs
     start_containerd "$i"
   done
-  for ((i = 1; i <= NODES; i++)); do wait_for "containerd of node $i" 60 ctr --address "$(node_sock "$i")" version; done
+  for ((i = 1; i <= NODES; i++)); do wait_for "containerd of node $i" 60 containerd_up "$i"; done
   load_images "$PAUSE_IMAGE" "localhost/khorovod/coredns:$(cat "$BIN/coredns.version")" || die "loading the node images failed"
   for ((i = 1; i <= NODES; i++)); do
     start_kubelet "$i"
