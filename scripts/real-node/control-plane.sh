@@ -40,12 +40,10 @@ start_control_plane() {
 # CoreDNS behind kube-dns at DNS_IP, and the read-only role Prometheus's
 # discovery uses; returns once CoreDNS is rolled out.
 start_dns() {
-  sed -e "s/COREDNS_VERSION/$(cat "$BIN/coredns.version")/" -e "s/DNS_IP/$DNS_IP/" \
+  local pin="" # a cluster keeps its add-ons on one node
+  [ -z "${COREDNS_NODE:-}" ] || pin="/serviceAccountName: coredns/a\\      nodeSelector: {kubernetes.io/hostname: $COREDNS_NODE}"
+  sed -e "s/COREDNS_VERSION/$(cat "$BIN/coredns.version")/" -e "s/DNS_IP/$DNS_IP/" -e "$pin" \
     "$root/scripts/real-node/coredns.yaml" | kubectl_admin apply -f - >/dev/null
-  if [ -n "${COREDNS_NODE:-}" ]; then  # a cluster keeps its add-ons on one node
-    kubectl_admin -n kube-system patch deployment coredns --type merge \
-      -p "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"$COREDNS_NODE\"}}}}}" >/dev/null
-  fi
   # Prometheus's discovery (real-node.sh prometheus) reads the API as this user: list/watch only.
   kubectl_admin apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
