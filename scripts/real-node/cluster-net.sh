@@ -16,9 +16,11 @@
 # Each node also has its own mount namespace, pinned at DIR/mnt/n<i>: a slave
 # of the machine's (so the machine's unmounts reach it, its own mounts stay
 # in it), in which the kubelet's fixed paths (/var/lib/kubelet/device-plugins,
-# /var/log/pods, /var/log/containers) are private bind mounts of the node's
-# directories. Three kubelets and device plugins so coexist with each other
-# and with the single real node (scripts/real-node.sh).
+# /var/log/pods, /var/log/containers) and containerd's pod network namespaces
+# (/run/netns) are private bind mounts of the node's directories. Three
+# kubelets and device plugins so coexist with each other and with the single
+# real node (scripts/real-node.sh), and the machine's `ip netns` never lists
+# a node's pods.
 
 node_ns() { echo "khvc-n$1"; }
 node_name() { echo "khvc-n$1"; }
@@ -94,7 +96,7 @@ make_mount_ns() {
   touch "$(mnt_pin "$i")"
   unshare --mount="$(mnt_pin "$i")" --propagation slave true
   local p
-  for p in /var/lib/kubelet/device-plugins /var/log/pods /var/log/containers; do
+  for p in /var/lib/kubelet/device-plugins /var/log/pods /var/log/containers /run/netns; do
     local d=$p
     until [ -d "$d" ]; do echo "$d" >> "$DIR/created-dirs"; d=$(dirname "$d"); done
     mkdir -p "$p"
