@@ -41,6 +41,8 @@ worker_on() { worker_nodes "$1" "$2" | awk -v n="$3" '$2 == n {print $1; exit}';
 distinct_nodes() { worker_nodes "$1" "$2" | awk '{print $2}' | sort -u | wc -l; }
 # The highest step rank 0 has logged, and the committed steps it resumed from.
 last_step() { job_logs "$1" "$2" | sed -nE 's/^step +([0-9]+)\/.*/\1/p' | sort -n | tail -1; }
+# first_resume JOB NS WORLD AFTER_STEP: the committed step of the first such re-formed ring.
+first_resume() { resumes "$1" "$2" | awk -v w="$3" -v s="$4" '$1 == w && $2 >= s {print $2; exit}'; }
 resumes() { job_logs "$1" "$2" | sed -nE 's/^ring re-formed: world size ([0-9]+); resuming from committed step ([0-9]+)/\1 \2/p'; }
 # reformed_without JOB NS WORLD AFTER_STEP: rank 0 re-formed a ring of WORLD
 # resuming from a commit >= AFTER_STEP.
@@ -48,7 +50,8 @@ reformed() { resumes "$1" "$2" | awk -v w="$3" -v s="$4" '$1 == w && $2 >= s {f 
 progress_past() { local s; s=$(last_step "$1" "$2"); [ -n "$s" ] && [ "$s" -ge "$3" ]; }
 
 # A sampler: every second, how many of the job's workers are Running and
-# Ready, not being deleted, and not on a node listed in $work/down-nodes
+# Ready (or have finished training: Succeeded), not being deleted, and not
+# on a node listed in $work/down-nodes
 # (the API still shows a crashed node's pods Running for a while; they do
 # not train). One "SECONDS COUNT" line per sample.
 sample_workers() {  # job ns out
@@ -57,7 +60,7 @@ sample_workers() {  # job ns out
     bad=$(cat "$work/down-nodes" 2>/dev/null | tr '\n' ' ')
     n=$(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
           -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
-        awk -v bad=" $bad " '$2 == "Running" && $3 == "True" && $4 == "" && index(bad, " " $1 " ") == 0 {n++} END {print n + 0}')
+        awk -v bad=" $bad " '($2 == "Running" && $3 == "True" || $2 == "Succeeded") && $4 == "" && index(bad, " " $1 " ") == 0 {n++} END {print n + 0}')
     echo "$SECONDS $n" >> "$3"
     sleep 1
   done

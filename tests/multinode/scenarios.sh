@@ -10,7 +10,7 @@
 # names it. Each scenario returns early when a step it depends on fails.
 
 install_operator_mn() {
-  if in_node helm install khorovod "$root/charts/khorovod" -n khorovod-system --create-namespace \
+  if in_node helm upgrade --install khorovod "$root/charts/khorovod" -n khorovod-system --create-namespace \
        --set-string 'nodeSelector.kubernetes\.io/hostname=khvc-n1' \
        --set operator.leaderElection.leaseDurationSeconds=6,operator.leaderElection.renewDeadlineSeconds=4,operator.leaderElection.retryPeriodSeconds=1 \
        --wait --timeout 180s > "$work/helm.log" 2>&1; then
@@ -82,7 +82,7 @@ start_disruption_job() {
 after_loss() {
   local job=$1 ns=$2 node=$3 t0=$4 last=$5 how=$6
   if wait_for "$REFORM_BOUND" reformed "$job" "$ns" 2 "$last"; then
-    ok "$job: survivors re-formed (world 2) within $((SECONDS - t0))s of the $how (bound ${REFORM_BOUND}s), from a commit >= step $last"
+    ok "$job: survivors re-formed (world 2) within $((SECONDS - t0))s of the $how (bound ${REFORM_BOUND}s), from committed step $(first_resume "$job" "$ns" 2 "$last") (last step seen before: $last; no committed step lost)"
   else fail "$job: no re-formed ring of 2 from a commit >= step $last within ${REFORM_BOUND}s of the $how: $(resumes "$job" "$ns" | tr '\n' ';')"; fi
   replaced() {
     [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4
@@ -111,7 +111,7 @@ scenario_net_cut() { node_loss_scenario mn-cut cut "network cut"; }
 
 node_loss_scenario() {
   local ns=$1 job=$2 how=$3 samples="$work/samples-$2.txt"
-  start_disruption_job "$job" "$ns" 2 "${MULTINODE_JOB_SECS:-150}" || { dump_job "$job" "$ns"; return 1; }
+  start_disruption_job "$job" "$ns" 2 "${MULTINODE_JOB_SECS:-180}" || { dump_job "$job" "$ns"; return 1; }
   local node; node=$(victim_node "$job" "$ns")
   [ -n "$node" ] || { fail "$job: no node other than khvc-n1 runs a worker without the rendezvous"; dump_job "$job" "$ns"; return 1; }
   start_sampler "$job" "$ns" "$samples"
