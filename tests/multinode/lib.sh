@@ -47,6 +47,18 @@ resumes() { job_logs "$1" "$2" | sed -nE 's/^ring re-formed: world size ([0-9]+)
 # reformed_without JOB NS WORLD AFTER_STEP: rank 0 re-formed a ring of WORLD
 # resuming from a commit >= AFTER_STEP.
 reformed() { resumes "$1" "$2" | awk -v w="$3" -v s="$4" '$1 == w && $2 >= s {f = 1} END {exit !f}'; }
+# reform_delay JOB NS WORLD AFTER_STEP T0: seconds from T0 (epoch seconds) to
+# the time stamp the kubelet gave rank 0's first such "ring re-formed" line.
+reform_delay() {
+  local p stamp
+  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" -o name 2>/dev/null); do
+    stamp=$(k logs -n "$2" "$p" --timestamps 2>/dev/null |
+      awk -v w="$3" -v s="$4" '$2 == "ring" && $3 == "re-formed:" && $6 == w";" && $NF >= s {print $1; exit}')
+    [ -n "$stamp" ] && break
+  done
+  [ -n "$stamp" ] || return 1
+  python3 -c 'import sys, datetime as d; t = d.datetime.fromisoformat(sys.argv[1].replace("Z", "+00:00")[:26] + "+00:00"); print(f"{t.timestamp() - float(sys.argv[2]):.1f}")' "$stamp" "$5"
+}
 progress_past() { local s; s=$(last_step "$1" "$2"); [ -n "$s" ] && [ "$s" -ge "$3" ]; }
 
 # A sampler: every second, how many of the job's workers are Running and

@@ -80,10 +80,8 @@ start_disruption_job() {
 # at T0 (LAST: the last step seen before): survivors re-form, the lost
 # worker is replaced on another node, the time below minReplicas.
 after_loss() {
-  local job=$1 ns=$2 node=$3 t0=$4 last=$5 how=$6
-  if wait_for "$REFORM_BOUND" reformed "$job" "$ns" 2 "$last"; then
-    ok "$job: survivors re-formed (world 2) within $((SECONDS - t0))s of the $how (bound ${REFORM_BOUND}s), from committed step $(first_resume "$job" "$ns" 2 "$last") (last step seen before: $last; no committed step lost)"
-  else fail "$job: no re-formed ring of 2 from a commit >= step $last within ${REFORM_BOUND}s of the $how: $(resumes "$job" "$ns" | tr '\n' ';')"; fi
+  local job=$1 ns=$2 node=$3 t0=$4 last=$5 how=$6 t0_epoch=$7
+  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
   replaced() {
     [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4
   }
@@ -92,6 +90,23 @@ after_loss() {
   else
     fail "$job: the lost worker not replaced on a healthy node within ${REPLACE_BOUND}s (issue 30 operator feature: replace the workers of a lost node before the 5-minute taint eviction)"
     k get pods -n "$ns" -o wide | sed 's/^/  | /'
+  fi
+}
+
+# check_reform JOB NS LAST T0_EPOCH WHAT: the survivors re-formed a ring of 2
+# from a commit >= LAST within REFORM_BOUND of T0_EPOCH, timed by rank 0's
+# own log line (the kubelet's time stamp), not by this script's polling.
+check_reform() {
+  local job=$1 ns=$2 last=$3 what=$5 delay
+  if ! wait_for $((REFORM_BOUND + 30)) reformed "$job" "$ns" 2 "$last"; then
+    fail "$job: no ring of 2 re-formed from a commit >= step $last after the $what: $(resumes "$job" "$ns" | tr '\n' ';')"; return 1
+  fi
+  delay=$(reform_delay "$job" "$ns" 2 "$last" "$4") || { fail "$job: rank 0's re-formed line has no time stamp"; return 1; }
+  local from; from=$(first_resume "$job" "$ns" 2 "$last")
+  if awk -v d="$delay" -v b="$REFORM_BOUND" 'BEGIN {exit !(d <= b)}'; then
+    ok "$job: survivors re-formed (world 2) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
+  else
+    fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s; from committed step $from)"
   fi
 }
 
@@ -115,11 +130,11 @@ node_loss_scenario() {
   local node; node=$(victim_node "$job" "$ns")
   [ -n "$node" ] || { fail "$job: no node other than khvc-n1 runs a worker without the rendezvous"; dump_job "$job" "$ns"; return 1; }
   start_sampler "$job" "$ns" "$samples"
-  local last t0 i; i=$(node_index "$node"); last=$(last_step "$job" "$ns"); t0=$SECONDS
+  local last t0 t0_epoch i; i=$(node_index "$node"); last=$(last_step "$job" "$ns"); t0=$SECONDS; t0_epoch=$(date +%s.%N)
   if [ "$how" = crash ]; then real_node node-stop "$i" && mark_down "$node"
   else real_node net-cut "$i" && mark_down "$node"; fi
   ok "$job: $how of $node ($(worker_on "$job" "$ns" "$node") there) after step $last"
-  after_loss "$job" "$ns" "$node" "$t0" "$last" "$how"
+  after_loss "$job" "$ns" "$node" "$t0" "$last" "$how" "$t0_epoch"
   if [ "$how" = crash ]; then real_node node-start "$i"; else real_node net-restore "$i"; fi
   mark_up "$node"
   expect "$node Ready again after the $how ended" 120 eval "[ \"\$(jp node $node -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
@@ -152,13 +167,13 @@ scenario_evictions() {
 # API (kubectl drain) or preempted by a higher-priority pod; it leaves at a
 # step boundary, and is replaced on another node.
 evict_by() {
-  local how=$1 job=$2 ns=$3 node pod last t0
+  local how=$1 job=$2 ns=$3 node pod last t0 t0_epoch
   node=$(victim_node "$job" "$ns")
   [ -n "$node" ] || node=$(worker_nodes "$job" "$ns" | awk '{print $2}' | sort | head -1)
   pod=$(worker_on "$job" "$ns" "$node")
   [ -n "$pod" ] || { fail "$job: no worker to $how"; return 1; }
   follow_logs "$pod" "$ns" "$work/$job-$how-$pod.log"
-  last=$(last_step "$job" "$ns"); t0=$SECONDS
+  last=$(last_step "$job" "$ns"); t0=$SECONDS; t0_epoch=$(date +%s.%N)
   if [ "$how" = drain ]; then
     if k drain "$node" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$job,khorovod.dev/role=worker" \
          --timeout 120s > "$work/drain-$node.log" 2>&1; then
@@ -191,9 +206,7 @@ YAML
   sleep 3  # the evicted process's last output reaches its log follower
   grep -qiE 'leav|left' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep -iE 'leav|left' "$work/$job-$how-$pod.log" | tail -1)" \
     || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
-  if wait_for "$REFORM_BOUND" reformed "$job" "$ns" 2 "$last"; then
-    ok "$job: the survivors re-formed after the $how within $((SECONDS - t0))s, from a commit >= step $last (nothing committed lost)"
-  else fail "$job: no ring of 2 from a commit >= step $last within ${REFORM_BOUND}s of the $how: $(resumes "$job" "$ns" | tr '\n' ';')"; fi
+  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
   elsewhere() { [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4; }
   expect "$job: $pod replaced on another node after the $how (within ${REPLACE_BOUND}s)" "$REPLACE_BOUND" elsewhere
   echo "  $job: $how recovered in $((SECONDS - t0))s"
