@@ -190,10 +190,14 @@ up() {
   say "up: kubectl via '$0 kubectl ...'"
 }
 
-# stop_node I KILL|TERM: every process of node I, and its containers.
+# stop_node I KILL|TERM: every process of node I, and its containers. With
+# KILL (a crash) everything is signalled at once before anything is waited for.
 stop_node() {
-  local i=$1 sig=$2 sock; sock=$(node_sock "$1")
-  local c
+  local i=$1 sig=$2 sock c pid; sock=$(node_sock "$1")
+  for c in device-plugin kubelet kube-proxy containerd; do
+    pid=$(live_pid "n$i-$c") && kill "-$sig" "$pid" 2>/dev/null
+  done
+  [ "$sig" = KILL ] && kill_cgroup "$(node_ns "$i")"
   for c in device-plugin kubelet kube-proxy; do stop_pid "n$i-$c" "$sig"; done
   kill_cgroup "$(node_ns "$i")"
   stop_pid "n$i-containerd" "$sig"

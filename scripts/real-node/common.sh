@@ -48,11 +48,11 @@ preflight() {
 # /proc/PID/stat), because RUN outlives a reboot or a snapshot of the machine:
 # a bare pid from an earlier boot may now name an unrelated process (once, the
 # test that was bringing the node up), and down must never signal that one.
-pid_start_time() {  # pid
+pid_start_time() {  # pid: fails for a process that is gone or a zombie (dead, not yet reaped)
   local stat
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   stat=${stat##*) }  # the command name may hold spaces and parentheses
-  awk '{ print $20 }' <<<"$stat"
+  awk '$1 == "Z" { exit 1 } { print $20 }' <<<"$stat"
 }
 record_pid() {  # name pid
   echo "$2 $(pid_start_time "$2")" > "$RUN/$1.pid"
@@ -73,7 +73,7 @@ stop_pid() {  # name [signal]: TERM (or the signal), then KILL after 10 s
   local pid i
   pid=$(live_pid "$1") || { rm -f "$RUN/$1.pid"; return 0; }
   kill "-${2:-TERM}" "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  for ((i = 0; i < 100; i++)); do pid_start_time "$pid" >/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$RUN/$1.pid"
 }
