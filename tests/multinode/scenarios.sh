@@ -98,7 +98,7 @@ after_loss() {
 # own log line (the kubelet's time stamp), not by this script's polling.
 check_reform() {
   local job=$1 ns=$2 last=$3 what=$5 delay
-  if ! wait_for $((REFORM_BOUND + 30)) reformed "$job" "$ns" 2 "$last"; then
+  if ! wait_for $((REFORM_BOUND + 90)) reformed "$job" "$ns" 2 "$last"; then
     fail "$job: no ring of 2 re-formed from a commit >= step $last after the $what: $(resumes "$job" "$ns" | tr '\n' ';')"; return 1
   fi
   delay=$(reform_delay "$job" "$ns" 2 "$last" "$4") || { fail "$job: rank 0's re-formed line has no time stamp"; return 1; }
@@ -106,7 +106,7 @@ check_reform() {
   if awk -v d="$delay" -v b="$REFORM_BOUND" 'BEGIN {exit !(d <= b)}'; then
     ok "$job: survivors re-formed (world 2) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
   else
-    fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s; from committed step $from)"
+    fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from; a silent peer is detected by the data plane's KHOROVOD_TIMEOUT_SECONDS, default 30 s, not by the rendezvous heartbeat)"
   fi
 }
 
