@@ -103,3 +103,14 @@ used = sum(milli(q) for q in sys.argv[2].split())
 print(f"{alloc - used + 300 - 20}m")
 EOF
 }
+
+# The workers' own metrics (KHOROVOD_METRICS_PORT 9400), through the API
+# server's pod proxy: "POD NAME{LABELS} VALUE" for the metrics matching REGEX.
+worker_metrics() {  # job ns regex
+  local p
+  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
+               --field-selector status.phase=Running -o name 2>/dev/null); do
+    k get --raw "/api/v1/namespaces/$2/pods/${p#pod/}:9400/proxy/metrics" 2>/dev/null |
+      grep -E "^($3)" | sed "s|^|${p#pod/} |"
+  done
+}

@@ -25,7 +25,9 @@ install_operator_mn() {
 scenario_spread() {
   local ns=mn-spread job=spread
   new_ns "$ns"
-  mjob "$job" 3 3 "${MULTINODE_SPREAD_STEPS:-400}" plain | sed 's/command: \[khorovod-example-trainer/command: [khorovod-slots, khorovod-example-trainer/' |
+  # Two slots per pod: khorovod-slots runs both, so no fixed metrics port.
+  mjob "$job" 3 3 "${MULTINODE_SPREAD_STEPS:-400}" plain | sed -e 's/command: \[khorovod-example-trainer/command: [khorovod-slots, khorovod-example-trainer/' \
+      -e '/^ *env:$/d' -e '/KHOROVOD_METRICS_PORT/d' |
     sed 's/^  worker:/  slotsPerWorker: 2\n  worker:/' | k apply -n "$ns" -f - >/dev/null
   expect "$job: 3 workers and the rendezvous Running" 180 at_least_running "$job" "$ns" 4 || { dump_job "$job" "$ns"; return 1; }
   local n; n=$(distinct_nodes "$job" "$ns")
@@ -82,6 +84,7 @@ start_disruption_job() {
 after_loss() {
   local job=$1 ns=$2 node=$3 t0=$4 last=$5 how=$6 t0_epoch=$7
   check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
+  check_rollback "$job" "$ns" "$how"
   replaced() {
     [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4
   }
@@ -108,6 +111,24 @@ check_reform() {
   else
     fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from; a silent peer is detected by the data plane's KHOROVOD_TIMEOUT_SECONDS, default 30 s, not by the rendezvous heartbeat)"
   fi
+}
+
+# check_rollback JOB NS WHAT: the survivors' own count of steps rolled back
+# (khorovod_worker_steps_rolled_back_total): only uncommitted work, at most
+# one step per worker per failure, since the trainer commits every step;
+# and the recovery's phases as the workers measured them.
+check_rollback() {
+  local job=$1 ns=$2 what=$3 m
+  m=$(worker_metrics "$job" "$ns" 'khorovod_worker_steps_rolled_back_total|khorovod_worker_recovery_phase_seconds_sum')
+  if ! grep -q steps_rolled_back_total <<<"$m"; then
+    fail "$job: the workers export no khorovod_worker_steps_rolled_back_total (issue 30 runtime feature: goodput and recovery metrics)"; return 1
+  fi
+  echo "$m" | sed 's/^/  metrics: /'
+  local worst; worst=$(awk '$2 ~ /^khorovod_worker_steps_rolled_back_total/ && $3 > w {w = $3} END {print w + 0}' <<<"$m")
+  local failures; failures=$(resumes "$job" "$ns" | wc -l)
+  awk -v w="$worst" -v f="$failures" 'BEGIN {exit !(w <= f)}' \
+    && ok "$job: after the $what a worker rolled back at most $worst step(s) ($failures re-formed rings: nothing committed lost)" \
+    || fail "$job: a worker rolled back $worst steps over $failures re-formed rings (more than the uncommitted step each)"
 }
 
 finish_job() {  # job ns min samples t0
@@ -204,9 +225,10 @@ YAML
     expect "$job: a higher-priority pod on $node preempted $pod and runs" 120 preempted || return 1
   fi
   sleep 3  # the evicted process's last output reaches its log follower
-  grep -qiE 'leav|left' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep -iE 'leav|left' "$work/$job-$how-$pod.log" | tail -1)" \
+  grep -q 'left the job at a commit' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep 'left the job at a commit' "$work/$job-$how-$pod.log" | tail -1)" \
     || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
   check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
+  check_rollback "$job" "$ns" "$how"
   elsewhere() { [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4; }
   expect "$job: $pod replaced on another node after the $how (within ${REPLACE_BOUND}s)" "$REPLACE_BOUND" elsewhere
   echo "  $job: $how recovered in $((SECONDS - t0))s"
