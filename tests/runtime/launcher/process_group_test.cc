@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -64,11 +65,30 @@ TEST(ExitStatusTest, DescribesAndMapsToShellCodes) {
   EXPECT_EQ(killed.describe().rfind("was killed by signal 9 (", 0), 0u) << killed.describe();
 }
 
+// stdin_data arrives on the worker's stdin, which stays open (no EOF) while
+// the worker runs: a remote worker's ssh must not see its stdin close.
+TEST(ProcessGroupTest, StdinDataArrivesAndStdinStaysOpen) {
+  ProcessGroup group;
+  WorkerSpec spec{1, {"sh", "-c", "read line; echo \"got $line\"; cat >/dev/null; echo eof"}, current_environment(),
+                  "hello\n"};
+  WorkerPipes pipes = group.spawn(spec);
+  char buffer[64] = {};
+  pollfd p{pipes.stdout_read.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  const ssize_t n = ::read(pipes.stdout_read.get(), buffer, sizeof buffer - 1);
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "got hello\n");
+  ::usleep(300000);
+  EXPECT_TRUE(group.poll_exits().empty()) << "stdin reached EOF while the worker runs";
+  EXPECT_EQ(group.signal_running(SIGKILL), 1u);
+  EXPECT_EQ(wait_for_exits(group, 1).size(), 1u);
+}
+
 TEST(ProcessGroupTest, RunsWorkerWithEnvironmentAndReportsExit) {
   ProcessGroup group;
   WorkerSpec spec{7,
                   {"sh", "-c", "echo \"$GREETING\"; echo oops >&2; exit 4"},
-                  merge_environment(current_environment(), {{"GREETING", "hi"}})};
+                  merge_environment(current_environment(), {{"GREETING", "hi"}}),
+                  {}};
   WorkerPipes pipes = group.spawn(spec);
   EXPECT_EQ(read_all(pipes.stdout_read.get()), "hi\n");
   EXPECT_EQ(read_all(pipes.stderr_read.get()), "oops\n");
