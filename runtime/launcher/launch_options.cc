@@ -308,7 +308,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   raw.elastic_timeout_s = opts.elastic_timeout.count();
   raw.discovery_ms = opts.discovery_interval.count();
 
-  CLI::App app{"Run N copies of a khorovod training program on this host.", "khorovodrun"};
+  CLI::App app{"Run N copies of a khorovod training program, here or on remote hosts over ssh.", "khorovodrun"};
   app.footer(
       "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
       "is passed to the program unchanged; '--' may separate it explicitly.");

@@ -1,7 +1,7 @@
-// khorovodrun - start N local workers of a khorovod program (like
-// `horovodrun -np N` on one host). See launch_options.h for the command
-// line, worker_env.h for the environment contract and job_supervisor.h for
-// how failures and signals are handled.
+// khorovodrun - start N workers of a khorovod program (like `horovodrun
+// -np N`), here or on remote hosts over ssh (remote_hosts.h). See
+// launch_options.h for the command line, worker_env.h for the environment
+// contract and job_supervisor.h for how failures and signals are handled.
 //
 // main() owns every resource, in this order: the signal pipe (so no signal
 // is missed once workers exist), the rendezvous directory, then the

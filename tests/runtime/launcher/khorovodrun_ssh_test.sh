@@ -3,7 +3,7 @@
 # network namespaces.
 #
 #   khorovodrun_ssh_test.sh KHOROVODRUN WORKER SCENARIO
-#   SCENARIO: static | elastic | unreachable | wrong-identity
+#   SCENARIO: static | elastic | ssh-dies | unreachable | wrong-identity
 #
 # Each run creates its own namespaces: a bridge namespace (<p>-br, bridge
 # br0, no address), the launcher's (<p>-l, eth0 10.98.0.1) and one per
@@ -21,7 +21,7 @@
 # Needs root (ip netns, sshd); exits 77 (ctest's skip) with the reason
 # otherwise, or without sshd.
 set -euo pipefail
-khorovodrun=$1 worker=$2 scenario=$3
+khorovodrun=$(realpath "$1") worker=$(realpath "$2") scenario=$3
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, sshd)"
@@ -112,7 +112,8 @@ ssh-keygen -q -t ed25519 -N '' -f "$tmp/host_key" -C khorovod-ssh-test-host
 cp "$tmp/id.pub" "$tmp/authorized_keys"
 mkdir -p /run/sshd
 chmod 700 "$tmp"
-for h in 1 2; do start_sshd "$p-h$h" "$net.1$h"; done
+sshd_pid=()
+for h in 1 2; do start_sshd "$p-h$h" "$net.1$h"; sshd_pid[$h]=$!; done
 for h in 1 2; do wait_for_port "$p-h$h" "$net.1$h"; done
 
 cat >"$tmp/ssh_config" <<EOF
@@ -160,7 +161,9 @@ elastic)
   run 150 -np 4 --min-np 2 --max-np 4 -H "$hosts" -p 2222 -i "$tmp/id" --start-timeout 20 \
       "$worker" elastic 150 "$net.12" 20
   [ $rc -eq 0 ] || fail "khorovodrun exited $rc"
-  [ "$(grep -c "worker on $net.12: SIGKILL at step 20" <<<"$out")" -eq 2 ] || fail "both workers of host 2 must die"
+  # Both of host 2's workers commit step 20 and die; the second may instead be
+  # stopped by the blacklisting of its host, whichever comes first.
+  grep -q "worker on $net.12: SIGKILL at step 20" <<<"$out" || fail "host 2's workers did not die"
   grep -q "host $net.12 blacklisted" <<<"$out" || fail "host 2 was not blacklisted"
   [ "$(grep -c "finished: rank [01] of 2 on $net.11 after 150 steps" <<<"$out")" -eq 2 ] \
     || fail "the two workers of host 1 must finish as a world of 2"
@@ -168,6 +171,40 @@ elastic)
   left=$(pgrep -f "^$worker elastic" || true)
   [ -z "$left" ] || fail "worker processes left behind: $left"
   echo "PASS: host 2's workers SIGKILLed at step 20; host blacklisted; host 1 re-formed and finished in $((SECONDS - start)) s"
+  ;;
+ssh-dies)
+  # Host 2's sshd and its sessions are killed mid-job (the workers' shells
+  # and the workers themselves are left alone): ssh's end of each session
+  # closes, so khorovodrun sees the workers fail, and on the host the
+  # session's closed stdin makes the watcher terminate the worker.
+  (cd "$tmp" && ip netns exec "$p-l" env HOME="$tmp" KHOROVOD_SSH="$tmp/ssh" timeout -k 5 150 "$khorovodrun" \
+      -np 4 --min-np 2 --max-np 4 -H "$hosts" -p 2222 -i "$tmp/id" "$worker" elastic 300 none 0 \
+      >"$tmp/job.log" 2>&1; echo $? >"$tmp/job.rc") &
+  job=$!
+  pids+=($job)
+  for _ in $(seq 150); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
+  sleep 2
+  sessions=$(ps -o pid= --ppid "${sshd_pid[2]}" | tr '\n' ' ')
+  [ -n "$sessions" ] || fail "no ssh sessions on host 2"
+  on_host2=()
+  for pid in $(pgrep -f "^$worker elastic"); do
+    [ "$(ip netns identify "$pid" 2>/dev/null)" = "$p-h2" ] && on_host2+=("$pid")
+  done
+  [ ${#on_host2[@]} -eq 2 ] || fail "expected 2 workers in host 2's namespace, found ${#on_host2[@]}"
+  kill "${sshd_pid[2]}" $sessions
+  for pid in "${on_host2[@]}"; do
+    timeout 10 tail --pid="$pid" -f /dev/null || fail "worker $pid on host 2 outlived its ssh session by 10 s"
+  done
+  timeout 150 tail --pid=$job -f /dev/null || true
+  out=$(cat "$tmp/job.log"); rc=$(cat "$tmp/job.rc" 2>/dev/null || echo none)
+  echo "$out"; echo "(khorovodrun exit code $rc)"
+  [ "$rc" = 0 ] || fail "khorovodrun exited $rc"
+  grep -q "host $net.12 blacklisted" <<<"$out" || fail "host 2 was not blacklisted"
+  [ "$(grep -c "finished: rank [01] of 2 on $net.11 after 300 steps" <<<"$out")" -eq 2 ] \
+    || fail "the two workers of host 1 must finish as a world of 2"
+  left=$(pgrep -f "^$worker elastic" || true)
+  [ -z "$left" ] || fail "worker processes left behind on host 2: $left"
+  echo "PASS: host 2's sshd died mid-job; its workers failed and were terminated there, host 1 finished"
   ;;
 unreachable)
   add_namespace "$p-h3"

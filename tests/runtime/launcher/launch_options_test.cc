@@ -246,10 +246,16 @@ TEST(LaunchOptionsTest, HorovodrunStallCheckFlags) {
   }
 }
 
+TEST(LaunchOptionsTest, SshPortOutOfRangeIsAUsageError) {
+  const Parsed p = parse({"-np", "2", "--ssh-port", "0", "prog"});
+  EXPECT_FALSE(p.outcome.options.has_value());
+  EXPECT_NE(p.outcome.exit_code, 0);
+  EXPECT_NE(p.err.find("--ssh-port"), std::string::npos) << p.err;
+}
+
 TEST(LaunchOptionsTest, HorovodrunFlagsWithoutMeaningHereFailClearly) {
   for (const Args& args : {Args{"-np", "2", "--mpi", "prog"},
                            Args{"-np", "2", "--network-interface", "eth0,,lo", "prog"},
-                           Args{"-np", "2", "--ssh-port", "0", "prog"},
                            Args{"-np", "2", "-H", "a:2,:2", "prog"},
                            Args{"-np", "2", "--cycle-time-ms", "soon", "prog"}}) {
     const Parsed p = parse(args);

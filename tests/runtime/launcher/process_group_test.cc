@@ -107,7 +107,7 @@ TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
   WorkerPipes pipes =
       group.spawn({0,
                    {"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; echo $$; cat; echo end"},
-                   current_environment()});
+                   current_environment(), {}});
   const std::string out = read_all(pipes.stdout_read.get());
   const auto nl = out.find('\n');
   ASSERT_NE(nl, std::string::npos) << out;
@@ -118,7 +118,7 @@ TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
 TEST(ProcessGroupTest, MissingProgramThrowsSpawnErrorWith127) {
   ProcessGroup group;
   try {
-    group.spawn({0, {"/nonexistent/program"}, current_environment()});
+    group.spawn({0, {"/nonexistent/program"}, current_environment(), {}});
     FAIL() << "spawn should have thrown";
   } catch (const SpawnError& e) {
     EXPECT_TRUE(e.exec_failed());
@@ -135,7 +135,7 @@ TEST(ProcessGroupTest, NonExecutableFileGives126) {
   std::ofstream(path) << "#!/bin/sh\n";
   ProcessGroup group;
   try {
-    group.spawn({0, {path}, current_environment()});
+    group.spawn({0, {path}, current_environment(), {}});
     FAIL() << "spawn should have thrown";
   } catch (const SpawnError& e) {
     EXPECT_EQ(e.exit_code(), 126) << e.what();
@@ -146,7 +146,7 @@ TEST(ProcessGroupTest, SignalRunningReachesTheWholeGroup) {
   ProcessGroup group;
   // The shell's child `sleep` would outlive a signal sent to the shell alone.
   WorkerPipes pipes =
-      group.spawn({0, {"sh", "-c", "sleep 600; echo survived"}, current_environment()});
+      group.spawn({0, {"sh", "-c", "sleep 600; echo survived"}, current_environment(), {}});
   EXPECT_EQ(group.signal_running(SIGTERM), 1u);
   EXPECT_EQ(read_all(pipes.stdout_read.get()), "") << "EOF means every holder of the pipe died";
   const auto exits = wait_for_exits(group, 1);
@@ -160,7 +160,7 @@ TEST(ProcessGroupTest, DestructorKillsAndReapsRunningWorkers) {
   pid_t pid = -1;
   {
     ProcessGroup group;
-    group.spawn({0, {"sleep", "600"}, current_environment()});
+    group.spawn({0, {"sleep", "600"}, current_environment(), {}});
     pid = group.pid_of(0);
     EXPECT_EQ(::kill(pid, 0), 0);
   }

@@ -58,10 +58,12 @@ std::string Addresses() {
   return all.empty() ? "none" : all;
 }
 
-// How many processes' command lines mention the rendezvous token variable
-// (the launcher keeps it off ssh's command line; /proc is shared by the
+// How many processes' command lines hold this job's rendezvous token (the
+// launcher keeps it off ssh's command line; /proc is shared by the
 // simulated hosts, so this sees both ends of every ssh session).
 int TokenOnCommandLines() {
+  const char* token = std::getenv("KHOROVOD_RENDEZVOUS_TOKEN");
+  if (token == nullptr || std::string(token).size() < 16) return -1;
   int found = 0;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return -1;
@@ -74,7 +76,7 @@ int TokenOnCommandLines() {
     char buffer[4096];
     for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) cmdline.append(buffer, n);
     std::fclose(f);
-    if (cmdline.find("RENDEZVOUS_TOKEN") != std::string::npos) ++found;
+    if (cmdline.find(token) != std::string::npos) ++found;
   }
   ::closedir(proc);
   return found;
@@ -95,7 +97,9 @@ int Static() {
   std::vector<float> data(kCount);
   for (int i = 0; i < kCount; ++i) data[i] = static_cast<float>(rt.rank() * kCount + i);
   TensorView view{data.data(), DataType::kFloat32, {kCount}, {}};
-  if (Status s = rt.allreduce("exact", view, view); !s.ok()) {
+  khorovod::AllreduceOptions sum;
+  sum.op = khorovod::ReduceOp::kSum;
+  if (Status s = rt.allreduce("exact", view, view, sum); !s.ok()) {
     std::fprintf(stderr, "allreduce: %s\n", s.ToString().c_str());
     return 1;
   }
@@ -130,7 +134,9 @@ int Elastic(int steps, const std::string& die_host, int die_step) {
     while (step < steps) {
       float one = 1.0f;
       TensorView view{&one, DataType::kFloat32, {1}, {}};
-      KH_RETURN_IF_ERROR(rt.allreduce("count", view, view));
+      khorovod::AllreduceOptions sum;
+      sum.op = khorovod::ReduceOp::kSum;
+      KH_RETURN_IF_ERROR(rt.allreduce("count", view, view, sum));
       if (one != static_cast<float>(rt.size())) return Status::Internal("allreduce of 1.0 gave " + std::to_string(one));
       ++step;
       KH_RETURN_IF_ERROR(state.commit());
