@@ -3,7 +3,7 @@
 # network namespaces.
 #
 #   khorovodrun_ssh_test.sh KHOROVODRUN WORKER SCENARIO
-#   SCENARIO: static | elastic | ssh-dies | unreachable | wrong-identity
+#   SCENARIO: static | elastic | ssh-dies | discovery | unreachable | wrong-identity
 #
 # Each run creates its own namespaces: a bridge namespace (<p>-br, bridge
 # br0, no address), the launcher's (<p>-l, eth0 10.98.0.1) and one per
@@ -152,9 +152,20 @@ SSH_TEST_MARK=exported cwd=$tmp token_on_cmdlines=0" <<<"$out" || fail "rank $r:
   done
   [ "$(grep -c "$net.1[12]" "$tmp/.khorovod/ssh-checks" 2>/dev/null)" -eq 2 ] \
     || fail "the ssh checks of both hosts were not cached in \$HOME/.khorovod/ssh-checks"
-  run 60 -np 2 -H "$net.11:2" -p 2222 -i "$tmp/id" --disable-cache "$worker" static
+  # This machine (by its address) and a remote host in one job, without the cache.
+  rm -f "$tmp/.khorovod/ssh-checks"
+  run 60 -np 3 -H "$net.1:1,$net.11:2" -p 2222 -i "$tmp/id" --disable-cache "$worker" static
   [ $rc -eq 0 ] || fail "khorovodrun --disable-cache exited $rc"
-  echo "PASS: 2 hosts x 2 slots over ssh: placements, Horovod's variables and exact allreduce on every rank"
+  grep -q "placement rank=0 size=3 local_rank=0 cross_rank=0 HOROVOD_RANK=0 HOROVOD_LOCAL_RANK=0 \
+HOROVOD_CROSS_RANK=0 HOROVOD_HOSTNAME=$net.1 netns=$net.1 " <<<"$out" || fail "the local rank 0 is misplaced"
+  for r in 1 2; do
+    grep -q "placement rank=$r size=3 local_rank=$((r - 1)) cross_rank=1 .* netns=$net.11 " <<<"$out" \
+      || fail "rank $r is misplaced"
+  done
+  [ "$(grep -c "allreduce exact" <<<"$out")" -eq 3 ] || fail "a rank of the mixed job missed the exact allreduce"
+  [ ! -e "$tmp/.khorovod/ssh-checks" ] || fail "--disable-cache wrote the cache"
+  echo "PASS: 2 hosts x 2 slots over ssh: placements, Horovod's variables and exact allreduce on every rank;" \
+       "a job mixing this machine and a remote host; the check cache and --disable-cache"
   ;;
 elastic)
   start=$SECONDS
@@ -205,6 +216,37 @@ ssh-dies)
   left=$(pgrep -f "^$worker elastic" || true)
   [ -z "$left" ] || fail "worker processes left behind on host 2: $left"
   echo "PASS: host 2's sshd died mid-job; its workers failed and were terminated there, host 1 finished"
+  ;;
+discovery)
+  # --host-discovery-script lists both remote hosts, then only host 1: host
+  # 2's workers are stopped through their ssh sessions and must end there.
+  printf '%s\n' "$net.11:2" "$net.12:2" >"$tmp/hosts"
+  printf '#!/bin/sh\ncat %s\n' "$tmp/hosts" >"$tmp/discover.sh"
+  chmod +x "$tmp/discover.sh"
+  (cd "$tmp" && ip netns exec "$p-l" env HOME="$tmp" KHOROVOD_SSH="$tmp/ssh" timeout -k 5 150 "$khorovodrun" \
+      -np 4 --min-np 2 --max-np 4 --host-discovery-script "$tmp/discover.sh" -p 2222 -i "$tmp/id" \
+      "$worker" elastic 300 none 0 >"$tmp/job.log" 2>&1; echo $? >"$tmp/job.rc") &
+  job=$!
+  pids+=($job)
+  for _ in $(seq 150); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
+  sleep 1
+  on_host2=()
+  for pid in $(pgrep -f "^$worker elastic"); do
+    [ "$(ip netns identify "$pid" 2>/dev/null)" = "$p-h2" ] && on_host2+=("$pid")
+  done
+  [ ${#on_host2[@]} -eq 2 ] || fail "expected 2 workers in host 2's namespace, found ${#on_host2[@]}"
+  printf '%s\n' "$net.11:2" >"$tmp/hosts"
+  for pid in "${on_host2[@]}"; do
+    timeout 15 tail --pid="$pid" -f /dev/null || fail "worker $pid on removed host 2 still runs after 15 s"
+  done
+  timeout 150 tail --pid=$job -f /dev/null || true
+  out=$(cat "$tmp/job.log"); rc=$(cat "$tmp/job.rc" 2>/dev/null || echo none)
+  echo "$out"; echo "(khorovodrun exit code $rc)"
+  [ "$rc" = 0 ] || fail "khorovodrun exited $rc"
+  grep -q "host $net.12 is gone or has fewer slots; stopping worker" <<<"$out" || fail "host 2's workers were not stopped"
+  [ "$(grep -c "finished: rank [01] of 2 on $net.11 after 300 steps" <<<"$out")" -eq 2 ] \
+    || fail "the two workers of host 1 must finish as a world of 2"
+  echo "PASS: discovered remote hosts ran workers; removing host 2 stopped its workers there; host 1 finished"
   ;;
 unreachable)
   add_namespace "$p-h3"
