@@ -138,6 +138,44 @@ run() {
   echo "(khorovodrun exit code $rc)"
 }
 
+# start_job ARGS...: khorovodrun in the background (output in $tmp/job.log).
+start_job() {
+  (cd "$tmp" && ip netns exec "$p-l" env HOME="$tmp" KHOROVOD_SSH="$tmp/ssh" timeout -k 5 150 "$khorovodrun" \
+      "$@" >"$tmp/job.log" 2>&1; echo $? >"$tmp/job.rc") &
+  job=$!
+  pids+=($job)
+}
+
+# workers_on_host2: once 4 elastic workers run (at most 15 s), the pids of
+# those in host 2's namespace, in $on_host2 (exactly 2, or the test fails).
+workers_on_host2() {
+  for _ in $(seq 150); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
+  sleep 1
+  on_host2=()
+  for pid in $(pgrep -f "^$worker elastic"); do
+    [ "$(ip netns identify "$pid" 2>/dev/null)" = "$p-h2" ] && on_host2+=("$pid")
+  done
+  [ ${#on_host2[@]} -eq 2 ] || fail "expected 2 workers in host 2's namespace, found ${#on_host2[@]}"
+}
+
+# host2_workers_end SECONDS WHY: each of $on_host2 ends within SECONDS.
+host2_workers_end() {
+  for pid in "${on_host2[@]}"; do
+    timeout "$1" tail --pid="$pid" -f /dev/null || fail "worker $pid on host 2 still runs $1 s after $2"
+  done
+}
+
+# finish_job: waits for start_job's khorovodrun; sets $out and $rc; host 1's
+# two workers must have finished 300 steps as a world of 2.
+finish_job() {
+  timeout 150 tail --pid="$job" -f /dev/null || true
+  out=$(cat "$tmp/job.log"); rc=$(cat "$tmp/job.rc" 2>/dev/null || echo none)
+  echo "$out"; echo "(khorovodrun exit code $rc)"
+  [ "$rc" = 0 ] || fail "khorovodrun exited $rc"
+  [ "$(grep -c "finished: rank [01] of 2 on $net.11 after 300 steps" <<<"$out")" -eq 2 ] \
+    || fail "the two workers of host 1 must finish as a world of 2"
+}
+
 hosts="$net.11:2,$net.12:2"
 case $scenario in
 static)
@@ -188,33 +226,14 @@ ssh-dies)
   # and the workers themselves are left alone): ssh's end of each session
   # closes, so khorovodrun sees the workers fail, and on the host the
   # session's closed stdin makes the watcher terminate the worker.
-  (cd "$tmp" && ip netns exec "$p-l" env HOME="$tmp" KHOROVOD_SSH="$tmp/ssh" timeout -k 5 150 "$khorovodrun" \
-      -np 4 --min-np 2 --max-np 4 -H "$hosts" -p 2222 -i "$tmp/id" "$worker" elastic 300 none 0 \
-      >"$tmp/job.log" 2>&1; echo $? >"$tmp/job.rc") &
-  job=$!
-  pids+=($job)
-  for _ in $(seq 150); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
-  sleep 2
+  start_job -np 4 --min-np 2 --max-np 4 -H "$hosts" -p 2222 -i "$tmp/id" "$worker" elastic 300 none 0
+  workers_on_host2
   sessions=$(ps -o pid= --ppid "${sshd_pid[2]}" | tr '\n' ' ')
   [ -n "$sessions" ] || fail "no ssh sessions on host 2"
-  on_host2=()
-  for pid in $(pgrep -f "^$worker elastic"); do
-    [ "$(ip netns identify "$pid" 2>/dev/null)" = "$p-h2" ] && on_host2+=("$pid")
-  done
-  [ ${#on_host2[@]} -eq 2 ] || fail "expected 2 workers in host 2's namespace, found ${#on_host2[@]}"
   kill "${sshd_pid[2]}" $sessions
-  for pid in "${on_host2[@]}"; do
-    timeout 10 tail --pid="$pid" -f /dev/null || fail "worker $pid on host 2 outlived its ssh session by 10 s"
-  done
-  timeout 150 tail --pid=$job -f /dev/null || true
-  out=$(cat "$tmp/job.log"); rc=$(cat "$tmp/job.rc" 2>/dev/null || echo none)
-  echo "$out"; echo "(khorovodrun exit code $rc)"
-  [ "$rc" = 0 ] || fail "khorovodrun exited $rc"
+  host2_workers_end 10 "their ssh sessions died"
+  finish_job
   grep -q "host $net.12 blacklisted" <<<"$out" || fail "host 2 was not blacklisted"
-  [ "$(grep -c "finished: rank [01] of 2 on $net.11 after 300 steps" <<<"$out")" -eq 2 ] \
-    || fail "the two workers of host 1 must finish as a world of 2"
-  left=$(pgrep -f "^$worker elastic" || true)
-  [ -z "$left" ] || fail "worker processes left behind on host 2: $left"
   echo "PASS: host 2's sshd died mid-job; its workers failed and were terminated there, host 1 finished"
   ;;
 discovery)
@@ -223,29 +242,13 @@ discovery)
   printf '%s\n' "$net.11:2" "$net.12:2" >"$tmp/hosts"
   printf '#!/bin/sh\ncat %s\n' "$tmp/hosts" >"$tmp/discover.sh"
   chmod +x "$tmp/discover.sh"
-  (cd "$tmp" && ip netns exec "$p-l" env HOME="$tmp" KHOROVOD_SSH="$tmp/ssh" timeout -k 5 150 "$khorovodrun" \
-      -np 4 --min-np 2 --max-np 4 --host-discovery-script "$tmp/discover.sh" -p 2222 -i "$tmp/id" \
-      "$worker" elastic 300 none 0 >"$tmp/job.log" 2>&1; echo $? >"$tmp/job.rc") &
-  job=$!
-  pids+=($job)
-  for _ in $(seq 150); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
-  sleep 1
-  on_host2=()
-  for pid in $(pgrep -f "^$worker elastic"); do
-    [ "$(ip netns identify "$pid" 2>/dev/null)" = "$p-h2" ] && on_host2+=("$pid")
-  done
-  [ ${#on_host2[@]} -eq 2 ] || fail "expected 2 workers in host 2's namespace, found ${#on_host2[@]}"
+  start_job -np 4 --min-np 2 --max-np 4 --host-discovery-script "$tmp/discover.sh" -p 2222 -i "$tmp/id" \
+      "$worker" elastic 300 none 0
+  workers_on_host2
   printf '%s\n' "$net.11:2" >"$tmp/hosts"
-  for pid in "${on_host2[@]}"; do
-    timeout 15 tail --pid="$pid" -f /dev/null || fail "worker $pid on removed host 2 still runs after 15 s"
-  done
-  timeout 150 tail --pid=$job -f /dev/null || true
-  out=$(cat "$tmp/job.log"); rc=$(cat "$tmp/job.rc" 2>/dev/null || echo none)
-  echo "$out"; echo "(khorovodrun exit code $rc)"
-  [ "$rc" = 0 ] || fail "khorovodrun exited $rc"
+  host2_workers_end 15 "host 2 left the discovery output"
+  finish_job
   grep -q "host $net.12 is gone or has fewer slots; stopping worker" <<<"$out" || fail "host 2's workers were not stopped"
-  [ "$(grep -c "finished: rank [01] of 2 on $net.11 after 300 steps" <<<"$out")" -eq 2 ] \
-    || fail "the two workers of host 1 must finish as a world of 2"
   echo "PASS: discovered remote hosts ran workers; removing host 2 stopped its workers there; host 1 finished"
   ;;
 unreachable)
