@@ -279,7 +279,11 @@ wrong-identity)
   run 30 -np 4 -H "$hosts" -i "$tmp/no-such-key" "$worker" static
   [ $rc -eq 2 ] && grep -q -- "--ssh-identity-file $tmp/no-such-key: cannot read it" <<<"$out" \
     || fail "a missing identity file must be refused"
-  echo "PASS: a wrong identity file is refused with ssh's reason"
+  # An interface no host has is refused, naming what each host has.
+  run 30 -np 4 -H "$hosts" -p 2222 -i "$tmp/id" --network-interfaces wlan9,ib7 "$worker" static
+  [ $rc -eq 2 ] && grep -q -- "--network-interfaces wlan9,ib7: no common interface among the job's hosts" <<<"$out" \
+    && grep -q "$net.12: eth0 lo" <<<"$out" || fail "an interface no host has must be refused"
+  echo "PASS: a wrong identity file is refused with ssh's reason; so are a missing key file and an absent interface"
   ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
