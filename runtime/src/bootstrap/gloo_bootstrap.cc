@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "bootstrap/rendezvous_endpoint.h"
 #include "http_store.h"
 
 namespace khorovod {
@@ -21,23 +22,6 @@ gloo::transport::tcp::attr GlooDeviceAttr(const Config& config) {
     attr.ai_family = AF_INET;  // the address khorovodrun checked on every host
   }
   return attr;
-}
-
-StatusOr<rendezvous::HttpEndpoint> ParseRendezvousEndpoint(const std::string& variable, const std::string& addr,
-                                                          const std::string& token) {
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return Status::InvalidArgument(variable + "='" + addr + "': expected HOST:PORT");
-  }
-  rendezvous::HttpEndpoint endpoint;
-  endpoint.host = addr.substr(0, colon);
-  try {
-    endpoint.port = std::stoi(addr.substr(colon + 1));
-  } catch (const std::exception&) {
-    return Status::InvalidArgument(variable + "='" + addr + "': bad port");
-  }
-  endpoint.token = token;
-  return endpoint;
 }
 
 StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooContext(const Config& config,

@@ -16,7 +16,6 @@
 
 #include <gloo/transport/tcp/attr.h>
 
-#include "http_json_client.h"
 #include "khorovod/config.h"
 #include "khorovod/status.h"
 
@@ -30,11 +29,6 @@ namespace khorovod {
 // not read stale addresses.
 // The TCP device attributes for `config`: its network interface, else its hostname.
 gloo::transport::tcp::attr GlooDeviceAttr(const Config& config);
-
-// "HOST:PORT" (KHOROVOD_RENDEZVOUS_ADDR, KHOROVOD_STORE_ADDR, named by
-// `variable` in errors) and `token` as an endpoint of the rendezvous server.
-StatusOr<rendezvous::HttpEndpoint> ParseRendezvousEndpoint(const std::string& variable, const std::string& addr,
-                                                          const std::string& token);
 
 StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooContext(const Config& config,
                                                             const std::string& generation = "0");

@@ -12,6 +12,7 @@
 
 #include "bootstrap/gloo_bootstrap.h"
 #include "bootstrap/gloo_mesh.h"
+#include "bootstrap/rendezvous_endpoint.h"
 #include "bootstrap/rendezvous.h"
 #include "bootstrap/termination_watch.h"
 #include "http_store.h"
