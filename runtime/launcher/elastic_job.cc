@@ -291,10 +291,6 @@ class ElasticPolicy {
   bool finishing_ = false;  // a worker exited 0
 };
 
-}  // namespace
-
-namespace {
-
 // The hosts known at the start: -H/--hostfile's, or the discovery script's
 // first answer (a failing script is reported by the policy's own first run).
 std::vector<std::string> InitialHostNames(const LaunchOptions& opts) {

@@ -4,8 +4,9 @@
 // contract and job_supervisor.h for how failures and signals are handled.
 //
 // main() owns every resource, in this order: the signal pipe (so no signal
-// is missed once workers exist), the rendezvous directory, then the
-// supervisor and its workers. Destruction runs in reverse: workers are gone
+// is missed once workers exist), the rendezvous directory (with remote
+// hosts: the store server, multi_host_job.h), then the supervisor and its
+// workers. Destruction runs in reverse: workers are gone
 // before the directory is removed.
 #include <fcntl.h>
 #include <unistd.h>
