@@ -146,10 +146,10 @@ start_job() {
   pids+=($job)
 }
 
-# workers_on_host2: once 4 elastic workers run (at most 15 s), the pids of
+# workers_on_host2: once 4 elastic workers run (at most 60 s), the pids of
 # those in host 2's namespace, in $on_host2 (exactly 2, or the test fails).
 workers_on_host2() {
-  for _ in $(seq 150); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
+  for _ in $(seq 600); do [ "$(pgrep -fc "^$worker elastic")" -ge 4 ] && break; sleep 0.1; done
   sleep 1
   on_host2=()
   for pid in $(pgrep -f "^$worker elastic"); do
