@@ -173,7 +173,7 @@ fi
 # ---- ci: every test, with the GPU backends compiled (their tests skip here).
 runtime_targets=(collectives_test device_collectives_test device_elastic_test runtime_unit_test backend_unit_test
                  gloo_backend_test host_backends_test hierarchical_allreduce_test
-                 elastic_test khorovodrun launcher_test
+                 elastic_test khorovodrun launcher_test khorovodrun_ssh_worker
                  rendezvous_unit_test rendezvous_http_test khorovod-rendezvous operator_unit_test)
 if wanted ci; then
   wait_prefetch
