@@ -23,12 +23,17 @@
 #   DISCOVER_HOSTS_FREQUENCY_SECS> <horovodrun's arguments, unchanged>` and raises
 #   RuntimeError with khorovodrun's own (unprefixed) output lines when it
 #   exits non-zero. constants.py is the checkout's own file. `python` in the
-#   command line is $KHOROVOD_TEST_PYTHON (a link on PATH).
+#   command line is $KHOROVOD_TEST_PYTHON (a script on PATH).
 #   Patched without effect: gloo_run._get_min_start_hosts (1; khorovodrun
 #   starts as soon as --min-num-proc slots are discovered) and the driver's
 #   ELASTIC_TIMEOUT_SECS (1 in test_reset_limit; it bounds only horovodrun's
 #   wait for hosts, while khorovodrun's --elastic-timeout also bounds every
 #   worker's wait for a generation, so passing 1 would change the scenario).
+# - KHOROVOD_HVD_DISCOVERY_WAIT=S (a diagnosis, off by default) changes the
+#   data script's --discovery-wait default from 3 to S seconds: how long
+#   rank 0 polls state._host_messages for a host change, which khorovod
+#   reports once the new workers have registered (after importing their
+#   framework), while Horovod's driver reports it on discovery.
 # - KHOROVOD_HVD_UNSKIP=1 also runs the tests that the test file skips
 #   (Horovod issues 2030, 2908): their skipTest becomes a call of
 #   elastic_common's version.
@@ -72,7 +77,10 @@ if [ "${KHOROVOD_HVD_UNSKIP:-0}" = 1 ]; then
     "$t/integration/$test_file" > "$work/integration/$test_file"
 else cp "$t/integration/$test_file" "$work/integration/"; fi
 cp "$t/integration/elastic_common.py" "$work/integration/"
-sed -e "s/^import horovod\.$module as hvd\$/import khorovod.$module as hvd/" \
+discovery_wait=()
+[ -n "${KHOROVOD_HVD_DISCOVERY_WAIT:-}" ] && \
+  discovery_wait=(-e "s/^\(parser.add_argument('--discovery-wait', type=int, default=\)3,/\1$KHOROVOD_HVD_DISCOVERY_WAIT,/")
+sed -e "s/^import horovod\.$module as hvd\$/import khorovod.$module as hvd/" "${discovery_wait[@]}" \
   "$t/integration/data/$main" > "$work/integration/data/$main"
 sed -e 's/^import mock$/from unittest import mock/' \
     -e 's/^import cloudpickle$/try:\n    import cloudpickle\nexcept ImportError:\n    import pickle as cloudpickle/' \
@@ -81,7 +89,9 @@ sed -e 's/^import mock$/from unittest import mock/' \
 if grep -n "^\s*\(import\|from\) horovod" "$work/integration/data/$main" "$work/common.py"; then
   echo "FAIL: imports of horovod left after the rewrite (above)"; exit 1
 fi
-ln -s "$python" "$work/bin/python"
+# A script, not a link: a venv's interpreter finds its venv from the path
+# it is started by.
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$python" > "$work/bin/python" && chmod +x "$work/bin/python"
 echo "from unittest.mock import *" > "$work/shim/mock.py"
 for d in horovod horovod/runner horovod/runner/elastic horovod/runner/common horovod/runner/common/util; do
   : > "$work/shim/$d/__init__.py"; done
