@@ -16,12 +16,14 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from conftest import _env  # noqa: E402  (tests/python/conftest.py)
 from prometheus_scrape import assert_step_series, scrape_job, step_checks  # noqa: E402
+from test_tensorflow import skip_without_tf_keras  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.mark.parametrize("legacy_keras", ["0", "1"], ids=["keras3", "keras2"])
 def test_keras_fit_exports_step_series(tmp_path, legacy_keras):
+    skip_without_tf_keras(2 if legacy_keras == "1" else 3)
     job_label = f"keras-job-{legacy_keras}"
     checks, job_checks = step_checks(job_label)
     cmd = [_env("KHOROVODRUN"), "-np", "2", _env("KHOROVOD_TEST_PYTHON"),
