@@ -34,6 +34,10 @@
 #   rank 0 polls state._host_messages for a host change, which khorovod
 #   reports once the new workers have registered (after importing their
 #   framework), while Horovod's driver reports it on discovery.
+# - KHOROVOD_HVD_TF1_COMPAT=1 (off by default) lets the TF1 script of
+#   test_elastic_tensorflow_keras.py start on TensorFlow 2: its session
+#   setup `tf.ConfigProto(` and `tf.keras.backend.set_session(tf.Session(`
+#   become their tf.compat.v1 names (Horovod runs that file only on TF1).
 # - KHOROVOD_HVD_UNSKIP=1 also runs the tests that the test file skips
 #   (Horovod issues 2030, 2908): their skipTest becomes a call of
 #   elastic_common's version.
@@ -80,7 +84,10 @@ cp "$t/integration/elastic_common.py" "$work/integration/"
 discovery_wait=()
 [ -n "${KHOROVOD_HVD_DISCOVERY_WAIT:-}" ] && \
   discovery_wait=(-e "s/^\(parser.add_argument('--discovery-wait', type=int, default=\)3,/\1$KHOROVOD_HVD_DISCOVERY_WAIT,/")
-sed -e "s/^import horovod\.$module as hvd\$/import khorovod.$module as hvd/" "${discovery_wait[@]}" \
+tf1_compat=()
+[ "${KHOROVOD_HVD_TF1_COMPAT:-0}" = 1 ] && tf1_compat=(-e 's/\btf\.ConfigProto(/tf.compat.v1.ConfigProto(/' \
+  -e 's/\btf\.keras\.backend\.set_session(tf\.Session(/tf.compat.v1.keras.backend.set_session(tf.compat.v1.Session(/')
+sed -e "s/^import horovod\.$module as hvd\$/import khorovod.$module as hvd/" "${discovery_wait[@]}" "${tf1_compat[@]}" \
   "$t/integration/data/$main" > "$work/integration/data/$main"
 sed -e 's/^import mock$/from unittest import mock/' \
     -e 's/^import cloudpickle$/try:\n    import cloudpickle\nexcept ImportError:\n    import pickle as cloudpickle/' \
