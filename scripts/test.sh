@@ -13,8 +13,9 @@
 #   pip-install          `pip install .` of khorovod.torch over PyPI's torch and
 #                        Debian's, the seed script at 4 ranks
 #   tensorflow           `pip install .` over PyPI's tensorflow-cpu (TF ops
-#                        built), khorovod.tensorflow and .keras at 2-4 ranks,
-#                        elastic Keras and a peer killed in a TF allreduce
+#                        built), khorovod.tensorflow and .keras at 2-4 ranks
+#                        (Keras 3 and tf-keras), elastic Keras, a peer killed
+#                        in a TF allreduce, Keras step metrics, TF+torch
 #   ci                   warnings-as-errors build with the GPU backends compiled
 #                        (CUDA/NCCL wheels, scripts/install-cuda.sh) and every
 #                        ctest test, the operator's against a real kube-apiserver
