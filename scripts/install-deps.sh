@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
+  prometheus-cpp-dev  # the Prometheus C++ client (runtime/metrics, docs/observability.md)
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev openssl curl
   prometheus python3
   # The Python package (python/): bindings, and PyTorch for Debian's
@@ -16,6 +17,9 @@ packages=(
   # The real node (scripts/real-node.sh) and its images (scripts/images.sh).
   containerd runc containernetworking-plugins iptables conntrack socat iproute2 util-linux
   podman buildah debootstrap
+  # khorovodrun's remote hosts (tests/runtime/launcher/khorovodrun_ssh_test.sh:
+  # a real sshd in each simulated host's network namespace).
+  openssh-server openssh-client
 )
 
 missing=()
