@@ -11,6 +11,7 @@
 #   real-node.sh status        print `kubectl get nodes,pods -A -o wide`
 #   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
 #   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
+#   real-node.sh load IMAGE... images from podman into the node's containerd (scripts/images.sh load)
 #   real-node.sh gpu-health ID healthy|unhealthy
 #                              mark a simulated GPU (GPU-sim-<i>; `all healthy`
 #                              for every one) Unhealthy or Healthy again: the
@@ -195,8 +196,9 @@ case "$cmd" in
   kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
            exec nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@" ;;
   prometheus) start_prometheus ;;
+  load) shift; bash "$root/scripts/images.sh" load "$@" ;;
   gpu-health) shift; gpu_health "$@" ;;
   exec) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
         KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" exec nsenter --net="/run/netns/$NS" -- "$@" ;;
-  *) echo "usage: real-node.sh up|down|status|prometheus|gpu-health ID STATE|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: real-node.sh up|down|status|prometheus|gpu-health ID STATE|load IMAGE...|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
 esac
