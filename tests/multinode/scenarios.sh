@@ -109,7 +109,7 @@ check_reform() {
   if awk -v d="$delay" -v b="$REFORM_BOUND" 'BEGIN {exit !(d <= b)}'; then
     ok "$job: survivors re-formed (world 2) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
   else
-    fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from; a silent peer is detected by the data plane's KHOROVOD_TIMEOUT_SECONDS, default 30 s, not by the rendezvous heartbeat)"
+    fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from)"
   fi
 }
 
