@@ -147,9 +147,6 @@ PYBIND11_MODULE(_khorovod, m) {
         py::gil_scoped_release release;
         return ToTuple(rt.reset());
       })
-      // elastic.run's training function returned: shutdown() then tells the
-      // rendezvous the training finished, so late joiners are sent away.
-      .def("mark_training_finished", [](Runtime& rt) { khorovod::detail::MarkTrainingFinished(rt); })
       // The object's address, for khorovod.tensorflow's op library, whose
       // kernels reach this Runtime through its RuntimeSlot (attached while
       // the Python context holds this object, detached before shutdown).

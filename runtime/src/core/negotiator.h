@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "core/control_channel.h"
+#include "backend/control_channel.h"
 #include "core/coordinator.h"
 #include "core/eager_allreduce.h"
 #include "core/response_cache.h"

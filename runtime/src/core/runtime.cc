@@ -25,7 +25,7 @@
 #include "core/process_set_table.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 #include "khorovod/metrics/http_endpoint.h"
 #include "observability/timeline.h"
 #include "observability/worker_metrics.h"

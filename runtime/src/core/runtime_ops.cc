@@ -8,7 +8,7 @@
 #include "core/adasum.h"
 #include "core/runtime_submit.h"
 #include "core/tensor_queue.h"
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 #include "khorovod/runtime.h"
 
 namespace khorovod {
