@@ -165,7 +165,7 @@ Status State::sync() {
   for (auto& [name, value] : counters_) value = values[i++];
   serial_ = values[i];
   Snapshot();
-  detail::MetricsOf(runtime_)->StateSync(bytes, std::chrono::steady_clock::now() - start);
+  RecordStateSync(runtime_, bytes, std::chrono::steady_clock::now() - start);
   return Status::Ok();
 }
 
@@ -173,9 +173,24 @@ void State::run_reset_callbacks() {
   for (auto& cb : reset_callbacks_) cb();
 }
 
+void RecordReset(Runtime& runtime, StatusCode cause) {
+  detail::MetricsOf(runtime)->Reset(cause == StatusCode::kUnavailable ? ResetCause::kPeerFailure
+                                    : cause == StatusCode::kAborted  ? ResetCause::kPeerAborted
+                                                                     : ResetCause::kMembershipChanged);
+}
+
+void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed) {
+  detail::MetricsOf(runtime)->Recovered(elapsed);
+}
+
+void RecordStateSync(Runtime& runtime, size_t bytes, std::chrono::steady_clock::duration elapsed) {
+  detail::MetricsOf(runtime)->StateSync(bytes, elapsed);
+}
+
+void MarkTrainingFinished(Runtime& runtime) { detail::MarkTrainingFinished(runtime); }
+
 Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
            const RunOptions& options) {
-  WorkerMetrics* metrics = detail::MetricsOf(runtime);
   int resets = 0;
   bool synced = false;
   // Set from the start of a reset until the sync after it succeeds.
@@ -184,11 +199,11 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
     Status s = synced ? train() : state.sync();
     if (s.ok()) {
       if (synced) {
-        detail::MarkTrainingFinished(runtime);
+        MarkTrainingFinished(runtime);
         return s;
       }
       synced = true;
-      if (recovering_since) metrics->Recovered(std::chrono::steady_clock::now() - *recovering_since);
+      if (recovering_since) RecordRecovered(runtime, std::chrono::steady_clock::now() - *recovering_since);
       recovering_since.reset();
       continue;
     }
@@ -196,12 +211,10 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
     // mid-step; like a failure, the partial step is rolled back.
     if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted) {
       state.restore();
-      metrics->Reset(s.code() == StatusCode::kUnavailable ? ResetCause::kPeerFailure : ResetCause::kPeerAborted);
-    } else if (s.code() == StatusCode::kMembershipChanged) {
-      metrics->Reset(ResetCause::kMembershipChanged);
-    } else {
+    } else if (s.code() != StatusCode::kMembershipChanged) {
       return s;
     }
+    RecordReset(runtime, s.code());
     if (!recovering_since) recovering_since = std::chrono::steady_clock::now();
     if (++resets > options.reset_limit) {
       return Status::FailedPrecondition("elastic run gave up after " + std::to_string(options.reset_limit) +
