@@ -196,7 +196,7 @@ source_images() {  # [operator|runtime|runtime-cuda|pytorch ...] (default: all)
 # the PyTorch image). It goes to a directory of our own, emptied before and
 # after every save: a save that was killed or ran out of space used to leave
 # its file in /var/tmp, and two such files once filled the disk of a later run.
-save_tmp=/var/tmp/khorovod-image-save
+save_tmp=${KHOROVOD_IMAGE_SAVE_TMP:-/var/tmp/khorovod-image-save}
 
 # free_bytes DIR: the space left on DIR's filesystem.
 free_bytes() { df --output=avail -B1 "$1" | tail -1 | tr -d ' '; }

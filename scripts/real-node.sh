@@ -11,6 +11,7 @@
 #   real-node.sh status        print `kubectl get nodes,pods -A -o wide`
 #   real-node.sh kubectl ARGS  kubectl as cluster admin, inside the node's network
 #   real-node.sh exec CMD...   any command inside the node's network (KUBECONFIG set)
+#   real-node.sh load IMAGE... images from podman into the node's containerd (scripts/images.sh load)
 #   real-node.sh gpu-health ID healthy|unhealthy
 #                              mark a simulated GPU (GPU-sim-<i>; `all healthy`
 #                              for every one) Unhealthy or Healthy again: the
@@ -59,9 +60,13 @@ GPU_HEALTH_FILE="$RUN/gpu-unhealthy"
 # (k8s.io/kubelet's DevicePluginPath; --root-dir does not move it): one
 # kubelet per machine (or mount namespace) can take device plugins.
 DEVICE_PLUGIN_DIR=/var/lib/kubelet/device-plugins
-TUNABLES=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
-          kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+CLUSTER_NAME=$NODE
+API_IP=$NODE_IP
 export DIR RUN SOCK NODE NODE_IP POD_CIDR POD_SUBNET POD_GW SVC_CIDR DNS_IP PAUSE_IMAGE
+# shellcheck source=real-node/common.sh
+source "$root/scripts/real-node/common.sh"
+# shellcheck source=real-node/control-plane.sh
+source "$root/scripts/real-node/control-plane.sh"
 # shellcheck source=real-node/pki.sh
 source "$root/scripts/real-node/pki.sh"
 # shellcheck source=real-node/config.sh
@@ -74,60 +79,12 @@ k8s_bin() { bash "$root/scripts/k8s-tools.sh" etcd kube-apiserver kube-controlle
               kubectl kubelet kube-proxy coredns helm khorovod-device-plugin | tail -1; }
 kubectl_admin() { in_ns "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
 
-# What a node needs from this machine; any gap stops `up` with its name.
-preflight() {
-  [ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces, mounts, containers)"
-  local t
-  for t in containerd runc ip nsenter iptables conntrack findmnt openssl; do
-    command -v "$t" >/dev/null || die "missing $t (scripts/install-deps.sh installs it)"
-  done
-  for t in bridge host-local loopback portmap; do
-    [ -x "/usr/lib/cni/$t" ] || die "missing CNI plugin /usr/lib/cni/$t (package containernetworking-plugins)"
-  done
-  grep -qw overlay /proc/filesystems || die "the kernel has no overlay filesystem (containerd's snapshotter needs it)"
-  [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] \
-    || die "the kernel has no br_netfilter (kube-proxy's Service rules must see bridged pod traffic)"
-  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || die "no memory cgroup controller mounted"
-}
-
 start() {  # name command... : runs it in the node's namespace, logs and pid in RUN
   local name=$1; shift
-  setsid nsenter --net="/run/netns/$NS" -- "$@" >> "$RUN/logs/$name.log" 2>&1 < /dev/null &
-  record_pid "$name" $!
-}
-
-# A pid file holds the pid and the process's start time (field 22 of
-# /proc/PID/stat), because RUN outlives a reboot or a snapshot of the machine:
-# a bare pid from an earlier boot may now name an unrelated process (once, the
-# test that was bringing the node up), and down must never signal that one.
-pid_start_time() {  # pid
-  local stat
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }  # the command name may hold spaces and parentheses
-  awk '{ print $20 }' <<<"$stat"
-}
-record_pid() {  # name pid
-  echo "$2 $(pid_start_time "$2")" > "$RUN/$1.pid"
-}
-live_pid() {  # name: prints the recorded pid if that very process still runs
-  local pid started now
-  read -r pid started 2>/dev/null < "$RUN/$1.pid" || return 1
-  now=$(pid_start_time "$pid") || return 1
-  [ -n "$started" ] && [ "$now" = "$started" ] && echo "$pid"
-}
-
-dump_logs() {
-  local log
-  for log in "$RUN"/logs/*.log; do [ -f "$log" ] && { echo "---- $log (last 25 lines)"; tail -25 "$log"; }; done >&2
+  start_logged "$name" nsenter --net="/run/netns/$NS" -- "$@"
 }
 
 node_untainted() { [ -z "$(kubectl_admin get node "$NODE" -o jsonpath='{.spec.taints}')" ]; }
-wait_for() {  # description seconds command... : polls once a second
-  local what=$1 secs=$2; shift 2
-  local i
-  for ((i = 0; i < secs; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
-  say "timed out after ${secs}s waiting for $what"; dump_logs; return 1
-}
 
 make_netns() {
   ip netns add "$NS"
@@ -141,52 +98,9 @@ make_netns() {
   in_ns sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1 net.ipv4.conf.all.route_localnet=1
 }
 
-start_control_plane() {
-  start etcd "$BIN/etcd" --name "$NODE" --data-dir "$RUN/etcd" \
-    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
-    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster "$NODE=http://127.0.0.1:2380" --unsafe-no-fsync --log-level warn
-  local pki="$RUN/pki"
-  start kube-apiserver "$BIN/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
-    --bind-address 0.0.0.0 --advertise-address "$NODE_IP" --secure-port 6443 \
-    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-    --client-ca-file "$pki/ca.crt" --authorization-mode Node,RBAC \
-    --enable-admission-plugins NodeRestriction \
-    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
-    --kubelet-client-key "$pki/apiserver-kubelet-client.key" --kubelet-preferred-address-types InternalIP \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-    --service-cluster-ip-range "$SVC_CIDR" --allow-privileged=true --profiling=false \
-    --feature-gates ResourceHealthStatus=true --v=1
-  wait_for "kube-apiserver /readyz" 120 kubectl_admin get --raw /readyz
-  start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$RUN/controller-manager.kubeconfig" \
-    --authentication-kubeconfig "$RUN/controller-manager.kubeconfig" \
-    --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
-    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
-    --use-service-account-credentials=true --cluster-name "$NODE" --leader-elect=false \
-    --bind-address 127.0.0.1 --secure-port 10257 --v=1
-  start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$RUN/scheduler.kubeconfig" \
-    --authentication-kubeconfig "$RUN/scheduler.kubeconfig" --authorization-kubeconfig "$RUN/scheduler.kubeconfig" \
-    --leader-elect=false --bind-address 127.0.0.1 --secure-port 10259 --v=1
-}
-
-# The kubelet's cgroup root (cgroupRoot in its configuration) must exist in
-# every hierarchy; a new cpuset cgroup starts without cpus/mems, so it takes
-# its parent's.
-make_cgroup_root() {
-  local d
-  for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
-    [ -f "$d/cgroup.procs" ] || continue
-    mkdir -p "$d/khorovod-node"
-  done
-  if [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]; then
-    cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/khorovod-node/cpuset.cpus
-    cat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/khorovod-node/cpuset.mems
-  fi
-}
 
 start_node() {
-  make_cgroup_root
+  make_cgroup_root khorovod-node
   start containerd containerd --config "$RUN/containerd.toml"
   wait_for "containerd's socket" 60 ctr --address "$SOCK" version
   bash "$root/scripts/images.sh" node >&2
@@ -216,42 +130,7 @@ start_gpus() {
   wait_for "$GPUS nvidia.com/gpu allocatable on node $NODE" 60 node_gpus "$GPUS"
 }
 
-gpu_health() {  # ID healthy|unhealthy
-  local id=${1:-} state=${2:-}
-  [ -f "$GPU_HEALTH_FILE" ] || die "no simulated GPUs (the node is down or KHOROVOD_NODE_GPUS=0)"
-  if [ "$id" = all ] && [ "$state" = healthy ]; then : > "$GPU_HEALTH_FILE"; say "every GPU marked healthy"; return 0; fi
-  [[ $id =~ ^GPU-sim-[0-9]+$ ]] || die "gpu-health: ID must be GPU-sim-<index> (or 'all' to mark every GPU healthy), not '$id'"
-  local others; others=$(grep -vx -- "$id" "$GPU_HEALTH_FILE" || true)
-  case "$state" in
-    unhealthy) printf '%s\n' $others "$id" > "$GPU_HEALTH_FILE.new" ;;
-    healthy) printf '%s\n' $others > "$GPU_HEALTH_FILE.new" ;;
-    *) die "gpu-health: state must be healthy or unhealthy, not '$state'" ;;
-  esac
-  mv "$GPU_HEALTH_FILE.new" "$GPU_HEALTH_FILE"
-  say "$id marked $state"
-}
 
-start_dns() {
-  sed -e "s/COREDNS_VERSION/$(cat "$BIN/coredns.version")/" -e "s/DNS_IP/$DNS_IP/" \
-    "$root/scripts/real-node/coredns.yaml" | kubectl_admin apply -f - >/dev/null
-  # Prometheus's discovery (real-node.sh prometheus) reads the API as this user: list/watch only.
-  kubectl_admin apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "khorovod-node:prometheus"}
-rules:
-- {apiGroups: [""], resources: [pods, services, endpoints, nodes], verbs: [get, list, watch]}
-- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
-- {nonResourceURLs: [/metrics], verbs: [get]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "khorovod-node:prometheus"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "khorovod-node:prometheus"}
-subjects: [{kind: User, name: "khorovod-node:prometheus", apiGroup: rbac.authorization.k8s.io}]
-EOF
-  kubectl_admin -n kube-system rollout status deployment/coredns --timeout 180s >&2 || { dump_logs; return 1; }
-}
 
 up() {
   preflight
@@ -261,8 +140,7 @@ up() {
   down_quiet
   BIN=$(k8s_bin)
   mkdir -p "$RUN/logs" "$RUN/kubelet"
-  local k
-  for k in "${TUNABLES[@]}"; do echo "$k=$(sysctl -n "$k")"; done > "$DIR/tunables.saved"
+  save_tunables "$DIR/tunables.saved"
   echo "$BIN" > "$RUN/bin"
   make_netns
   make_pki "$RUN" "https://$NODE_IP:6443" "$NODE" "$NODE_IP" "$API_SVC_IP"
@@ -274,72 +152,20 @@ up() {
   say "up: kubectl via '$0 kubectl ...' or 'nsenter --net=/run/netns/$NS kubectl --kubeconfig $RUN/admin.kubeconfig ...'"
 }
 
-stop_pid() {  # name
-  local pid i
-  pid=$(live_pid "$1") || { rm -f "$RUN/$1.pid"; return 0; }
-  kill "$pid" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$RUN/$1.pid"
-}
-
-# Every container containerd runs for the node, with the pod network
-# namespaces its sandboxes hold (removed after the containers).
-remove_containers() {
-  ctr --address "$SOCK" version >/dev/null 2>&1 || return 0
-  local c netns_paths=()
-  for c in $(ctr --address "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
-    local p
-    p=$(ctr --address "$SOCK" -n k8s.io containers info "$c" 2>/dev/null \
-        | python3 -c 'import json,sys; s=json.load(sys.stdin).get("Spec") or {}; print(next((n.get("path","") for n in s.get("linux",{}).get("namespaces",[]) if n.get("type")=="network"),""))' || true)
-    case "$p" in /var/run/netns/cni-*|/run/netns/cni-*) netns_paths+=("$p") ;; esac
-    ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
-  done
-  sleep 1
-  for c in $(ctr --address "$SOCK" -n k8s.io containers ls -q 2>/dev/null); do
-    ctr --address "$SOCK" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
-    ctr --address "$SOCK" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
-  done
-  for p in "${netns_paths[@]}"; do umount "$p" 2>/dev/null || true; rm -f "$p"; done
-}
-
-# containerd's shims outlive it; ours name our socket on their command line.
-kill_shims() {
-  local d pid
-  for d in /proc/[0-9]*; do
-    pid=${d#/proc/}
-    tr '\0' ' ' 2>/dev/null < "$d/cmdline" | grep -q -- "containerd-shim.* -address $SOCK " && kill -9 "$pid" 2>/dev/null
-  done
-  return 0
-}
-
-remove_cgroups() {
-  local d
-  for d in /sys/fs/cgroup/*/khorovod-node /sys/fs/cgroup/khorovod-node; do
-    [ -d "$d" ] || continue
-    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
-  done
-}
-
 down_quiet() {
   [ -d "$RUN" ] || { ip netns del "$NS" 2>/dev/null || true; return 0; }
   stop_pid device-plugin
   stop_pid kubelet
   # What the kubelet and the plugin left in the fixed plugin directory.
   rm -f "$DEVICE_PLUGIN_DIR/kubelet.sock" "$DEVICE_PLUGIN_DIR/kubelet_internal_checkpoint" "$DEVICE_PLUGIN_DIR"/khorovod-*.sock
-  remove_containers
+  remove_containers "$SOCK"
   local c
   for c in prom-discovery prometheus kube-proxy containerd kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_pid "$c"; done
-  kill_shims
-  # Mounts under the node's directories (volumes, rootfs, sandbox shm), deepest first.
-  local m
-  for m in $(findmnt -rn -o TARGET | { grep -E "^$RUN/" || true; } | sort -r); do umount -l "$m" 2>/dev/null || true; done
+  kill_shims "$SOCK"
+  unmount_under "$RUN"
   ip netns del "$NS" 2>/dev/null || true
-  remove_cgroups
-  if [ -f "$DIR/tunables.saved" ]; then
-    while IFS= read -r kv; do sysctl -qw "$kv" 2>/dev/null || true; done < "$DIR/tunables.saved"
-    rm -f "$DIR/tunables.saved"
-  fi
+  remove_cgroups khorovod-node
+  restore_tunables "$DIR/tunables.saved"
   rm -rf "$RUN"
 }
 
@@ -370,8 +196,9 @@ case "$cmd" in
   kubectl) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
            exec nsenter --net="/run/netns/$NS" -- "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@" ;;
   prometheus) start_prometheus ;;
+  load) shift; bash "$root/scripts/images.sh" load "$@" ;;
   gpu-health) shift; gpu_health "$@" ;;
   exec) shift; BIN=$(cat "$RUN/bin" 2>/dev/null) || die "not up"
         KUBECONFIG="$RUN/admin.kubeconfig" PATH="$BIN:$PATH" exec nsenter --net="/run/netns/$NS" -- "$@" ;;
-  *) echo "usage: real-node.sh up|down|status|prometheus|gpu-health ID STATE|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
+  *) echo "usage: real-node.sh up|down|status|prometheus|gpu-health ID STATE|load IMAGE...|kubectl ARGS...|exec CMD..." >&2; exit 2 ;;
 esac

@@ -10,6 +10,9 @@
 #   prometheus-operator  the chart's ServiceMonitor, PodMonitor and
 #                        PrometheusRule through a real prometheus-operator
 #   ecosystem            Kueue admission and coscheduling gangs (tests/ecosystem)
+#   multinode            a 3-node cluster on this machine (scripts/real-cluster.sh):
+#                        spread, a node crashed, a network cut, drain,
+#                        preemption, scaling, GPU placement (tests/multinode)
 #   pip-install          `pip install .` of khorovod.torch over PyPI's torch and
 #                        Debian's, the seed script at 4 ranks
 #   tensorflow           `pip install .` over PyPI's tensorflow-cpu (TF ops
@@ -56,7 +59,7 @@ wanted() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
 
 # Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
 # suite's stages"), used to plan before this machine has measured its own.
-STAGE_DEFAULT_SECS=([asan]=600 [tsan]=420 [fuzz]=150)
+STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150)
 
 # ---- deps (and the background downloads)
 stage_begin deps warm
@@ -150,6 +153,17 @@ if wanted ecosystem; then
   if build image "${image_build_args[@]}"; then
     timeout 2400 bash tests/ecosystem/run.sh build/image/bin/khorovod-operator 2>&1 | tee "$logdir/ecosystem.log"
     stage_end_script "$logdir/ecosystem.log"
+  else stage_broken "build (image) failed"; fi
+fi
+
+# ---- multinode: the operator and runtime images of the same build on 3 nodes.
+if wanted multinode; then
+  stage_begin multinode warm
+  [ -d /var/lib/khorovod-cluster/n1/containerd ] || stage_cache=cold
+  if build image "${image_build_args[@]}"; then
+    wait_prefetch
+    timeout 2700 bash tests/multinode/run.sh build/image 2>&1 | tee "$logdir/multinode.log"
+    stage_end_script "$logdir/multinode.log"
   else stage_broken "build (image) failed"; fi
 fi
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Configuration files of the real node's components (sourced by
-# scripts/real-node.sh, which sets RUN, DIR, NODE, NODE_IP, POD_SUBNET,
-# POD_GW, POD_CIDR, SVC_CIDR, DNS_IP, SOCK, PAUSE_IMAGE).
+# Configuration files of a node's components (sourced by scripts/real-node.sh
+# and scripts/real-cluster.sh, which set RUN, DIR, NODE, NODE_IP, POD_SUBNET,
+# POD_GW, POD_CIDR, SVC_CIDR, DNS_IP, SOCK, PAUSE_IMAGE; a cluster's node
+# also sets CGROUP_ROOT, CNI_BRIDGE and NODE_ROUTE, which default to the
+# single real node's).
 
 # containerd: its own root (images persist between runs), state and socket,
 # so it never meets a containerd the machine may already run. runc with the
@@ -46,11 +48,11 @@ EOF
   "name": "khorovod-node",
   "plugins": [
     {
-      "type": "bridge", "bridge": "khv-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "type": "bridge", "bridge": "${CNI_BRIDGE:-khv-cni0}", "isGateway": true, "ipMasq": false, "hairpinMode": true,
       "ipam": {
         "type": "host-local", "dataDir": "$RUN/cni/ipam",
         "ranges": [[{"subnet": "$POD_SUBNET", "gateway": "$POD_GW"}]],
-        "routes": [{"dst": "$POD_CIDR"}, {"dst": "$SVC_CIDR"}, {"dst": "$NODE_IP/32"}]
+        "routes": [{"dst": "$POD_CIDR"}, {"dst": "$SVC_CIDR"}, {"dst": "${NODE_ROUTE:-$NODE_IP/32}"}]
       }
     },
     {"type": "portmap", "capabilities": {"portMappings": true}}
@@ -80,7 +82,7 @@ authentication:
 authorization: {mode: Webhook}
 containerRuntimeEndpoint: unix://$SOCK
 cgroupDriver: cgroupfs
-cgroupRoot: /khorovod-node
+cgroupRoot: /${CGROUP_ROOT:-khorovod-node}
 failSwapOn: false
 oomScoreAdj: 0
 clusterDNS: [$DNS_IP]

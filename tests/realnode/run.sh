@@ -17,19 +17,8 @@ broken() { echo "realnode: BROKEN: $*"; echo "realnode: 0 passed, 1 failed"; exi
 t0=$SECONDS
 bash "$root/scripts/images.sh" prebuilt "$build_dir" || broken "building the images failed"
 t_images=$((SECONDS - t0))
-trap 'bash "$root/scripts/real-node.sh" down' EXIT
 # The GPU scenarios (gpu.sh) size themselves by it: the GPU example's two
 # 4-GPU pods fill the node.
 export KHOROVOD_NODE_GPUS=8
-# A fresh node every time: a node left from an earlier run holds its state.
-bash "$root/scripts/real-node.sh" down
-bash "$root/scripts/real-node.sh" up || broken "the real node did not come up (see the messages above)"
-t_up=$((SECONDS - t0 - t_images))
-bash "$root/scripts/images.sh" load "${images[@]}" || broken "loading the images into containerd failed"
-t_load=$((SECONDS - t0 - t_images - t_up))
-timeout 2400 bash "$root/tests/realnode/user_story.sh" "$work" 2>&1 | tee "$work/story.log"
-status=${PIPESTATUS[0]}
-t_story=$((SECONDS - t0 - t_images - t_up - t_load))
-echo "realnode: timings: images ${t_images}s, node up ${t_up}s, image load ${t_load}s, story ${t_story}s, total $((SECONDS - t0))s"
-grep -q '^realnode: [0-9]* passed' "$work/story.log" || { echo "realnode: 0 passed, 1 failed (the story ended early, status $status)"; exit 1; }
-exit "$status"
+source "$root/tests/realnode/cluster_stage.sh"
+cluster_stage realnode "$root/scripts/real-node.sh" "$root/tests/realnode/user_story.sh" "$work" "$t0" "$t_images" "${images[@]}"

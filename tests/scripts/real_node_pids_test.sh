@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# scripts/real-node.sh's pid files: down signals only the very process that up
+# The pid files of scripts/real-node.sh and scripts/real-cluster.sh
+# (scripts/real-node/common.sh): down signals only the very process that up
 # started, never one that merely reuses its pid after a reboot or a snapshot.
-# Loads the pid functions alone (the script's commands touch the real node).
+# Loads the shared functions alone (the scripts' commands touch the machine).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 RUN=$(mktemp -d)
 sleeper_pid=
 trap 'kill "$sleeper_pid" 2>/dev/null; rm -rf "$RUN"' EXIT
-eval "$(sed -n '/^pid_start_time()/,/^}/p; /^record_pid()/,/^}/p; /^live_pid()/,/^}/p; /^stop_pid()/,/^}/p' \
-  "$root/scripts/real-node.sh")"
+source "$root/scripts/real-node/common.sh"
 ok=0 bad=0
 expect() { if [ "$2" = "$3" ]; then ok=$((ok + 1)); else bad=$((bad + 1)); echo "FAIL: $1: got '$2', want '$3'"; fi; }
 

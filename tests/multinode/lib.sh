@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Helpers of the multi-node scenarios (sourced by tests/multinode/scenarios.sh):
+# the job manifest, where a job's pods run, the victim node of a disruption,
+# the workers' own step lines, and a sampler of how many workers really run.
+# Expects lib.sh and scenarios.sh of tests/realnode sourced, cluster_script set.
+
+MN_NODES=${KHOROVOD_CLUSTER_NODES:-3}
+# The bounds the scenarios assert (seconds), and why:
+# survivors re-form within the heartbeat bound (issue 30): the jobs'
+# heartbeat timeout (3 s) and settle (0.3 s), plus a new ring's setup on a
+# loaded 2-core machine;
+REFORM_BOUND=${MULTINODE_REFORM_BOUND:-15}
+# a lost worker is replaced on a healthy node within the node controller's
+# grace period for a silent kubelet (40 s) plus the operator's reaction, well
+# before the 300 s taint eviction (issue 30: "without waiting for the default
+# 5-minute taint eviction").
+REPLACE_BOUND=${MULTINODE_REPLACE_BOUND:-90}
+
+# mjob NAME REPLICAS MIN STEPS spread|plain: the job manifest.
+mjob() {
+  local spread=""
+  [ "$5" = spread ] && spread='topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {khorovod.dev/job-name: '"$1"', khorovod.dev/role: worker}}}]'
+  sed -e "s/NAME/$1/" -e "s/REPLICAS/$2/g" -e "s/MIN$/$3/" -e "s/STEPS/$4/" -e "s|SPREAD|$spread|" "$here/job.yaml"
+}
+new_ns() { k create namespace "$1" >/dev/null; wait_for 30 k get serviceaccount default -n "$1"; }
+node_index() { echo "${1##*-n}"; }
+# "POD NODE" for each worker pod (not deleting) of a job.
+worker_nodes() {
+  k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
+    -o jsonpath='{range .items[?(@.spec.nodeName)]}{.metadata.name}{" "}{.spec.nodeName}{"\n"}{end}'
+}
+rdv_node() {
+  k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=rendezvous" -o jsonpath='{.items[0].spec.nodeName}'
+}
+# victim_node JOB NS: a node other than khvc-n1 (the add-ons' node) that runs
+# a worker of the job and not its rendezvous server.
+victim_node() {
+  local rdv; rdv=$(rdv_node "$1" "$2")
+  worker_nodes "$1" "$2" | awk -v rdv="$rdv" '$2 != rdv && $2 != "khvc-n1" {print $2}' | sort | head -1
+}
+worker_on() { worker_nodes "$1" "$2" | awk -v n="$3" '$2 == n {print $1; exit}'; }
+distinct_nodes() { worker_nodes "$1" "$2" | awk '{print $2}' | sort -u | wc -l; }
+# The highest step rank 0 has logged, and the committed steps it resumed from.
+last_step() { job_logs "$1" "$2" | sed -nE 's/^step +([0-9]+)\/.*/\1/p' | sort -n | tail -1; }
+# first_resume JOB NS WORLD AFTER_STEP: the committed step of the first such re-formed ring.
+first_resume() { resumes "$1" "$2" | awk -v w="$3" -v s="$4" '$1 == w && $2 >= s {print $2; exit}'; }
+resumes() { job_logs "$1" "$2" | sed -nE 's/^ring re-formed: world size ([0-9]+); resuming from committed step ([0-9]+)/\1 \2/p'; }
+# reformed_without JOB NS WORLD AFTER_STEP: rank 0 re-formed a ring of WORLD
+# resuming from a commit >= AFTER_STEP.
+reformed() { resumes "$1" "$2" | awk -v w="$3" -v s="$4" '$1 == w && $2 >= s {f = 1} END {exit !f}'; }
+# reform_delay JOB NS WORLD AFTER_STEP T0: seconds from T0 (epoch seconds) to
+# the time stamp the kubelet gave rank 0's first such "ring re-formed" line.
+reform_delay() {
+  local p stamp
+  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" -o name 2>/dev/null); do
+    stamp=$(k logs -n "$2" "$p" --timestamps 2>/dev/null |
+      awk -v w="$3" -v s="$4" '$2 == "ring" && $3 == "re-formed:" && $6 == w";" && $NF >= s {print $1; exit}')
+    [ -n "$stamp" ] && break
+  done
+  [ -n "$stamp" ] || return 1
+  python3 -c 'import sys, datetime as d; t = d.datetime.fromisoformat(sys.argv[1].replace("Z", "+00:00")[:26] + "+00:00"); print(f"{t.timestamp() - float(sys.argv[2]):.1f}")' "$stamp" "$5"
+}
+progress_past() { local s; s=$(last_step "$1" "$2"); [ -n "$s" ] && [ "$s" -ge "$3" ]; }
+
+# A sampler: every second, how many of the job's workers are Running and
+# Ready (or have finished training: Succeeded), not being deleted, and not
+# on a node listed in $work/down-nodes
+# (the API still shows a crashed node's pods Running for a while; they do
+# not train). One "SECONDS COUNT" line per sample.
+sample_workers() {  # job ns out
+  local end=$((SECONDS + 1800)) bad n
+  while [ $SECONDS -lt $end ]; do
+    bad=$(cat "$work/down-nodes" 2>/dev/null | tr '\n' ' ')
+    n=$(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
+          -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
+        awk -v bad=" $bad " '($2 == "Running" && $3 == "True" || $2 == "Succeeded") && $4 == "" && index(bad, " " $1 " ") == 0 {n++} END {print n + 0}')
+    echo "$SECONDS $n" >> "$3"
+    sleep 1
+  done
+}
+start_sampler() { : > "$work/down-nodes"; : > "$3"; sample_workers "$@" & sampler_pid=$!; }
+stop_sampler() { kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null; }
+# longest_below FILE N FROM: the longest run of seconds (from FROM on) with fewer than N workers.
+longest_below() {
+  awk -v n="$2" -v from="$3" '$1 >= from { if ($2 < n) { if (start == "") start = prev == "" ? $1 : prev; len = $1 - start; if (len > best) best = len } else start = ""; prev = $1 } END {print best + 0}' "$1"
+}
+mark_down() { echo "$1" >> "$work/down-nodes"; }
+mark_up() { sed -i "/^$1\$/d" "$work/down-nodes"; }
+
+# The CPU a pod needs on NODE to displace exactly one worker: more than is
+# free there, no more than is free once one worker (300m) is gone.
+preemptor_cpu() {
+  local node=$1 alloc used
+  alloc=$(k get node "$node" -o jsonpath='{.status.allocatable.cpu}')
+  used=$(k get pods -A --field-selector "spec.nodeName=$node" \
+    -o jsonpath='{range .items[?(@.status.phase!="Succeeded")]}{range .spec.containers[*]}{.resources.requests.cpu}{" "}{end}{"\n"}{end}')
+  python3 - "$alloc" "$used" <<'EOF'
+import sys
+def milli(q):
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+alloc = milli(sys.argv[1])
+used = sum(milli(q) for q in sys.argv[2].split())
+print(f"{alloc - used + 300 - 20}m")
+EOF
+}
+
+# The workers' own metrics (KHOROVOD_METRICS_PORT 9400), through the API
+# server's pod proxy: "POD NAME{LABELS} VALUE" for the metrics matching REGEX.
+worker_metrics() {  # job ns regex
+  local p
+  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
+               --field-selector status.phase=Running -o name 2>/dev/null); do
+    k get --raw "/api/v1/namespaces/$2/pods/${p#pod/}:9400/proxy/metrics" 2>/dev/null |
+      grep -E "^($3)" | sed "s|^|${p#pod/} |"
+  done
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# The multi-node scenarios of issue 30 (sourced by tests/multinode/story.sh):
+# a job spread over the nodes; a node crashed; a node's network cut; drain,
+# preemption and scaling of one job. Each disruption asserts, from the API
+# and the workers' own output: the survivors re-form (REFORM_BOUND), the lost
+# worker is replaced on a healthy node (REPLACE_BOUND), the job is never below
+# minReplicas longer than that bound, training resumes from a commit at or
+# after the last step seen before the disruption, and the final parameters
+# agree on every rank. A check that needs an operator feature of issue 30
+# names it. Each scenario returns early when a step it depends on fails.
+
+install_operator_mn() {
+  if in_node helm upgrade --install khorovod "$root/charts/khorovod" -n khorovod-system --create-namespace \
+       --set-string 'nodeSelector.kubernetes\.io/hostname=khvc-n1' \
+       --set operator.leaderElection.leaseDurationSeconds=6,operator.leaderElection.renewDeadlineSeconds=4,operator.leaderElection.retryPeriodSeconds=1 \
+       --wait --timeout 180s > "$work/helm.log" 2>&1; then
+    ok "helm install of the chart; the operator runs on khvc-n1"
+  else
+    fail "helm install"; cat "$work/helm.log"; k get pods -A -o wide; return 1
+  fi
+}
+
+# scenario_spread: 3 workers x 2 slots on 3 nodes; placement lines from every
+# process; the job's step rate sizes the later jobs (MN_STEPS).
+scenario_spread() {
+  local ns=mn-spread job=spread
+  new_ns "$ns"
+  # Two slots per pod: khorovod-slots runs both, so no fixed metrics port.
+  mjob "$job" 3 3 "${MULTINODE_SPREAD_STEPS:-400}" plain | sed -e 's/command: \[khorovod-example-trainer/command: [khorovod-slots, khorovod-example-trainer/' \
+      -e '/^ *env:$/d' -e '/KHOROVOD_METRICS_PORT/d' |
+    sed 's/^  worker:/  slotsPerWorker: 2\n  worker:/' | k apply -n "$ns" -f - >/dev/null
+  expect "$job: 3 workers and the rendezvous Running" 180 at_least_running "$job" "$ns" 4 || { dump_job "$job" "$ns"; return 1; }
+  local n; n=$(distinct_nodes "$job" "$ns")
+  worker_nodes "$job" "$ns" | sed 's/^/  /'
+  [ "$n" -eq 3 ] && ok "$job: the 3 workers run on 3 distinct nodes" || fail "$job: workers on $n distinct nodes, not 3"
+  local tsc; tsc=$(jp pod "$job-worker-0" -n "$ns" -o jsonpath='{.spec.topologySpreadConstraints[0].topologyKey}')
+  [ -n "$tsc" ] && ok "$job: the operator spreads workers by default (topologySpreadConstraints on $tsc)" \
+    || fail "$job: no topologySpreadConstraints on a worker whose template has none (issue 30 operator feature: spread by default)"
+  six() { [ "$(job_logs "$job" "$ns" | grep -c '^placement: ')" -ge 6 ]; }
+  expect "$job: all 6 processes printed their placement" 120 six || { dump_job "$job" "$ns"; return 1; }
+  local t0=$SECONDS s0; s0=$(last_step "$job" "$ns")
+  check_placements "$job" "$ns"
+  expect "$job: Succeeded" 600 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
+  ranks_agree "$job" "$ns"
+  local secs=$((SECONDS - t0)) steps=$(( ${MULTINODE_SPREAD_STEPS:-400} - ${s0:-0} ))
+  [ "$secs" -gt 0 ] || secs=1
+  MN_RATE=$(( steps / secs )); [ "$MN_RATE" -ge 1 ] || MN_RATE=1
+  echo "  $job: about $MN_RATE steps/s at 3 nodes x 2 slots"
+  k delete namespace "$ns" --wait=false >/dev/null
+}
+
+# Every process's local/cross rank and size against the nodes its pods run
+# on: local_size = processes on that node, cross_size = nodes.
+check_placements() {
+  local job=$1 ns=$2 pod node bad=0 nodes lines
+  nodes=$(distinct_nodes "$job" "$ns")
+  while read -r pod node; do
+    local on_node; on_node=$(( $(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 == n' | wc -l) * 2 ))
+    lines=$(k logs -n "$ns" "$pod" 2>/dev/null | grep '^placement: ' | head -2)
+    while read -r line; do
+      echo "  $pod on $node: $line"
+      [ "$(field_of local_size "$line")" = "$on_node" ] && [ "$(field_of cross_size "$line")" = "$nodes" ] || bad=1
+    done <<<"$lines"
+  done < <(worker_nodes "$job" "$ns")
+  [ $bad -eq 0 ] && ok "$job: local_size and cross_size follow the nodes (local_size = processes on the node, cross_size $nodes)" \
+    || fail "$job: local/cross ranks do not follow the pods' nodes"
+}
+field_of() { sed -nE "s/.* $1 ([^ ]+).*/\1/p" <<<"$2"; }
+
+# start_disruption_job NAME NS MIN SECONDS: a spread job sized to train about
+# SECONDS undisturbed, running on 3 nodes with progress; prints nothing.
+start_disruption_job() {
+  local job=$1 ns=$2 steps=$(( ${MN_RATE:-50} * $4 ))
+  [ "$steps" -ge 500 ] || steps=500
+  new_ns "$ns"
+  mjob "$job" 3 "$3" "${MULTINODE_STEPS:-$steps}" spread | k apply -n "$ns" -f - >/dev/null
+  expect "$job: 3 workers and the rendezvous Running ($steps steps)" 180 at_least_running "$job" "$ns" 4 || return 1
+  expect "$job: training makes progress" 120 progress_past "$job" "$ns" 20 || return 1
+}
+
+# after_loss JOB NS NODE T0 LAST HOW: the checks after NODE stopped training
+# at T0 (LAST: the last step seen before): survivors re-form, the lost
+# worker is replaced on another node, the time below minReplicas.
+after_loss() {
+  local job=$1 ns=$2 node=$3 t0=$4 last=$5 how=$6 t0_epoch=$7
+  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
+  check_rollback "$job" "$ns" "$how"
+  replaced() {
+    [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4
+  }
+  if wait_for "$REPLACE_BOUND" replaced; then
+    ok "$job: the lost worker replaced on a healthy node within $((SECONDS - t0))s (bound ${REPLACE_BOUND}s)"
+  else
+    fail "$job: the lost worker not replaced on a healthy node within ${REPLACE_BOUND}s (issue 30 operator feature: replace the workers of a lost node before the 5-minute taint eviction)"
+    k get pods -n "$ns" -o wide | sed 's/^/  | /'
+  fi
+}
+
+# check_reform JOB NS LAST T0_EPOCH WHAT: the survivors re-formed a ring of 2
+# from a commit >= LAST within REFORM_BOUND of T0_EPOCH, timed by rank 0's
+# own log line (the kubelet's time stamp), not by this script's polling.
+check_reform() {
+  local job=$1 ns=$2 last=$3 what=$5 delay
+  if ! wait_for $((REFORM_BOUND + 90)) reformed "$job" "$ns" 2 "$last"; then
+    fail "$job: no ring of 2 re-formed from a commit >= step $last after the $what: $(resumes "$job" "$ns" | tr '\n' ';')"; return 1
+  fi
+  delay=$(reform_delay "$job" "$ns" 2 "$last" "$4") || { fail "$job: rank 0's re-formed line has no time stamp"; return 1; }
+  local from; from=$(first_resume "$job" "$ns" 2 "$last")
+  if awk -v d="$delay" -v b="$REFORM_BOUND" 'BEGIN {exit !(d <= b)}'; then
+    ok "$job: survivors re-formed (world 2) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
+  else
+    fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from)"
+  fi
+}
+
+# check_rollback JOB NS WHAT: the survivors' own count of steps rolled back
+# (khorovod_worker_steps_rolled_back_total): only uncommitted work, at most
+# one step per worker per failure, since the trainer commits every step;
+# and the recovery's phases as the workers measured them.
+check_rollback() {
+  local job=$1 ns=$2 what=$3 m
+  m=$(worker_metrics "$job" "$ns" 'khorovod_worker_steps_rolled_back_total|khorovod_worker_recovery_phase_seconds_sum')
+  if ! grep -q steps_rolled_back_total <<<"$m"; then
+    fail "$job: the workers export no khorovod_worker_steps_rolled_back_total (issue 30 runtime feature: goodput and recovery metrics)"; return 1
+  fi
+  echo "$m" | sed 's/^/  metrics: /'
+  local worst; worst=$(awk '$2 ~ /^khorovod_worker_steps_rolled_back_total/ && $3 > w {w = $3} END {print w + 0}' <<<"$m")
+  local failures; failures=$(resumes "$job" "$ns" | wc -l)
+  awk -v w="$worst" -v f="$failures" 'BEGIN {exit !(w <= f)}' \
+    && ok "$job: after the $what a worker rolled back at most $worst step(s) ($failures re-formed rings: nothing committed lost)" \
+    || fail "$job: a worker rolled back $worst steps over $failures re-formed rings (more than the uncommitted step each)"
+}
+
+finish_job() {  # job ns min samples t0
+  local job=$1 ns=$2
+  expect "$job: Succeeded" 600 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
+  ranks_agree "$job" "$ns"
+  local below; below=$(longest_below "$4" "$3" "$5")
+  [ "$below" -le "$REPLACE_BOUND" ] && ok "$job: below minReplicas ($3) for at most ${below}s (bound ${REPLACE_BOUND}s)" \
+    || fail "$job: below minReplicas ($3) for ${below}s, longer than ${REPLACE_BOUND}s"
+  echo "  $job: short of 3 workers for at most $(longest_below "$4" 3 "$5")s at a stretch"
+  k delete namespace "$ns" --wait=false >/dev/null
+}
+
+scenario_node_kill() { node_loss_scenario mn-kill kill crash; }
+scenario_net_cut() { node_loss_scenario mn-cut cut "network cut"; }
+
+node_loss_scenario() {
+  local ns=$1 job=$2 how=$3 samples="$work/samples-$2.txt"
+  start_disruption_job "$job" "$ns" 2 "${MULTINODE_JOB_SECS:-180}" || { dump_job "$job" "$ns"; return 1; }
+  local node; node=$(victim_node "$job" "$ns")
+  [ -n "$node" ] || { fail "$job: no node other than khvc-n1 runs a worker without the rendezvous"; dump_job "$job" "$ns"; return 1; }
+  start_sampler "$job" "$ns" "$samples"
+  local last t0 t0_epoch i; i=$(node_index "$node"); last=$(last_step "$job" "$ns"); t0=$SECONDS; t0_epoch=$(date +%s.%N)
+  if [ "$how" = crash ]; then real_node node-stop "$i" && mark_down "$node"
+  else real_node net-cut "$i" && mark_down "$node"; fi
+  ok "$job: $how of $node ($(worker_on "$job" "$ns" "$node") there) after step $last"
+  after_loss "$job" "$ns" "$node" "$t0" "$last" "$how" "$t0_epoch"
+  if [ "$how" = crash ]; then real_node node-start "$i"; else real_node net-restore "$i"; fi
+  mark_up "$node"
+  expect "$node Ready again after the $how ended" 120 eval "[ \"\$(jp node $node -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
+  finish_job "$job" "$ns" 2 "$samples" "$t0"
+  stop_sampler
+}
+
+# follow_logs POD NS FILE: the pod's own output until it ends (its last words
+# survive the pod object, which an eviction deletes).
+follow_logs() { k logs -f -n "$2" "$1" --request-timeout=0 > "$3" 2>&1 & follow_pid=$!; }
+
+# One job through a drain, a preemption, a scale-down with a drain the
+# PodDisruptionBudget must block, and a scale-up.
+scenario_evictions() {
+  local ns=mn-evict job=evict samples="$work/samples-evict.txt"
+  start_disruption_job "$job" "$ns" 2 "${MULTINODE_EVICT_JOB_SECS:-300}" || { dump_job "$job" "$ns"; return 1; }
+  local pdb; pdb=$(jp pdb -n "$ns" -l "khorovod.dev/job-name=$job" -o jsonpath='{.items[0].spec.minAvailable}')
+  [ "$pdb" = 2 ] && ok "$job: a PodDisruptionBudget keeps minAvailable at minReplicas (2)" \
+    || fail "$job: no PodDisruptionBudget with minAvailable 2 (issue 30 operator feature: PDB at minReplicas); found '$pdb'"
+  start_sampler "$job" "$ns" "$samples"
+  local t_start=$SECONDS
+  evict_by drain "$job" "$ns" || { stop_sampler; dump_job "$job" "$ns"; return 1; }
+  evict_by preemption "$job" "$ns" || { stop_sampler; dump_job "$job" "$ns"; return 1; }
+  scale_down_blocked_drain "$job" "$ns" || { stop_sampler; dump_job "$job" "$ns"; return 1; }
+  finish_job "$job" "$ns" 2 "$samples" "$t_start"
+  stop_sampler
+}
+
+# evict_by drain|preemption JOB NS: one worker evicted through the eviction
+# API (kubectl drain) or preempted by a higher-priority pod; it leaves at a
+# step boundary, and is replaced on another node.
+evict_by() {
+  local how=$1 job=$2 ns=$3 node pod last t0 t0_epoch
+  node=$(victim_node "$job" "$ns")
+  [ -n "$node" ] || node=$(worker_nodes "$job" "$ns" | awk '{print $2}' | sort | head -1)
+  pod=$(worker_on "$job" "$ns" "$node")
+  [ -n "$pod" ] || { fail "$job: no worker to $how"; return 1; }
+  follow_logs "$pod" "$ns" "$work/$job-$how-$pod.log"
+  last=$(last_step "$job" "$ns"); t0=$SECONDS; t0_epoch=$(date +%s.%N)
+  if [ "$how" = drain ]; then
+    if k drain "$node" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$job,khorovod.dev/role=worker" \
+         --timeout 120s > "$work/drain-$node.log" 2>&1; then
+      ok "$job: kubectl drain $node evicted $pod through the eviction API in $((SECONDS - t0))s"
+    else fail "$job: kubectl drain $node failed: $(tail -3 "$work/drain-$node.log" | tr '\n' ' ')"; k uncordon "$node" >/dev/null; return 1; fi
+  else
+    k apply -f - >/dev/null <<YAML
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: mn-preemptor}
+value: 1000000
+description: the multi-node stage's preempting pod
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: preemptor, namespace: $ns}
+spec:
+  priorityClassName: mn-preemptor
+  terminationGracePeriodSeconds: 1
+  nodeSelector: {kubernetes.io/hostname: $node}
+  containers:
+  - name: hold
+    image: ghcr.io/khorovod/khorovod-runtime:0.1.0
+    command: [sleep, "3600"]
+    resources: {requests: {cpu: $(preemptor_cpu "$node"), memory: 16Mi}}
+YAML
+    preempted() { [ "$(jp pod preemptor -n "$ns" -o jsonpath='{.status.phase}')" = Running ]; }
+    expect "$job: a higher-priority pod on $node preempted $pod and runs" 120 preempted || return 1
+  fi
+  sleep 3  # the evicted process's last output reaches its log follower
+  grep -q 'left the job at a commit' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep 'left the job at a commit' "$work/$job-$how-$pod.log" | tail -1)" \
+    || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
+  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
+  check_rollback "$job" "$ns" "$how"
+  elsewhere() { [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4; }
+  expect "$job: $pod replaced on another node after the $how (within ${REPLACE_BOUND}s)" "$REPLACE_BOUND" elsewhere
+  echo "  $job: $how recovered in $((SECONDS - t0))s"
+  if [ "$how" = drain ]; then k uncordon "$node" >/dev/null; else k delete pod preemptor -n "$ns" --wait=false >/dev/null; fi
+  kill "$follow_pid" 2>/dev/null || true
+}
+
+# Scaled down to minReplicas, the job allows no disruption: a drain of a
+# worker's node is refused by the PodDisruptionBudget. Then scaled up again.
+scale_down_blocked_drain() {
+  local job=$1 ns=$2 last; last=$(last_step "$job" "$ns")
+  k scale hvdjob "$job" -n "$ns" --replicas 2 >/dev/null && ok "kubectl scale hvdjob $job --replicas 2"
+  expect "$job: re-formed at world 2 after the scale-down" 90 reformed "$job" "$ns" 2 "$last" || return 1
+  two_workers() { [ "$(worker_nodes "$job" "$ns" | wc -l)" -eq 2 ]; }
+  expect "$job: 2 worker pods after the scale-down" 60 two_workers
+  local node; node=$(worker_nodes "$job" "$ns" | awk '$2 != "khvc-n1" {print $2; exit}')
+  [ -n "$node" ] || node=khvc-n1
+  if k drain "$node" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$job,khorovod.dev/role=worker" \
+       --timeout 20s > "$work/drain-blocked.log" 2>&1; then
+    fail "$job: at minReplicas, kubectl drain $node evicted a worker (the PodDisruptionBudget should refuse; issue 30 operator feature)"
+  else
+    grep -q 'disruption budget' "$work/drain-blocked.log" && ok "$job: at minReplicas the PodDisruptionBudget refused the drain of $node" \
+      || fail "$job: the drain of $node failed, but not for the disruption budget: $(tail -2 "$work/drain-blocked.log" | tr '\n' ' ')"
+  fi
+  k uncordon "$node" >/dev/null
+  last=$(last_step "$job" "$ns")
+  k scale hvdjob "$job" -n "$ns" --replicas 3 >/dev/null && ok "kubectl scale hvdjob $job --replicas 3"
+  expect "$job: re-formed at world 3 after the scale-up" 120 reformed "$job" "$ns" 3 "$last"
+}
