@@ -37,7 +37,17 @@ fail() { echo "FAIL: $*"; echo "tensorflow: 0 passed, 1 failed"; exit 1; }
 # (a new test tool) tops them up instead of being missed.
 keras2_pin=$root/python/tf-keras-pin.txt
 pins_sum=$(cat "$pin" "$keras2_pin" | sha256sum | cut -c1-16)
-if [ "$(cat "$wheels/.complete" 2>/dev/null)" != "$pins_sum" ]; then
+# Every pinned name==version has its wheel in the cache (a cache marked
+# complete by an interrupted or older run once lacked psutil, and the venv
+# install then failed with "No matching distribution").
+pinned_wheels_present() {
+  local name version
+  while IFS='=' read -r name _ version; do
+    name=$(tr -- '-.' '__' <<<"$name")
+    ls "$wheels" 2>/dev/null | grep -qiF -- "${name}-${version}-" || return 1
+  done < <(grep -hE '^[A-Za-z0-9_.-]+==' "$pin" "$keras2_pin")
+}
+if [ "$(cat "$wheels/.complete" 2>/dev/null)" != "$pins_sum" ] || ! pinned_wheels_present; then
   echo "tensorflow: fetching tensorflow-cpu $tf_version and tf-keras into $wheels"
   mkdir -p "$wheels"
   timeout 1200 /usr/bin/python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
