@@ -29,6 +29,7 @@ void BindWorkerMetrics(pybind11::class_<Runtime>& runtime) {
                                      : c == StatusCode::kAborted  ? ResetCause::kPeerAborted
                                                                   : ResetCause::kMembershipChanged);
       })
+      .def("record_commit", [](Runtime& rt) { detail::MetricsOf(rt)->Committed(); })
       .def("record_recovered",
            [](Runtime& rt, double seconds) { detail::MetricsOf(rt)->Recovered(Seconds(seconds)); })
       .def("record_state_sync", [](Runtime& rt, int64_t bytes, double seconds) {

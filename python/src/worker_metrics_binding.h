@@ -12,8 +12,8 @@
 
 namespace khorovod::python {
 
-// Adds begin_step, end_step, record_reset, record_recovered and
-// record_state_sync to the Runtime class.
+// Adds begin_step, end_step, record_reset, record_commit, record_recovered
+// and record_state_sync to the Runtime class.
 void BindWorkerMetrics(pybind11::class_<Runtime>& runtime);
 
 }  // namespace khorovod::python

@@ -174,6 +174,7 @@ void WorkerMetrics::StepEnd(int64_t samples) {
   compute_seconds_.Increment(step - comm);
   comm_seconds_.Increment(comm);
   step_duration_.Observe(step);
+  recovery_.StepEnded(step);
   CountAtWorldSize(static_cast<double>(std::max<int64_t>(samples, 0)), step);
   if (step > 0) {
     step_efficiency_.Set((step - comm) / step);
@@ -213,10 +214,12 @@ void WorkerMetrics::NegotiationRound(Clock::duration elapsed) {
 void WorkerMetrics::Reset(ResetCause cause) {
   const size_t i = static_cast<size_t>(cause);
   if (i < resets_.size()) resets_[i]->Increment();
+  recovery_.ResetStarted(cause != ResetCause::kMembershipChanged);
 }
 
 void WorkerMetrics::Recovered(Clock::duration elapsed) {
   recovery_duration_.Observe(Seconds(elapsed));
+  recovery_.Recovered();
   // The recovery is not a training step: the next step starts now.
   StepBegin();
 }
@@ -225,6 +228,7 @@ void WorkerMetrics::StateSync(size_t bytes, Clock::duration elapsed) {
   sync_bytes_.Increment(static_cast<double>(bytes));
   sync_seconds_.Increment(Seconds(elapsed));
   syncs_.Increment();
+  recovery_.StateSynced(elapsed);
 }
 
 }  // namespace khorovod

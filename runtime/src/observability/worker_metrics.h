@@ -34,6 +34,7 @@
 #include <mutex>
 
 #include "core/message.h"
+#include "observability/recovery_metrics.h"
 #include "khorovod/metrics/registry.h"
 
 namespace khorovod {
@@ -72,6 +73,8 @@ class WorkerMetrics {
   void Reset(ResetCause cause);
   void Recovered(Clock::duration elapsed);
   void StateSync(size_t bytes, Clock::duration elapsed);
+  // An elastic commit took its snapshot (recovery_metrics.h: goodput).
+  void Committed() { recovery_.Committed(); }
 
  private:
   // Samples and step time while the job had `size` workers.
@@ -90,6 +93,7 @@ class WorkerMetrics {
   };
 
   metrics::Registry registry_;
+  RecoveryMetrics recovery_{registry_};
   std::shared_ptr<std::atomic<int64_t>> blocked_ns_ = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<double> baseline_{0};
   std::atomic<double> fusion_threshold_{0};
