@@ -18,6 +18,11 @@ packages=(
   podman buildah debootstrap
 )
 
+# Node.js and npm: the dashboard's type check against Grafana's schema
+# (tests/metrics/grafana_schema_check.sh). A machine whose Node.js comes
+# from elsewhere with its own npm keeps it.
+command -v npm >/dev/null || packages+=(nodejs npm)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
