@@ -11,7 +11,10 @@ FULL_SIZE (bounded by MAX_STEPS), so the replacement is part of the job
 before it ends. The training function registers a process set each time it
 starts (every rank, after every re-formation) and checks that the one from
 before the re-formation was dropped. Usage: elastic_train.py STEPS FAIL_AT
-FULL_SIZE."""
+FULL_SIZE. With ELASTIC_TRAIN_SIGTERM=1, worker-1 sends itself SIGTERM in
+the middle of step FAIL_AT instead (as an eviction does): it leaves at that
+step's commit, and the survivors roll nothing back (each prints how many
+steps it ran: as many as its final step)."""
 
 import os
 import signal
@@ -66,6 +69,8 @@ def main():
     state.save, state.restore, state.sync = save, restore, sync
 
     sets = {}
+    ran = {"steps": 0}  # steps this process executed, rolled-back ones included
+    sigterm = os.environ.get("ELASTIC_TRAIN_SIGTERM") == "1"
 
     @hvd.elastic.run
     def train(state):
@@ -91,9 +96,13 @@ def main():
             loss = torch.nn.functional.cross_entropy(model(data[lo:lo + 16]), labels[lo:lo + 16])
             (loss + probe.sum()).backward()
             opt.step()
+            ran["steps"] += 1
             state.step += 1
+            if sigterm and state.step == fail_at and me == "worker-1":
+                print(f"{me}: SIGTERM in the middle of step {state.step}", flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
             state.commit()
-            if state.step == fail_at and me == "worker-1":
+            if not sigterm and state.step == fail_at and me == "worker-1":
                 print(f"{me}: simulating a crash after committing step {state.step}", flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
         return loss.item()
@@ -105,7 +114,7 @@ def main():
     sums = hvd.allgather_object(checksum)
     assert all(s == sums[0] for s in sums), f"ranks disagree: {sums}"
     print(f"{me}: done: rank {hvd.rank()} of {hvd.size()}, step {state.step}, "
-          f"resets {state.resets}, loss {loss:.4f}, checksum {checksum:.6f}", flush=True)
+          f"resets {state.resets}, ran {ran['steps']}, loss {loss:.4f}, checksum {checksum:.6f}", flush=True)
     hvd.shutdown()
 
 
