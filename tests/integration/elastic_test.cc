@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "khorovod/elastic.h"
 #include "multiproc.h"
@@ -42,7 +43,7 @@ struct Scenario {
   int final_size;               // world size the job must reach before stopping
   std::set<int> leaver_ranks = {};  // ranks that shut down gracefully at kill_step
   bool add_when_killed = false;     // late workers start when the victim dies
-  // Ranks that get SIGTERM in the middle of step kill_step (as an eviction
+  // Ranks that get SIGTERM at the start of step kill_step (as an eviction
   // sends it): they leave at that step's commit, and the survivors re-form
   // without rolling back (no step runs twice).
   std::set<int> term_ranks = {};
@@ -110,16 +111,21 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
     const bool first_generation_term = sc.term_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
     const bool zombie = sc.zombie_ranks.count(rt.rank()) > 0;
     bool left = false;
-    int64_t steps_run = 0;  // steps executed, rolled-back ones included
+    int64_t steps_run = 0;  // steps started, rolled-back ones included
     Status s = elastic::run(rt, state, [&]() -> Status {
       while (true) {
+        // At the start of a step, before its allreduce: a worker that left
+        // at once would fail this step on every survivor (a rollback); one
+        // that leaves at the commit lets the step finish.
+        if (first_generation_term && step + 1 == sc.kill_step) {
+          raise(SIGTERM);
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the step's compute
+        }
         std::vector<double> g(kParams);
         for (int j = 0; j < kParams; ++j) g[j] = Gradient(step, j);
         TensorView gv{g.data(), DataType::kFloat64, {kParams}, {}};
+        ++steps_run;  // attempted: a step cut short and run again counts twice
         KH_RETURN_IF_ERROR(rt.allreduce("grad", gv, gv));
-        ++steps_run;
-        // Mid-step: the process must carry on to this step's commit.
-        if (first_generation_term && step + 1 == sc.kill_step) raise(SIGTERM);
         for (int j = 0; j < kParams; ++j) params[j] -= 0.5 * g[j];
         ++step;
         KH_RETURN_IF_ERROR(state.commit());

@@ -43,10 +43,10 @@ def test_sigterm_leaves_at_the_commit_and_the_survivors_roll_nothing_back():
     out = job.output
     assert job.returncode == 0, out
     assert "Traceback" not in out, out
-    assert job.lines("worker-1: SIGTERM in the middle of step 10"), out
+    assert job.lines("worker-1: SIGTERM at the start of step 10"), out
     assert job.lines("SIGTERM: left the job at a commit; ending"), out
-    # It leaves at the commit of step 10, or of step 11 when the signal
-    # reached the runtime's watch thread only after step 10's agreement.
+    # It leaves at the commit of step 10 (of step 11 if the signal reached
+    # the runtime's watch thread only after step 10's agreement).
     survivors = [l for l in job.lines("re-formed as rank") if re.search(r"of [23] at step 1[01]\b", l)]
     assert len(survivors) >= 2, out
     done = {m.group(1): m for m in (re.search(r"(worker-\d+): done: rank \d of 3, step (\d+), resets \d+, "

@@ -11,14 +11,15 @@ FULL_SIZE (bounded by MAX_STEPS), so the replacement is part of the job
 before it ends. The training function registers a process set each time it
 starts (every rank, after every re-formation) and checks that the one from
 before the re-formation was dropped. Usage: elastic_train.py STEPS FAIL_AT
-FULL_SIZE. With ELASTIC_TRAIN_SIGTERM=1, worker-1 sends itself SIGTERM in
-the middle of step FAIL_AT instead (as an eviction does): it leaves at that
+FULL_SIZE. With ELASTIC_TRAIN_SIGTERM=1, worker-1 sends itself SIGTERM at
+the start of step FAIL_AT instead (as an eviction does): it leaves at that
 step's commit, and the survivors roll nothing back (each prints how many
-steps it ran: as many as its final step)."""
+steps it started: as many as its final step)."""
 
 import os
 import signal
 import sys
+import time
 
 import torch
 
@@ -90,17 +91,20 @@ def main():
             if state.step >= max_steps:
                 raise RuntimeError(f"the world did not grow back to {full_size} workers "
                                    f"within {max_steps} steps")
+            ran["steps"] += 1  # started: a step cut short and run again counts twice
+            if sigterm and state.step + 1 == fail_at and me == "worker-1":
+                # At the start of the step, with compute still to do: a worker
+                # that left at once would fail this step on every survivor.
+                print(f"{me}: SIGTERM at the start of step {state.step + 1}", flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.3)
             r, n = hvd.rank(), hvd.size()
             lo = ((state.step * n + r) * 16) % 512
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(model(data[lo:lo + 16]), labels[lo:lo + 16])
             (loss + probe.sum()).backward()
             opt.step()
-            ran["steps"] += 1
             state.step += 1
-            if sigterm and state.step == fail_at and me == "worker-1":
-                print(f"{me}: SIGTERM in the middle of step {state.step}", flush=True)
-                os.kill(os.getpid(), signal.SIGTERM)
             state.commit()
             if not sigterm and state.step == fail_at and me == "worker-1":
                 print(f"{me}: simulating a crash after committing step {state.step}", flush=True)
