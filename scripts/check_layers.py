@@ -65,10 +65,7 @@ KNOWN = {
 # imports them, and they do not import each other.
 FRAMEWORKS = ("khorovod.torch", "khorovod.tensorflow", "khorovod.keras")
 # Python imports that break a rule today: (importer, imported) -> the fix.
-KNOWN_PY = {
-    ("khorovod.torch.mpi_ops", "khorovod.torch.autograd_ops"):
-        "a cycle: the async ops and the autograd functions import each other",
-}
+KNOWN_PY = {}
 
 SOURCES = ["runtime/src", "runtime/include", "runtime/util", "runtime/metrics",
            "runtime/rendezvous", "runtime/launcher", "operator", "python/src"]

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
+  prometheus-cpp-dev  # the Prometheus C++ client (runtime/metrics, docs/observability.md)
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev openssl curl
   prometheus python3
   # The Python package (python/): bindings, and PyTorch for Debian's

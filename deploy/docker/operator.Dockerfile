@@ -6,7 +6,7 @@
 # one from the test suite's own build, so the suite compiles nothing twice).
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config libgloo-dev libcpp-httplib-dev nlohmann-json3-dev \
+      build-essential cmake ninja-build pkg-config libgloo-dev libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev \
       libyaml-cpp-dev libcli11-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -17,7 +17,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKHOROVOD_BUILD_TE
 
 FROM debian:bookworm-slim AS base
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcpp-httplib0.11 libyaml-cpp0.7 libssl3 ca-certificates \
+      libcpp-httplib0.11 libprometheus-cpp-core1.0 libyaml-cpp0.7 libssl3 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/khorovod-operator"]

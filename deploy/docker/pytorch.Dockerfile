@@ -17,7 +17,7 @@ FROM ${RUNTIME} AS runtime
 
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgloo0 libcpp-httplib0.11 libssl3 ca-certificates tini python3 python3-pip \
+      libgloo0 libcpp-httplib0.11 libprometheus-cpp-core1.0 libssl3 ca-certificates tini python3 python3-pip \
     && rm -rf /var/lib/apt/lists/*
 COPY python/torch-pin.txt /tmp/torch-pin.txt
 # Debian marks its python3 externally managed; this image is the environment.

@@ -11,7 +11,7 @@
 # node's NVIDIA container runtime mounts it, as for any CUDA image.
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config libgloo-dev libcpp-httplib-dev nlohmann-json3-dev \
+      build-essential cmake ninja-build pkg-config libgloo-dev libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev \
       libyaml-cpp-dev libcli11-dev libssl-dev python3 python3-pip python3-dev python3-venv pybind11-dev git \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -26,7 +26,7 @@ RUN bash scripts/install-cuda.sh > /tmp/cuda-prefix && cuda=$(tail -1 /tmp/cuda-
 
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgloo0 libcpp-httplib0.11 libssl3 ca-certificates tini python3 python3-pip \
+      libgloo0 libcpp-httplib0.11 libprometheus-cpp-core1.0 libssl3 ca-certificates tini python3 python3-pip \
     && rm -rf /var/lib/apt/lists/*
 # torch (python/torch-pin.txt) and its NVIDIA wheels (cudart, NCCL, cuDNN, ...):
 # from /wheels when a directory of pre-downloaded wheels is mounted there,

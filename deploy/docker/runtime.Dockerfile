@@ -8,7 +8,7 @@
 # prebuilt/lib/ and deploy/docker/slot-entrypoint.sh (scripts/images.sh).
 FROM debian:bookworm AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config libgloo-dev libcpp-httplib-dev nlohmann-json3-dev \
+      build-essential cmake ninja-build pkg-config libgloo-dev libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev \
       libyaml-cpp-dev libcli11-dev libssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -19,7 +19,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKHOROVOD_BUILD_TE
 
 FROM debian:bookworm-slim AS base
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgloo0 libcpp-httplib0.11 libssl3 ca-certificates tini \
+      libgloo0 libcpp-httplib0.11 libprometheus-cpp-core1.0 libssl3 ca-certificates tini \
     && rm -rf /var/lib/apt/lists/*
 COPY deploy/docker/slot-entrypoint.sh /usr/local/bin/khorovod-slots
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/khorovod-slots"]

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "khorovod/metrics/text_writer.h"
+#include "khorovod/metrics/exposition.h"
 
 namespace khorovod::op {
 
@@ -17,7 +17,7 @@ HealthServer::HealthServer(std::function<bool()> ready, std::function<std::strin
     res.set_content(ok ? "ok\n" : "caches not synced\n", "text/plain");
   });
   http_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render(), metrics::TextWriter::kContentType);
+    res.set_content(render(), metrics::kContentType);
   });
 }
 

@@ -1,5 +1,6 @@
 // OperatorMetrics: the operator's Prometheus metrics, kept in a
-// khorovod::metrics::Registry (the project's one exposition library).
+// prometheus::Registry (prometheus-cpp) and rendered by
+// khorovod/metrics/exposition.h.
 // docs/observability.md lists them; the dashboard and alert rules use them.
 //
 //   khorovod_operator_reconcile_total{result}                    counter
@@ -25,7 +26,7 @@
 #include <string>
 
 #include "controller/reconciler.h"
-#include "khorovod/metrics/registry.h"
+#include "khorovod/metrics/exposition.h"
 
 namespace khorovod::op {
 
@@ -44,11 +45,12 @@ class OperatorMetrics {
   explicit OperatorMetrics(OperatorState state);
   void ObserveReconcile(const ReconcileOutcome& outcome, double seconds);
   void ObserveRequest(const std::string& verb, const std::string& resource, int http_status, double seconds);
-  std::string Render() const { return registry_.Render(); }
+  std::string Render() const { return metrics::Render({&registry_, &scraped_}); }
 
  private:
-  metrics::Registry registry_;
-  metrics::Histogram& reconcile_seconds_;
+  prometheus::Registry registry_;
+  prometheus::Histogram& reconcile_seconds_;
+  const metrics::ScrapeCollector scraped_;  // the families read from OperatorState at scrape time
 };
 
 }  // namespace khorovod::op

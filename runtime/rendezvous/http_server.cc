@@ -10,7 +10,7 @@
 
 #include "base64.h"
 #include "json_request.h"
-#include "khorovod/metrics/text_writer.h"
+#include "khorovod/metrics/exposition.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {
@@ -195,7 +195,8 @@ Status RendezvousServer::Start() {
   }
   if (options_.metrics_port >= 0) {
     metrics_ = std::make_unique<metrics::MetricsEndpoint>(
-        metrics::EndpointOptions{options_.host, options_.metrics_port, 2}, service_->registry());
+        metrics::EndpointOptions{options_.host, options_.metrics_port, 2},
+        [svc = service_.get()] { return svc->Metrics(); });
     if (Status s = metrics_->Start(); !s.ok()) {
       metrics_.reset();
       service_->Shutdown();
@@ -283,7 +284,7 @@ void RendezvousServer::InstallRoutes() {
   });
   http_->Get("/metrics", [token, svc](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req, token)) return Send(res, Unauthenticated());
-    res.set_content(svc->Metrics(), metrics::TextWriter::kContentType);
+    res.set_content(svc->Metrics(), metrics::kContentType);
   });
   http_->Get(R"(/v1/jobs/([^/]+))", route(HandleJobStatus));
   // The operator's read-only view of the job (no token: it carries no worker

@@ -337,51 +337,58 @@ Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::strin
 }
 
 void RendezvousService::CountResponse(int status) {
-  registry_.GetCounter("khorovod_rendezvous_http_responses_total", "HTTP responses by status code.",
-                       {{"code", std::to_string(status)}})
+  metrics::GetCounter(registry_, "khorovod_rendezvous_http_responses_total", "HTTP responses by status code.",
+                      {{"code", std::to_string(status)}})
       .Increment();
 }
+
+std::string RendezvousService::Metrics() const { return metrics::Render({&registry_, membership_metrics_.get()}); }
 
 void RendezvousService::InstallMetrics() {
   for (LossReason reason : {LossReason::kHeartbeat, LossReason::kReported, LossReason::kReformTimeout,
                             LossReason::kReplaced}) {
-    detection_seconds_[static_cast<size_t>(reason)] = &registry_.GetHistogram(
-        "khorovod_rendezvous_failure_detection_seconds",
+    detection_seconds_[static_cast<size_t>(reason)] = &metrics::GetHistogram(
+        registry_, "khorovod_rendezvous_failure_detection_seconds",
         "How long a worker removed as a failure had been silent: the detection phase of a lost worker, by how it "
         "was found (heartbeat timeout, reported, reform timeout, replaced by a new process under its name).",
         {0.01, 0.1, 0.5, 1, 2, 5, 10, 15, 30, 60, 120}, {{"reason", LossReasonName(reason)}});
   }
-  formation_seconds_ = &registry_.GetHistogram(
-      "khorovod_rendezvous_formation_seconds",
+  formation_seconds_ = &metrics::GetHistogram(
+      registry_, "khorovod_rendezvous_formation_seconds",
       "Time from a membership change (or the first registration) to the frozen generation.",
       {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300});
   // Membership statistics are read under mu_ at scrape time rather than
   // mirrored into gauges at every change.
-  registry_.AddCollector([this](metrics::TextWriter& m) {
+  membership_metrics_ = std::make_unique<metrics::ScrapeCollector>([this] {
     MembershipStats s;
     {
       std::lock_guard<std::mutex> lock(mu_);
       s = membership_.Stats(Clock::now());
     }
     const std::string p = "khorovod_rendezvous_";
-    m.Gauge(p + "registered_workers", "Workers registered (members of the current generation and pending).",
-            s.registered);
-    m.Gauge(p + "active_workers", "Registered members of the current generation.", s.active);
-    m.Gauge(p + "pending_workers", "Registered workers waiting to join a generation.", s.pending);
-    m.Gauge(p + "generation", "Current generation number (0 before the first one).", double(s.generation));
-    m.Gauge(p + "last_formation_seconds", "Time taken to form the last generation.",
-            double(s.last_formation.count()) / 1000.0);
-    m.Counter(p + "joins_total", "Accepted worker registrations.", double(s.joins));
-    m.Counter(p + "failures_total", "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
-              double(s.failures));
-    m.Counter(p + "resets_total", "Generations formed after the first.", double(s.resets));
-    m.Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.", s.blacklisted);
-    m.Gauge(p + "job_failed", "1 once the job has failed.", s.state == JobState::kFailed ? 1 : 0);
-    m.Family(p + "job_state", metrics::MetricType::kGauge, "1 for the job's current state, 0 for the others.");
+    prometheus::MetricFamily job_state =
+        metrics::GaugeFamily(p + "job_state", "1 for the job's current state, 0 for the others.");
     for (JobState state : {JobState::kForming, JobState::kRunning, JobState::kReforming, JobState::kFailed}) {
-      m.Sample(p + "job_state", s.state == state ? 1 : 0, {{"state", JobStateName(state)}});
+      metrics::AddSample(job_state, s.state == state ? 1 : 0, {{"state", JobStateName(state)}});
     }
-    m.Gauge(p + "kv_bytes", "Bytes held by the key-value store.", double(kv_.total_bytes()));
+    return std::vector<prometheus::MetricFamily>{
+        metrics::Gauge(p + "registered_workers", "Workers registered (members of the current generation and pending).",
+                       s.registered),
+        metrics::Gauge(p + "active_workers", "Registered members of the current generation.", s.active),
+        metrics::Gauge(p + "pending_workers", "Registered workers waiting to join a generation.", s.pending),
+        metrics::Gauge(p + "generation", "Current generation number (0 before the first one).", double(s.generation)),
+        metrics::Gauge(p + "last_formation_seconds", "Time taken to form the last generation.",
+                       double(s.last_formation.count()) / 1000.0),
+        metrics::Counter(p + "joins_total", "Accepted worker registrations.", double(s.joins)),
+        metrics::Counter(p + "failures_total",
+                         "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
+                         double(s.failures)),
+        metrics::Counter(p + "resets_total", "Generations formed after the first.", double(s.resets)),
+        metrics::Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.", s.blacklisted),
+        metrics::Gauge(p + "job_failed", "1 once the job has failed.", s.state == JobState::kFailed ? 1 : 0),
+        std::move(job_state),
+        metrics::Gauge(p + "kv_bytes", "Bytes held by the key-value store.", double(kv_.total_bytes())),
+    };
   });
 }
 

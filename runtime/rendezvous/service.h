@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,7 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "khorovod/metrics/registry.h"
+#include "khorovod/metrics/exposition.h"
 #include "kv_store.h"
 #include "membership.h"
 
@@ -86,8 +87,7 @@ class RendezvousService {
   void CountResponse(int status);
   // The Prometheus text exposition of the server's metrics (the names are
   // listed in docs/observability.md).
-  std::string Metrics() const { return registry_.Render(); }
-  const metrics::Registry& registry() const { return registry_; }
+  std::string Metrics() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -115,9 +115,10 @@ class RendezvousService {
   KvStore kv_;
   std::thread ticker_;
 
-  metrics::Registry registry_;
-  metrics::Histogram* formation_seconds_ = nullptr;  // owned by registry_
-  std::array<metrics::Histogram*, 4> detection_seconds_{};  // by LossReason; owned by registry_
+  prometheus::Registry registry_;
+  prometheus::Histogram* formation_seconds_ = nullptr;  // owned by registry_
+  std::array<prometheus::Histogram*, 4> detection_seconds_{};  // by LossReason; owned by registry_
+  std::unique_ptr<metrics::ScrapeCollector> membership_metrics_;  // read under mu_ at scrape time
   std::mutex log_mu_;
 };
 

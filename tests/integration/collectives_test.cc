@@ -329,7 +329,7 @@ TEST_P(CollectivesTest, SteadyStateSmallAllreducesAgreeBitwiseOnEveryPath) {
             << "rank " << r << " differs from rank 0 at step " << step;
       }
     }
-    const std::string text = detail::MetricsOf(rt)->registry().Render();
+    const std::string text = detail::MetricsOf(rt)->Render();
     const std::string metric = "\nkhorovod_worker_eager_allreduce_tensors_total ";
     const size_t at = text.find(metric);
     ASSERT_NE(at, std::string::npos) << text;

@@ -96,7 +96,7 @@ std::string WorkerExposition() {
   m.Reset(ResetCause::kPeerFailure);
   m.Recovered(std::chrono::milliseconds(700));
   m.StateSync(1 << 16, std::chrono::milliseconds(3));
-  return m.registry().Render();
+  return m.Render();
 }
 
 // The operator's exposition, after one reconcile and one API request, so

@@ -3,9 +3,12 @@
 #include "observability/recovery_metrics.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/registry.h>
 
 #include <sstream>
 #include <string>
+
+#include "khorovod/metrics/exposition.h"
 
 namespace khorovod {
 namespace {
@@ -20,7 +23,7 @@ double Sample(const std::string& text, const std::string& series) {
 }
 
 TEST(RecoveryMetrics, AFailureRollsBackTheUncommittedStepsAndIsTimedByPhase) {
-  metrics::Registry registry;
+  prometheus::Registry registry;
   RecoveryMetrics m(registry);
   for (int i = 0; i < 3; ++i) m.StepEnded(0.1);
   m.Committed();
@@ -33,7 +36,7 @@ TEST(RecoveryMetrics, AFailureRollsBackTheUncommittedStepsAndIsTimedByPhase) {
   m.StepEnded(0.25);
   m.StepEnded(0.1);  // only the first step after a recovery is its phase
   m.Committed();
-  const std::string text = registry.Render();
+  const std::string text = metrics::Render({&registry});
   EXPECT_DOUBLE_EQ(Sample(text, "khorovod_worker_steps_rolled_back_total"), 2);
   EXPECT_NEAR(Sample(text, "khorovod_worker_rolled_back_step_seconds_total"), 0.2, 1e-9);
   EXPECT_NEAR(Sample(text, "khorovod_worker_useful_step_seconds_total"), 0.65, 1e-9);
@@ -48,7 +51,7 @@ TEST(RecoveryMetrics, AFailureRollsBackTheUncommittedStepsAndIsTimedByPhase) {
 }
 
 TEST(RecoveryMetrics, AMembershipChangeRollsNothingBackAndHasNoDetectionPhase) {
-  metrics::Registry registry;
+  prometheus::Registry registry;
   RecoveryMetrics m(registry);
   m.StateSynced(std::chrono::milliseconds(10));  // the job's first sync: no recovery
   m.StepEnded(0.1);
@@ -57,7 +60,7 @@ TEST(RecoveryMetrics, AMembershipChangeRollsNothingBackAndHasNoDetectionPhase) {
   m.StateSynced(std::chrono::milliseconds(20));
   m.Recovered();
   m.StepEnded(0.1);
-  const std::string text = registry.Render();
+  const std::string text = metrics::Render({&registry});
   const std::string phase = "khorovod_worker_recovery_phase_seconds";
   EXPECT_DOUBLE_EQ(Sample(text, "khorovod_worker_steps_rolled_back_total"), 0);
   EXPECT_DOUBLE_EQ(Sample(text, phase + "_count{phase=\"detection\"}"), 0);

@@ -70,7 +70,7 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
     rt.end_step(16);
   }
 
-  const std::string text = detail::MetricsOf(rt)->registry().Render();
+  const std::string text = detail::MetricsOf(rt)->Render();
   EXPECT_EQ(Sample(text, "khorovod_worker_steps_total"), kSteps) << text;
   EXPECT_EQ(Sample(text, "khorovod_worker_samples_total"), 16 * kSteps);
   EXPECT_EQ(Sample(text, "khorovod_worker_world_size"), 1);
@@ -251,15 +251,15 @@ TEST(WorkerObservability, StepMarksSplitComputeAndCommunication) {
   m.StepBegin();
   m.blocked_ns()->fetch_add(1'000);  // as if a wait inside the step blocked 1 us
   m.StepEnd(4);
-  const std::string text = m.registry().Render();
+  const std::string text = m.Render();
   const double step = Sample(text, "khorovod_worker_step_seconds_total");
   const double comm = Sample(text, "khorovod_worker_exposed_communication_seconds_total");
   EXPECT_GT(step, 0);
   EXPECT_NEAR(comm, std::min(step, 1e-6), 1e-12);
   // A step with no mark in between starts where the last one ended.
   m.StepEnd(4);
-  EXPECT_EQ(Sample(m.registry().Render(), "khorovod_worker_steps_total"), 2);
-  EXPECT_EQ(Sample(m.registry().Render(), "khorovod_worker_exposed_communication_seconds_total"), comm);
+  EXPECT_EQ(Sample(m.Render(), "khorovod_worker_steps_total"), 2);
+  EXPECT_EQ(Sample(m.Render(), "khorovod_worker_exposed_communication_seconds_total"), comm);
 }
 
 }  // namespace

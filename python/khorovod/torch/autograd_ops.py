@@ -17,12 +17,12 @@ that Horovod's own gradient tests (test_torch.py) hold.
 With a ``process_set``, forward and backward both run in that set.
 In-place forms (allreduce_, broadcast_) are not differentiable, as in Horovod.
 
-Thread-safety: as mpi_ops.
+Thread-safety: as _async_ops (mpi_ops).
 """
 
 import torch
 
-from . import mpi_ops
+from . import _async_ops as ops
 from .compression import Compression
 
 
@@ -34,7 +34,7 @@ class _Allreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
         ctx.args = (op, prescale, postscale, process_set)
-        return mpi_ops.synchronize(mpi_ops.allreduce_async(
+        return ops.synchronize(ops.allreduce_async(
             tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale,
             process_set=process_set))
 
@@ -57,8 +57,8 @@ def _compressed(function, tensor, name, compression, op, prescale_factor, postsc
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces ``tensor`` over all ranks (default: average) and returns the result."""
-    mpi_ops.process_sets.resolve(process_set)
-    return _compressed(_Allreduce, tensor, name, compression, mpi_ops._op_code(op, average),
+    ops.process_sets.resolve(process_set)
+    return _compressed(_Allreduce, tensor, name, compression, ops._op_code(op, average),
                        prescale_factor, postscale_factor, process_set)
 
 
@@ -66,7 +66,7 @@ class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
-        return tuple(mpi_ops.synchronize(mpi_ops.grouped_allreduce_async(
+        return tuple(ops.synchronize(ops.grouped_allreduce_async(
             list(tensors), name=name, op=op, prescale_factor=prescale,
             postscale_factor=postscale, process_set=process_set)))
 
@@ -81,8 +81,8 @@ class _GroupedAllreduce(torch.autograd.Function):
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces a list of tensors together (one fused step); returns a list."""
-    mpi_ops.process_sets.resolve(process_set)
-    op = mpi_ops._op_code(op, average)
+    ops.process_sets.resolve(process_set)
+    op = ops._op_code(op, average)
     pairs = [compression.compress(t) for t in tensors]
     reduced = _GroupedAllreduce.apply(name, op, float(prescale_factor), float(postscale_factor),
                                       process_set, *[p[0] for p in pairs])
@@ -92,10 +92,10 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
 def _own_rows(grad, rows, process_set):
     """This rank's rows of a gradient over the concatenation of every member's
     ``rows`` rows (the gather of row counts runs on every member)."""
-    counts = mpi_ops.synchronize(mpi_ops.allgather_async(torch.tensor([rows], dtype=torch.int64),
+    counts = ops.synchronize(ops.allgather_async(torch.tensor([rows], dtype=torch.int64),
                                                          process_set=process_set))
-    offset = int(counts[:mpi_ops.process_sets.set_rank(
-        mpi_ops.process_sets.resolve(process_set))].sum())
+    offset = int(counts[:ops.process_sets.set_rank(
+        ops.process_sets.resolve(process_set))].sum())
     return grad.narrow(0, offset, rows)
 
 
@@ -104,18 +104,18 @@ class _Allgather(torch.autograd.Function):
     def forward(ctx, tensor, name, process_set):
         ctx.rows = tensor.shape[0] if tensor.dim() else 0
         ctx.process_set = process_set
-        return mpi_ops.synchronize(mpi_ops.allgather_async(tensor, name=name,
+        return ops.synchronize(ops.allgather_async(tensor, name=name,
                                                            process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
-        averaged = allreduce(grad, op=mpi_ops.Average, process_set=ctx.process_set)
+        averaged = allreduce(grad, op=ops.Average, process_set=ctx.process_set)
         return _own_rows(averaged, ctx.rows, ctx.process_set), None, None
 
 
 def allgather(tensor, name=None, process_set=None):
     """Concatenates every rank's tensor along dimension 0 (sizes may differ)."""
-    mpi_ops.process_sets.resolve(process_set)
+    ops.process_sets.resolve(process_set)
     return _Allgather.apply(tensor, name, process_set)
 
 
@@ -124,12 +124,12 @@ class _GroupedAllgather(torch.autograd.Function):
     def forward(ctx, name, process_set, *tensors):
         ctx.rows = [t.shape[0] if t.dim() else 0 for t in tensors]
         ctx.process_set = process_set
-        return tuple(mpi_ops.synchronize(mpi_ops.grouped_allgather_async(
+        return tuple(ops.synchronize(ops.grouped_allgather_async(
             list(tensors), name, process_set=process_set)))
 
     @staticmethod
     def backward(ctx, *grads):
-        averaged = grouped_allreduce(list(grads), op=mpi_ops.Average,
+        averaged = grouped_allreduce(list(grads), op=ops.Average,
                                      process_set=ctx.process_set)
         return (None, None, *[_own_rows(g, rows, ctx.process_set)
                               for g, rows in zip(averaged, ctx.rows)])
@@ -137,7 +137,7 @@ class _GroupedAllgather(torch.autograd.Function):
 
 def grouped_allgather(tensors, name=None, process_set=None):
     """allgather of each tensor of a list; returns the list of results."""
-    mpi_ops.process_sets.resolve(process_set)
+    ops.process_sets.resolve(process_set)
     return list(_GroupedAllgather.apply(name, process_set, *tensors))
 
 
@@ -146,27 +146,27 @@ class _Broadcast(torch.autograd.Function):
     def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
         ctx.process_set = process_set
-        return mpi_ops.synchronize(mpi_ops.broadcast_async(tensor, root_rank, name=name,
+        return ops.synchronize(ops.broadcast_async(tensor, root_rank, name=name,
                                                            process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
-        averaged = allreduce(grad, op=mpi_ops.Average, process_set=ctx.process_set)
-        if mpi_ops.CONTEXT.runtime().rank() != ctx.root_rank:
+        averaged = allreduce(grad, op=ops.Average, process_set=ctx.process_set)
+        if ops.CONTEXT.runtime().rank() != ctx.root_rank:
             averaged = torch.zeros_like(averaged)
         return averaged, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=None):
     """Out of place: returns a new tensor holding root's values."""
-    mpi_ops.process_sets.resolve(process_set)
+    ops.process_sets.resolve(process_set)
     return _Broadcast.apply(tensor, int(root_rank), name, process_set)
 
 
 class _Alltoall(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, splits, name, process_set):
-        out, received = mpi_ops.synchronize(mpi_ops.alltoall_async(
+        out, received = ops.synchronize(ops.alltoall_async(
             tensor, splits if splits is not None else _equal_splits(tensor, process_set),
             name=name, process_set=process_set))
         ctx.received = received
@@ -181,7 +181,7 @@ class _Alltoall(torch.autograd.Function):
 
 
 def _equal_splits(tensor, process_set):
-    size = mpi_ops.process_sets.set_size(mpi_ops.process_sets.resolve(process_set))
+    size = ops.process_sets.set_size(ops.process_sets.resolve(process_set))
     rows = tensor.shape[0] if tensor.dim() else 0
     if rows % size:
         raise ValueError(f"khorovod: alltoall without splits needs a first dimension "
@@ -192,7 +192,7 @@ def _equal_splits(tensor, process_set):
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Sends ``splits[r]`` rows to rank r (equal split when None). Returns
     (output, received_splits) when splits are given, else output."""
-    mpi_ops.process_sets.resolve(process_set)
+    ops.process_sets.resolve(process_set)
     out, received = _Alltoall.apply(tensor, splits, name, process_set)
     return out if splits is None else (out, received)
 
@@ -200,8 +200,8 @@ def alltoall(tensor, splits=None, name=None, process_set=None):
 def _gather_back(grad, op, prescale, postscale, process_set):
     # Horovod scales by the size for Sum and leaves Average's gradient as is.
     scale = prescale * postscale
-    if op == mpi_ops.Sum:
-        scale *= mpi_ops.process_sets.set_size(mpi_ops.process_sets.resolve(process_set))
+    if op == ops.Sum:
+        scale *= ops.process_sets.set_size(ops.process_sets.resolve(process_set))
     gathered = allgather(grad, process_set=process_set)
     return gathered * scale if scale != 1.0 else gathered
 
@@ -210,7 +210,7 @@ class _Reducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
         ctx.args = (op, prescale, postscale, process_set)
-        return mpi_ops.synchronize(mpi_ops.reducescatter_async(
+        return ops.synchronize(ops.reducescatter_async(
             tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale,
             process_set=process_set))
 
@@ -222,8 +222,8 @@ class _Reducescatter(torch.autograd.Function):
 def reducescatter(tensor, name=None, compression=Compression.none, op=None,
                   prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """Reduces, then returns this rank's slice along dimension 0."""
-    mpi_ops.process_sets.resolve(process_set)
-    return _compressed(_Reducescatter, tensor, name, compression, mpi_ops._op_code(op, None),
+    ops.process_sets.resolve(process_set)
+    return _compressed(_Reducescatter, tensor, name, compression, ops._op_code(op, None),
                        prescale_factor, postscale_factor, process_set)
 
 
@@ -231,7 +231,7 @@ class _GroupedReducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
-        return tuple(mpi_ops.synchronize(mpi_ops.grouped_reducescatter_async(
+        return tuple(ops.synchronize(ops.grouped_reducescatter_async(
             list(tensors), name, op, prescale, postscale, process_set=process_set)))
 
     @staticmethod
@@ -242,8 +242,8 @@ class _GroupedReducescatter(torch.autograd.Function):
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=None,
                           prescale_factor=1.0, postscale_factor=1.0, process_set=None):
     """reducescatter of each tensor of a list; returns the list of slices."""
-    mpi_ops.process_sets.resolve(process_set)
-    op = mpi_ops._op_code(op, None)
+    ops.process_sets.resolve(process_set)
+    op = ops._op_code(op, None)
     pairs = [compression.compress(t) for t in tensors]
     outs = _GroupedReducescatter.apply(name, op, float(prescale_factor), float(postscale_factor),
                                        process_set, *[p[0] for p in pairs])

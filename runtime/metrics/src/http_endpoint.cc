@@ -7,13 +7,12 @@
 
 #include <chrono>
 
+#include "khorovod/metrics/exposition.h"
+
 namespace khorovod::metrics {
 
 MetricsEndpoint::MetricsEndpoint(EndpointOptions options, RenderFn render)
     : options_(std::move(options)), render_(std::move(render)) {}
-
-MetricsEndpoint::MetricsEndpoint(EndpointOptions options, const Registry& registry)
-    : MetricsEndpoint(std::move(options), [&registry] { return registry.Render(); }) {}
 
 MetricsEndpoint::~MetricsEndpoint() { Stop(); }
 
@@ -39,7 +38,7 @@ Status MetricsEndpoint::Start() {
   http_->set_read_timeout(5, 0);
   http_->set_write_timeout(5, 0);
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_(), TextWriter::kContentType);
+    res.set_content(render_(), kContentType);
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     res.status = 500;

@@ -218,7 +218,8 @@ class RuntimeImpl {
     metrics_->Configure(config.baseline_samples_per_second, config.fusion_threshold_bytes);
     if (config.metrics_port > 0 && !endpoint_) {
       auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
-          metrics::EndpointOptions{config.metrics_host, config.metrics_port, 1}, metrics_->registry());
+          metrics::EndpointOptions{config.metrics_host, config.metrics_port, 1},
+          [metrics = metrics_.get()] { return metrics->Render(); });
       if (Status s = endpoint->Start(); !s.ok()) return Status::Unavailable("KHOROVOD_METRICS_PORT: " + s.message());
       endpoint_ = std::move(endpoint);
     }

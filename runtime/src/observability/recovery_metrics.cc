@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "khorovod/metrics/exposition.h"
+
 namespace khorovod {
 namespace {
 
@@ -10,8 +12,8 @@ constexpr const char* kPhaseHelp =
     "Time a failure or membership change cost this worker, by phase: detection (last commit to the failure "
     "reaching the elastic loop), rendezvous (reset to state sync), state_sync, first_step (the first step after).";
 
-metrics::Histogram& Phase(metrics::Registry& r, const char* phase) {
-  return r.GetHistogram(kPhase, kPhaseHelp, metrics::ExponentialBuckets(0.001, 2, 18), {{"phase", phase}});
+prometheus::Histogram& Phase(prometheus::Registry& r, const char* phase) {
+  return metrics::GetHistogram(r, kPhase, kPhaseHelp, metrics::ExponentialBuckets(0.001, 2, 18), {{"phase", phase}});
 }
 
 }  // namespace
@@ -21,18 +23,18 @@ int64_t RecoveryMetrics::NowNs() {
       .count();
 }
 
-RecoveryMetrics::RecoveryMetrics(metrics::Registry& r)
+RecoveryMetrics::RecoveryMetrics(prometheus::Registry& r)
     : detection_(Phase(r, "detection")),
       rendezvous_(Phase(r, "rendezvous")),
       state_sync_(Phase(r, "state_sync")),
       first_step_(Phase(r, "first_step")),
-      rolled_back_(r.GetCounter("khorovod_worker_steps_rolled_back_total",
+      rolled_back_(metrics::GetCounter(r, "khorovod_worker_steps_rolled_back_total",
                                 "Marked steps discarded by rolling back to the last commit after a failure.")),
-      useful_seconds_(r.GetCounter("khorovod_worker_useful_step_seconds_total",
+      useful_seconds_(metrics::GetCounter(r, "khorovod_worker_useful_step_seconds_total",
                                    "Step time of marked steps that a commit kept (not rolled back).")),
-      lost_seconds_(r.GetCounter("khorovod_worker_rolled_back_step_seconds_total",
+      lost_seconds_(metrics::GetCounter(r, "khorovod_worker_rolled_back_step_seconds_total",
                                  "Step time of marked steps rolled back after a failure.")),
-      goodput_(r.GetGauge("khorovod_worker_goodput_ratio",
+      goodput_(metrics::GetGauge(r, "khorovod_worker_goodput_ratio",
                           "Useful step time over wall time since this worker's runtime started.")),
       start_ns_(NowNs()),
       last_commit_ns_(start_ns_) {}

@@ -27,13 +27,16 @@
 #include <chrono>
 #include <cstdint>
 
-#include "khorovod/metrics/registry.h"
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 
 namespace khorovod {
 
 class RecoveryMetrics {
  public:
-  explicit RecoveryMetrics(metrics::Registry& registry);
+  explicit RecoveryMetrics(prometheus::Registry& registry);
 
   // A marked step ended after `step_seconds`.
   void StepEnded(double step_seconds);
@@ -50,14 +53,14 @@ class RecoveryMetrics {
   static int64_t NowNs();
   void UpdateGoodput(int64_t now);
 
-  metrics::Histogram& detection_;
-  metrics::Histogram& rendezvous_;
-  metrics::Histogram& state_sync_;
-  metrics::Histogram& first_step_;
-  metrics::Counter& rolled_back_;
-  metrics::Counter& useful_seconds_;
-  metrics::Counter& lost_seconds_;
-  metrics::Gauge& goodput_;
+  prometheus::Histogram& detection_;
+  prometheus::Histogram& rendezvous_;
+  prometheus::Histogram& state_sync_;
+  prometheus::Histogram& first_step_;
+  prometheus::Counter& rolled_back_;
+  prometheus::Counter& useful_seconds_;
+  prometheus::Counter& lost_seconds_;
+  prometheus::Gauge& goodput_;
 
   const int64_t start_ns_;
   std::atomic<int64_t> last_commit_ns_;

@@ -4,10 +4,16 @@
 
 #include <algorithm>
 
+#include "khorovod/metrics/exposition.h"
+#include "observability/recovery_metrics.h"
+
 namespace khorovod {
 namespace {
 
 using metrics::ExponentialBuckets;
+using metrics::GetCounter;
+using metrics::GetGauge;
+using metrics::GetHistogram;
 
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -38,69 +44,75 @@ const char* ResetCauseName(ResetCause cause) {
 }
 
 WorkerMetrics::WorkerMetrics()
-    : rank_(registry_.GetGauge("khorovod_worker_rank", "This worker's rank in the current generation.")),
-      world_size_(registry_.GetGauge("khorovod_worker_world_size", "Workers in the current generation.")),
-      generation_(registry_.GetGauge("khorovod_worker_generation",
+    : registry_(std::make_unique<prometheus::Registry>()),
+      recovery_(std::make_unique<RecoveryMetrics>(*registry_)),
+      rank_(GetGauge(*registry_, "khorovod_worker_rank", "This worker's rank in the current generation.")),
+      world_size_(GetGauge(*registry_, "khorovod_worker_world_size", "Workers in the current generation.")),
+      generation_(GetGauge(*registry_, "khorovod_worker_generation",
                                      "Rendezvous generation this worker is in (0 in a static job).")),
-      steps_(registry_.GetCounter("khorovod_worker_steps_total", "Training steps marked with end_step().")),
-      samples_(registry_.GetCounter("khorovod_worker_samples_total", "Samples this worker processed in marked steps.")),
-      step_seconds_(registry_.GetCounter("khorovod_worker_step_seconds_total", "Wall time of marked steps.")),
-      compute_seconds_(registry_.GetCounter("khorovod_worker_compute_seconds_total",
+      steps_(GetCounter(*registry_, "khorovod_worker_steps_total", "Training steps marked with end_step().")),
+      samples_(GetCounter(*registry_, "khorovod_worker_samples_total", "Samples this worker processed in marked steps.")),
+      step_seconds_(GetCounter(*registry_, "khorovod_worker_step_seconds_total", "Wall time of marked steps.")),
+      compute_seconds_(GetCounter(*registry_, "khorovod_worker_compute_seconds_total",
                                             "Step time not spent blocked on collectives.")),
-      comm_seconds_(registry_.GetCounter("khorovod_worker_exposed_communication_seconds_total",
+      comm_seconds_(GetCounter(*registry_, "khorovod_worker_exposed_communication_seconds_total",
                                          "Step time the training thread spent blocked waiting for collectives.")),
-      step_duration_(registry_.GetHistogram("khorovod_worker_step_duration_seconds", "Wall time of one marked step.",
+      step_duration_(GetHistogram(*registry_, "khorovod_worker_step_duration_seconds", "Wall time of one marked step.",
                                             ExponentialBuckets(0.0005, 2, 18))),
-      step_efficiency_(registry_.GetGauge("khorovod_worker_step_efficiency",
+      step_efficiency_(GetGauge(*registry_, "khorovod_worker_step_efficiency",
                                           "Compute time over step time, for the last step (1 = no exposed "
                                           "communication).")),
-      throughput_(registry_.GetGauge("khorovod_worker_throughput_samples_per_second",
+      throughput_(GetGauge(*registry_, "khorovod_worker_throughput_samples_per_second",
                                      "This worker's samples per second in the last step.")),
-      baseline_gauge_(registry_.GetGauge(
+      baseline_gauge_(GetGauge(*registry_,
           "khorovod_worker_baseline_samples_per_second",
           "One worker's throughput alone (KHOROVOD_BASELINE_SAMPLES_PER_SECOND; 0 = unknown).")),
-      scaling_efficiency_(registry_.GetGauge(
+      scaling_efficiency_(GetGauge(*registry_,
           "khorovod_worker_scaling_efficiency",
           "This worker's samples per step second at the current world size over the same at the "
           "smallest world size it has trained at (1 there).")),
-      fusion_threshold_gauge_(registry_.GetGauge("khorovod_worker_fusion_threshold_bytes",
+      fusion_threshold_gauge_(GetGauge(*registry_, "khorovod_worker_fusion_threshold_bytes",
                                                  "Fusion buffer size (KHOROVOD_FUSION_THRESHOLD).")),
-      fusion_fill_(registry_.GetHistogram("khorovod_worker_fusion_fill_ratio",
+      fusion_fill_(GetHistogram(*registry_, "khorovod_worker_fusion_fill_ratio",
                                           "Bytes of a fused allreduce over the fusion threshold.",
                                           {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1})),
-      eager_tensors_(registry_.GetCounter("khorovod_worker_eager_allreduce_tensors_total",
+      eager_tensors_(GetCounter(*registry_, "khorovod_worker_eager_allreduce_tensors_total",
                                           "Small allreduces completed from data sent with the negotiation "
                                           "(no data-plane exchange).")),
-      eager_bytes_(registry_.GetCounter("khorovod_worker_eager_allreduce_bytes_total",
+      eager_bytes_(GetCounter(*registry_, "khorovod_worker_eager_allreduce_bytes_total",
                                         "Payload bytes of those allreduces.")),
-      negotiation_seconds_(registry_.GetCounter("khorovod_worker_negotiation_seconds_total",
+      negotiation_seconds_(GetCounter(*registry_, "khorovod_worker_negotiation_seconds_total",
                                                 "Time spent in negotiation rounds that had work.")),
-      negotiation_rounds_(registry_.GetCounter("khorovod_worker_negotiation_rounds_total",
+      negotiation_rounds_(GetCounter(*registry_, "khorovod_worker_negotiation_rounds_total",
                                                "Negotiation rounds that had work.")),
-      negotiation_duration_(registry_.GetHistogram("khorovod_worker_negotiation_duration_seconds",
+      negotiation_duration_(GetHistogram(*registry_, "khorovod_worker_negotiation_duration_seconds",
                                                    "Duration of one negotiation round that had work.",
                                                    ExponentialBuckets(0.00001, 4, 10))),
-      recovery_duration_(registry_.GetHistogram(
+      recovery_duration_(GetHistogram(*registry_,
           "khorovod_worker_recovery_duration_seconds",
           "From the start of an elastic reset to the end of the state sync that follows it.",
           {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600})),
-      sync_bytes_(registry_.GetCounter("khorovod_worker_state_sync_bytes_total",
+      sync_bytes_(GetCounter(*registry_, "khorovod_worker_state_sync_bytes_total",
                                        "Bytes of elastic state broadcast in state syncs.")),
-      sync_seconds_(registry_.GetCounter("khorovod_worker_state_sync_seconds_total", "Time spent in state syncs.")),
-      syncs_(registry_.GetCounter("khorovod_worker_state_syncs_total", "Elastic state syncs.")),
+      sync_seconds_(GetCounter(*registry_, "khorovod_worker_state_sync_seconds_total", "Time spent in state syncs.")),
+      syncs_(GetCounter(*registry_, "khorovod_worker_state_syncs_total", "Elastic state syncs.")),
       step_start_ns_(NowNs()) {
   for (size_t i = 0; i < kTimedOps; ++i) {
-    const metrics::Labels op{{"op", std::string(OpTypeName(static_cast<OpType>(i)))}};
-    ops_[i].bytes = &registry_.GetCounter(kBytes, "Payload bytes of executed collectives, by operation.", op);
-    ops_[i].seconds = &registry_.GetCounter(kSeconds, "Time executing collectives (data plane), by operation.", op);
-    ops_[i].tensors = &registry_.GetCounter(kTensors, "Tensors processed by collectives, by operation.", op);
-    ops_[i].calls = &registry_.GetCounter(kCalls, "Data-plane calls (a fused allreduce is one), by operation.", op);
+    const prometheus::Labels op{{"op", std::string(OpTypeName(static_cast<OpType>(i)))}};
+    ops_[i].bytes = &GetCounter(*registry_, kBytes, "Payload bytes of executed collectives, by operation.", op);
+    ops_[i].seconds = &GetCounter(*registry_, kSeconds, "Time executing collectives (data plane), by operation.", op);
+    ops_[i].tensors = &GetCounter(*registry_, kTensors, "Tensors processed by collectives, by operation.", op);
+    ops_[i].calls = &GetCounter(*registry_, kCalls, "Data-plane calls (a fused allreduce is one), by operation.", op);
   }
   for (size_t i = 0; i < resets_.size(); ++i) {
-    resets_[i] = &registry_.GetCounter(kResets, "Elastic resets, by cause.",
+    resets_[i] = &GetCounter(*registry_, kResets, "Elastic resets, by cause.",
                                        {{"cause", ResetCauseName(static_cast<ResetCause>(i))}});
   }
 }
+
+WorkerMetrics::~WorkerMetrics() = default;
+
+std::string WorkerMetrics::Render() const { return metrics::Render({registry_.get()}); }
 
 void WorkerMetrics::Configure(double baseline, size_t fusion_threshold_bytes) {
   baseline_.store(baseline, std::memory_order_relaxed);
@@ -109,7 +121,7 @@ void WorkerMetrics::Configure(double baseline, size_t fusion_threshold_bytes) {
   fusion_threshold_gauge_.Set(static_cast<double>(fusion_threshold_bytes));
   if (baseline > 0) {
     throughput_efficiency_.store(
-        &registry_.GetGauge("khorovod_worker_throughput_efficiency",
+        &GetGauge(*registry_, "khorovod_worker_throughput_efficiency",
                             "This worker's samples per second in the last step over the single-worker baseline."),
         std::memory_order_release);
   }
@@ -123,14 +135,14 @@ void WorkerMetrics::SetTopology(int rank, int size, int64_t generation) {
   std::lock_guard<std::mutex> lock(sizes_mu_);
   std::unique_ptr<AtWorldSize>& at = sizes_[size];
   if (!at) {
-    const metrics::Labels label{{"world_size", std::to_string(size)}};
+    const prometheus::Labels label{{"world_size", std::to_string(size)}};
     at = std::make_unique<AtWorldSize>();
     at->size = size;
-    at->samples = &registry_.GetCounter(kSamplesAt, "Samples this worker processed while the job had world_size "
+    at->samples = &GetCounter(*registry_, kSamplesAt, "Samples this worker processed while the job had world_size "
                                                     "workers.", label);
-    at->step_seconds = &registry_.GetCounter(kStepSecondsAt, "Step time while the job had world_size workers.",
+    at->step_seconds = &GetCounter(*registry_, kStepSecondsAt, "Step time while the job had world_size workers.",
                                              label);
-    registry_.GetGauge(kObservedSize, "The world sizes this worker has been in (value = world_size), to find the "
+    GetGauge(*registry_, kObservedSize, "The world sizes this worker has been in (value = world_size), to find the "
                                       "smallest one in PromQL.", label)
         .Set(size);
   }
@@ -174,13 +186,13 @@ void WorkerMetrics::StepEnd(int64_t samples) {
   compute_seconds_.Increment(step - comm);
   comm_seconds_.Increment(comm);
   step_duration_.Observe(step);
-  recovery_.StepEnded(step);
+  recovery_->StepEnded(step);
   CountAtWorldSize(static_cast<double>(std::max<int64_t>(samples, 0)), step);
   if (step > 0) {
     step_efficiency_.Set((step - comm) / step);
     const double throughput = static_cast<double>(std::max<int64_t>(samples, 0)) / step;
     throughput_.Set(throughput);
-    metrics::Gauge* efficiency = throughput_efficiency_.load(std::memory_order_acquire);
+    prometheus::Gauge* efficiency = throughput_efficiency_.load(std::memory_order_acquire);
     if (efficiency) efficiency->Set(throughput / baseline_.load(std::memory_order_relaxed));
   }
 }
@@ -214,12 +226,14 @@ void WorkerMetrics::NegotiationRound(Clock::duration elapsed) {
 void WorkerMetrics::Reset(ResetCause cause) {
   const size_t i = static_cast<size_t>(cause);
   if (i < resets_.size()) resets_[i]->Increment();
-  recovery_.ResetStarted(cause != ResetCause::kMembershipChanged);
+  recovery_->ResetStarted(cause != ResetCause::kMembershipChanged);
 }
+
+void WorkerMetrics::Committed() { recovery_->Committed(); }
 
 void WorkerMetrics::Recovered(Clock::duration elapsed) {
   recovery_duration_.Observe(Seconds(elapsed));
-  recovery_.Recovered();
+  recovery_->Recovered();
   // The recovery is not a training step: the next step starts now.
   StepBegin();
 }
@@ -228,7 +242,7 @@ void WorkerMetrics::StateSync(size_t bytes, Clock::duration elapsed) {
   sync_bytes_.Increment(static_cast<double>(bytes));
   sync_seconds_.Increment(Seconds(elapsed));
   syncs_.Increment();
-  recovery_.StateSynced(elapsed);
+  recovery_->StateSynced(elapsed);
 }
 
 }  // namespace khorovod

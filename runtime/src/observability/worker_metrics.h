@@ -1,5 +1,6 @@
 // WorkerMetrics: every Prometheus metric a worker exports, registered once
-// in the worker's own Registry, with typed references for the hot paths.
+// in the worker's own prometheus::Registry (prometheus-cpp), with typed
+// references for the hot paths.
 // docs/observability.md lists the names and defines the efficiency figures.
 //
 // Owned by RuntimeImpl for the whole life of the Runtime (across elastic
@@ -20,8 +21,8 @@
 // world size is the per-worker throughput there over the per-worker
 // throughput at the smallest world size (docs/observability.md).
 //
-// Thread-safety: recording is lock-free (atomics), allocation-free and safe
-// from any thread; SetTopology (a new generation) may lock and allocate. StepBegin/StepEnd race benignly if called from two
+// Thread-safety: recording is allocation-free and safe from any thread
+// (counters and gauges are atomics; a histogram takes its own short lock); SetTopology (a new generation) may lock and allocate. StepBegin/StepEnd race benignly if called from two
 // threads (each step then takes the latest mark).
 #pragma once
 
@@ -32,12 +33,20 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/message.h"
-#include "observability/recovery_metrics.h"
-#include "khorovod/metrics/registry.h"
+
+namespace prometheus {
+class Counter;
+class Gauge;
+class Histogram;
+class Registry;
+}  // namespace prometheus
 
 namespace khorovod {
+
+class RecoveryMetrics;  // observability/recovery_metrics.h
 
 enum class ResetCause { kPeerFailure, kPeerAborted, kMembershipChanged, kCount };
 const char* ResetCauseName(ResetCause cause);
@@ -47,11 +56,15 @@ class WorkerMetrics {
   using Clock = std::chrono::steady_clock;
 
   WorkerMetrics();
+  ~WorkerMetrics();
+  WorkerMetrics(const WorkerMetrics&) = delete;
+  WorkerMetrics& operator=(const WorkerMetrics&) = delete;
   // From the Config at init(). `baseline_samples_per_second` > 0 enables
   // the throughput efficiency.
   void Configure(double baseline_samples_per_second, size_t fusion_threshold_bytes);
 
-  metrics::Registry& registry() { return registry_; }
+  // The exposition served at GET /metrics (text format 0.0.4).
+  std::string Render() const;
   const std::shared_ptr<std::atomic<int64_t>>& blocked_ns() const { return blocked_ns_; }
 
   // A new generation; registers the per-world-size series on a size not
@@ -74,46 +87,46 @@ class WorkerMetrics {
   void Recovered(Clock::duration elapsed);
   void StateSync(size_t bytes, Clock::duration elapsed);
   // An elastic commit took its snapshot (recovery_metrics.h: goodput).
-  void Committed() { recovery_.Committed(); }
+  void Committed();
 
  private:
   // Samples and step time while the job had `size` workers.
   struct AtWorldSize {
     int size = 0;
-    metrics::Counter* samples = nullptr;
-    metrics::Counter* step_seconds = nullptr;
+    prometheus::Counter* samples = nullptr;
+    prometheus::Counter* step_seconds = nullptr;
   };
   void CountAtWorldSize(double samples, double step_seconds);
 
   struct OpCounters {
-    metrics::Counter* bytes = nullptr;
-    metrics::Counter* seconds = nullptr;
-    metrics::Counter* tensors = nullptr;
-    metrics::Counter* calls = nullptr;
+    prometheus::Counter* bytes = nullptr;
+    prometheus::Counter* seconds = nullptr;
+    prometheus::Counter* tensors = nullptr;
+    prometheus::Counter* calls = nullptr;
   };
 
-  metrics::Registry registry_;
-  RecoveryMetrics recovery_{registry_};
+  std::unique_ptr<prometheus::Registry> registry_;  // first: the references below point into it
+  std::unique_ptr<RecoveryMetrics> recovery_;       // registers into registry_
   std::shared_ptr<std::atomic<int64_t>> blocked_ns_ = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<double> baseline_{0};
   std::atomic<double> fusion_threshold_{0};
 
-  metrics::Gauge& rank_;
-  metrics::Gauge& world_size_;
-  metrics::Gauge& generation_;
+  prometheus::Gauge& rank_;
+  prometheus::Gauge& world_size_;
+  prometheus::Gauge& generation_;
 
-  metrics::Counter& steps_;
-  metrics::Counter& samples_;
-  metrics::Counter& step_seconds_;
-  metrics::Counter& compute_seconds_;
-  metrics::Counter& comm_seconds_;
-  metrics::Histogram& step_duration_;
-  metrics::Gauge& step_efficiency_;
-  metrics::Gauge& throughput_;
-  metrics::Gauge& baseline_gauge_;
-  metrics::Gauge& scaling_efficiency_;
-  metrics::Gauge& fusion_threshold_gauge_;
-  std::atomic<metrics::Gauge*> throughput_efficiency_{nullptr};  // only with a baseline
+  prometheus::Counter& steps_;
+  prometheus::Counter& samples_;
+  prometheus::Counter& step_seconds_;
+  prometheus::Counter& compute_seconds_;
+  prometheus::Counter& comm_seconds_;
+  prometheus::Histogram& step_duration_;
+  prometheus::Gauge& step_efficiency_;
+  prometheus::Gauge& throughput_;
+  prometheus::Gauge& baseline_gauge_;
+  prometheus::Gauge& scaling_efficiency_;
+  prometheus::Gauge& fusion_threshold_gauge_;
+  std::atomic<prometheus::Gauge*> throughput_efficiency_{nullptr};  // only with a baseline
   std::mutex sizes_mu_;  // SetTopology
   std::map<int, std::unique_ptr<AtWorldSize>> sizes_;  // entries never move or go
   std::atomic<const AtWorldSize*> current_size_{nullptr};
@@ -122,18 +135,18 @@ class WorkerMetrics {
   // Indexed by OpType, allreduce to barrier (join moves no data).
   static constexpr size_t kTimedOps = static_cast<size_t>(OpType::kBarrier) + 1;
   std::array<OpCounters, kTimedOps> ops_{};
-  metrics::Histogram& fusion_fill_;
-  metrics::Counter& eager_tensors_;
-  metrics::Counter& eager_bytes_;
-  metrics::Counter& negotiation_seconds_;
-  metrics::Counter& negotiation_rounds_;
-  metrics::Histogram& negotiation_duration_;
+  prometheus::Histogram& fusion_fill_;
+  prometheus::Counter& eager_tensors_;
+  prometheus::Counter& eager_bytes_;
+  prometheus::Counter& negotiation_seconds_;
+  prometheus::Counter& negotiation_rounds_;
+  prometheus::Histogram& negotiation_duration_;
 
-  std::array<metrics::Counter*, static_cast<size_t>(ResetCause::kCount)> resets_{};
-  metrics::Histogram& recovery_duration_;
-  metrics::Counter& sync_bytes_;
-  metrics::Counter& sync_seconds_;
-  metrics::Counter& syncs_;
+  std::array<prometheus::Counter*, static_cast<size_t>(ResetCause::kCount)> resets_{};
+  prometheus::Histogram& recovery_duration_;
+  prometheus::Counter& sync_bytes_;
+  prometheus::Counter& sync_seconds_;
+  prometheus::Counter& syncs_;
 
   // Step marks: nanoseconds since Clock's epoch, and blocked_ns at the mark.
   std::atomic<int64_t> step_start_ns_;

@@ -2,8 +2,9 @@
 // (cpp-httplib), for Prometheus to scrape. Unauthenticated: metrics carry no
 // secrets, and a scraper should not need a job's token.
 //
-//   metrics::Registry registry;
-//   metrics::MetricsEndpoint endpoint({.host = "0.0.0.0", .port = 9100}, registry);
+//   prometheus::Registry registry;
+//   metrics::MetricsEndpoint endpoint({.host = "0.0.0.0", .port = 9100},
+//                                     [&] { return metrics::Render({&registry}); });
 //   if (Status s = endpoint.Start(); !s.ok()) { ... report s ... }
 //   ... endpoint.port() ...   // the bound port (useful with port 0)
 //   endpoint.Stop();          // also done by the destructor
@@ -12,8 +13,8 @@
 // successful Start() connects. It fails with kInvalidArgument when the
 // options are invalid, kUnavailable with a message naming the address when
 // the bind fails (port in use), kFailedPrecondition when already started. Any
-// other path answers 404; a render that throws answers 500. The registry
-// (or render function) must outlive the endpoint.
+// other path answers 404; a render that throws answers 500. What the render
+// function reads must outlive the endpoint.
 //
 // Thread-safety: Start() once, from one thread; Stop() and port() from any
 // thread; requests are served on the endpoint's own threads.
@@ -25,7 +26,6 @@
 #include <string>
 #include <thread>
 
-#include "khorovod/metrics/registry.h"
 #include "khorovod/status.h"
 
 namespace httplib {
@@ -45,7 +45,6 @@ class MetricsEndpoint {
   using RenderFn = std::function<std::string()>;
 
   MetricsEndpoint(EndpointOptions options, RenderFn render);
-  MetricsEndpoint(EndpointOptions options, const Registry& registry);
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
