@@ -11,22 +11,26 @@ class FencingTest : public MembershipTest {
     MembershipResult r = m_->Register({name, "10.0.0.1", 8, -1, incarnation}, now_);
     ASSERT_TRUE(r.ok()) << name << "/" << incarnation << ": " << r.message;
   }
+  // Generation 1 of w0 and w1 (incarnations a and b), heartbeat timeout 1 s.
+  void FormTwo(const std::string& a, const std::string& b) {
+    MembershipPolicy p = Policy();
+    p.heartbeat_timeout = Millis(1000);
+    Start(p);
+    RegisterAs("w0", a);
+    RegisterAs("w1", b);
+    Await("w0", 0);
+    Await("w1", 0);
+    Advance(100);
+    m_->Tick(now_);
+    ASSERT_EQ(m_->generation(), 1);
+  }
   MembershipError Check(const std::string& name, const std::string& incarnation) {
     return m_->CheckIncarnation(name, incarnation).error;
   }
 };
 
 TEST_F(FencingTest, AWorkerLostToItsHeartbeatIsFencedAndItsReplacementIsNot) {
-  MembershipPolicy p = Policy();
-  p.heartbeat_timeout = Millis(1000);
-  Start(p);
-  RegisterAs("w0", "old0");
-  RegisterAs("w1", "inc1");
-  Await("w0", 0);
-  Await("w1", 0);
-  Advance(100);
-  m_->Tick(now_);
-  ASSERT_EQ(m_->generation(), 1);
+  FormTwo("old0", "inc1");
   EXPECT_EQ(Check("w0", "old0"), MembershipError::kOk);
 
   // w0 goes silent (its node is cut off); w1 keeps beating.
@@ -107,16 +111,7 @@ TEST_F(FencingTest, TheFenceKeepsABoundedNumberOfIncarnationsPerName) {
 // The detection phase the service exports: how long each worker removed as
 // a failure had been silent, and how it was found.
 TEST_F(FencingTest, LossesSayHowLongTheWorkerWasSilentAndHowItWasFound) {
-  MembershipPolicy p = Policy();
-  p.heartbeat_timeout = Millis(1000);
-  Start(p);
-  RegisterAs("w0", "a");
-  RegisterAs("w1", "b");
-  Await("w0", 0);
-  Await("w1", 0);
-  Advance(100);
-  m_->Tick(now_);
-  ASSERT_EQ(m_->generation(), 1);
+  FormTwo("a", "b");
   Advance(200);
   ASSERT_TRUE(m_->ReportFailure("w1", "crash", now_).ok());
   RegisterAs("w0", "a2");  // the member's pod was re-created: a new process
