@@ -135,6 +135,11 @@ Reply RendezvousService::FromMembership(const MembershipResult& r) {
 std::optional<Reply> RendezvousService::Fenced(const std::string& name, const std::string& incarnation) {
   MembershipResult r = membership_.CheckIncarnation(name, incarnation);
   if (r.ok()) return std::nullopt;
+  // Training is over and no generation forms any more, so the zombie cannot
+  // rejoin anyway: it ends like a late joiner (exit 0), not as a failure
+  // that would fail the job after its end.
+  if (membership_.finishing())
+    return FromMembership({MembershipError::kJobFinishing, "the job is finishing: " + r.message, Millis(0)});
   Log("refused a request of a fenced worker: " + r.message);
   return FromMembership(r);
 }

@@ -92,7 +92,8 @@ class RendezvousService {
  private:
   using Clock = std::chrono::steady_clock;
   Reply FromMembership(const MembershipResult& r);         // mu_ held
-  // The 410 answer when `incarnation` is fenced under `name`; mu_ held.
+  // The 410 answer when `incarnation` is fenced under `name` (409
+  // job_finishing once the job is finishing); mu_ held.
   std::optional<Reply> Fenced(const std::string& name, const std::string& incarnation);
   void AfterChange();                                      // mu_ held
   Reply CheckKvGeneration(int64_t generation);             // locks mu_; status 0 when fine

@@ -75,6 +75,31 @@ TEST(RendezvousFencing, AWorkerDeclaredLostIsRefusedAndItsReplacementKeepsTheNam
   EXPECT_TRUE(rhb->active);
 }
 
+// A zombie that comes back after training finished is sent away like a late
+// joiner (JOB_FINISHED: it exits 0), not as a failure.
+TEST(RendezvousFencing, AZombieOfAFinishingJobIsToldTheJobIsFinishing) {
+  ServerOptions options = testing::DefaultOptions();
+  options.service.policy.heartbeat_timeout = milliseconds(300);
+  testing::TestServer server(options);
+  RendezvousClient zombie(server.endpoint(), testing::kJob, {"w0", "10.0.0.1", 1});
+  RendezvousClient other(server.endpoint(), testing::kJob, {"w1", "10.0.0.2", 1});
+  ASSERT_TRUE(zombie.Register().ok());
+  ASSERT_TRUE(other.Register().ok());
+  auto z1 = std::async(std::launch::async, [&] { return zombie.WaitForNextGeneration(kLong); });
+  ASSERT_TRUE(other.WaitForNextGeneration(kLong).ok());
+  ASSERT_TRUE(z1.get().ok());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto hb = other.Heartbeat();
+        return hb.ok() && hb->membership_changed;
+      },
+      kLong));
+  ASSERT_TRUE(other.Leave(kLeaveFinished).ok());
+  StatusOr<GenerationInfo> g = zombie.WaitForNextGeneration(milliseconds(2000));
+  EXPECT_EQ(g.status().code(), StatusCode::kJobFinished) << g.status().message();
+  EXPECT_TRUE(Contains(g.status().message(), "declared lost")) << g.status().message();
+}
+
 TEST(RendezvousFencing, TheRawApiAnswers410ForAFencedIncarnation) {
   testing::TestServer server;
   const std::string path = WorkersPath(testing::kJob);
