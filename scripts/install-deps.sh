@@ -17,6 +17,9 @@ packages=(
   # The real node (scripts/real-node.sh) and its images (scripts/images.sh).
   containerd runc containernetworking-plugins iptables conntrack socat iproute2 util-linux
   podman buildah debootstrap
+  # khorovodrun's remote hosts (tests/runtime/launcher/khorovodrun_ssh_test.sh:
+  # a real sshd in each simulated host's network namespace).
+  openssh-server openssh-client
 )
 
 # Node.js and npm: the dashboard's type check against Grafana's schema

@@ -13,8 +13,9 @@
 #   pip-install          `pip install .` of khorovod.torch over PyPI's torch and
 #                        Debian's, the seed script at 4 ranks
 #   tensorflow           `pip install .` over PyPI's tensorflow-cpu (TF ops
-#                        built), khorovod.tensorflow and .keras at 2-4 ranks,
-#                        elastic Keras and a peer killed in a TF allreduce
+#                        built), khorovod.tensorflow and .keras at 2-4 ranks
+#                        (Keras 3 and tf-keras), elastic Keras, a peer killed
+#                        in a TF allreduce, Keras step metrics, TF+torch
 #   ci                   warnings-as-errors build with the GPU backends compiled
 #                        (CUDA/NCCL wheels, scripts/install-cuda.sh) and every
 #                        ctest test, the operator's against a real kube-apiserver
@@ -173,7 +174,7 @@ fi
 # ---- ci: every test, with the GPU backends compiled (their tests skip here).
 runtime_targets=(collectives_test device_collectives_test device_elastic_test runtime_unit_test backend_unit_test
                  gloo_backend_test host_backends_test hierarchical_allreduce_test
-                 elastic_test khorovodrun launcher_test
+                 elastic_test khorovodrun launcher_test khorovodrun_ssh_worker
                  rendezvous_unit_test rendezvous_http_test khorovod-rendezvous operator_unit_test)
 if wanted ci; then
   wait_prefetch

@@ -17,6 +17,7 @@
 #include "metrics_ports.h"
 #include "spawn_placement.h"
 #include "worker_env.h"
+#include "launcher/remote_hosts.h"
 
 namespace khorovod::launcher {
 namespace {
@@ -32,12 +33,12 @@ std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
 // exits and host changes. Used on the supervisor's thread only.
 class ElasticPolicy {
  public:
-  ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service,
+  ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service, RemotePlan& plan,
                 std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for)
       : opts_(opts),
         service_(service),
+        plan_(plan),
         spec_for_(std::move(spec_for)),
-        this_host_(local_hostname()),
         blacklist_(opts.cooldown_min_s, opts.cooldown_max_s, [this] { return jitter_(rng_); }) {}
 
   // Hosts named by the user (-H, --hostfile, discovery) are blacklisted when
@@ -58,7 +59,7 @@ class ElasticPolicy {
                                 : run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
     if (auto* error = std::get_if<std::string>(&found)) return "host discovery: " + *error;
     for (const auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
-      if (!IsUsable(h.name)) return NonLocalMessage(h.name);
+      if (Status usable = plan_.AddDiscoveredHost(h.name); !usable.ok()) return "host discovery: " + usable.message();
     }
     hosts_ = std::get<std::vector<DiscoveredHost>>(std::move(found));
     return std::nullopt;
@@ -134,10 +135,10 @@ class ElasticPolicy {
         last_error_.clear();
         std::vector<DiscoveredHost> hosts;
         for (auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
-          if (IsUsable(h.name)) {
+          if (Status usable = plan_.AddDiscoveredHost(h.name); usable.ok()) {
             hosts.push_back(std::move(h));
-          } else if (reported_non_local_.insert(h.name).second) {
-            control.message(NonLocalMessage(h.name) + "; ignoring it");
+          } else if (reported_unusable_.insert(h.name).second) {
+            control.message("host discovery: " + usable.message() + "; ignoring it");
           }
         }
         hosts_ = std::move(hosts);
@@ -159,7 +160,6 @@ class ElasticPolicy {
 
  private:
   int DefaultSlots() const { return opts_.slots_per_host > 0 ? opts_.slots_per_host : 1; }
-  bool IsUsable(const std::string& host) const { return opts_.hosts_run_locally || is_local_host(host, this_host_); }
 
   // -H / --hostfile in elastic mode: the fixed host list (Horovod's FixedHosts).
   DiscoveryResult FixedHosts() const {
@@ -176,13 +176,6 @@ class ElasticPolicy {
                                                         *end - Clock::now()).count()) + " ms (--blacklist-cooldown-range)"
                          : std::string(" for the rest of the job")));
   }
-  std::string NonLocalMessage(const std::string& host) const {
-    return "host discovery: host '" + host +
-           "' is not local; khorovodrun runs workers on this machine only (localhost, 127.0.0.0/8" +
-           (this_host_.empty() ? std::string() : ", " + this_host_) +
-           "); run multi-host jobs as a HorovodJob on Kubernetes";
-  }
-
   // The rendezvous' reason when it has failed the job (in horovodrun's words
   // for its reset limit), nullopt while the job goes on.
   std::optional<std::string> RendezvousFailure() {
@@ -239,8 +232,13 @@ class ElasticPolicy {
     // newcomers is then ranked in spawn order, host by host, as Horovod's
     // driver ranks it, whichever process comes up first. Not ready until the
     // worker asks for a generation itself; expires as usual if it never does.
-    (void)service_.Register(rendezvous::WorkerSpec{WorkerName(id), opts_.hostname, opts_.max_np});
+    (void)service_.Register(rendezvous::WorkerSpec{WorkerName(id), WorkerAddress(host), opts_.max_np});
     return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
+  }
+
+  // The address a worker on `host` advertises (KHOROVOD_HOSTNAME).
+  std::string WorkerAddress(const std::string& host) const {
+    return opts_.hosts_run_locally ? opts_.hostname : plan_.AdvertisedAddress(host);
   }
 
   void AfterLoss(JobControl&) {
@@ -274,8 +272,8 @@ class ElasticPolicy {
 
   const LaunchOptions& opts_;
   rendezvous::RendezvousService& service_;
+  RemotePlan& plan_;
   std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for_;
-  const std::string this_host_;
   std::mt19937 rng_{std::random_device{}()};
   std::uniform_real_distribution<double> jitter_{0.0, 1.0};
   HostBlacklist blacklist_;
@@ -285,7 +283,7 @@ class ElasticPolicy {
   std::map<int, int> local_of_;
   std::string first_failure_;             // the first worker that failed, for the job's failure line           // worker id -> its slot on its host
   std::set<int> stopping_;                // SIGTERMed because their host went away
-  std::set<std::string> reported_non_local_;
+  std::set<std::string> reported_unusable_;
   std::string last_error_;
   std::optional<Clock::time_point> empty_since_;
   int next_id_ = 0;
@@ -293,11 +291,30 @@ class ElasticPolicy {
   bool finishing_ = false;  // a worker exited 0
 };
 
+// The hosts known at the start: -H/--hostfile's, or the discovery script's
+// first answer (a failing script is reported by the policy's own first run).
+std::vector<std::string> InitialHostNames(const LaunchOptions& opts) {
+  if (opts.host_discovery_script.empty()) return HostNamesOf(opts.hosts);
+  DiscoveryResult found = run_discovery_script(opts.host_discovery_script, kScriptTimeout, 1);
+  std::vector<std::string> names;
+  if (auto* hosts = std::get_if<std::vector<DiscoveredHost>>(&found)) {
+    for (const DiscoveredHost& h : *hosts) names.push_back(h.name);
+  }
+  return names;
+}
+
 }  // namespace
 
 int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
+  // Remote hosts are checked before anything starts; the rendezvous then
+  // listens where they can reach it.
+  StatusOr<RemotePlan> plan = PlanRemoteHosts(opts, InitialHostNames(opts), std::cerr);
+  if (!plan.ok()) {
+    std::cerr << "khorovodrun: " << plan.status().message() << '\n';
+    return 2;
+  }
   rendezvous::ServerOptions server_options;
-  server_options.host = opts.hostname;
+  server_options.host = plan->launcher_address();
   server_options.port = 0;
   StatusOr<std::string> token = RandomHex(32);
   if (!token.ok()) {
@@ -334,7 +351,7 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   for (const auto& name : extra.missing) {
     std::cerr << "khorovodrun: warning: -x " << name << " is not set here; not passing it\n";
   }
-  const std::string address = opts.hostname + ":" + std::to_string(server.port());
+  const std::string address = plan->launcher_address() + ":" + std::to_string(server.port());
   // Metrics port slots: a worker takes the lowest slot no live worker holds,
   // so a replacement reuses the port of the worker it replaces.
   std::map<int, int> slot_of;  // live worker id -> metrics slot
@@ -353,19 +370,21 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     vars.push_back({"KHOROVOD_WORKER_NAME", WorkerName(id)});
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
-    vars.push_back({"KHOROVOD_HOSTNAME", opts.hostname});
-    for (EnvVar& v : elastic_horovod_variables(opts.hosts_run_locally ? host : opts.hostname, spawn)) {
-      vars.push_back(std::move(v));
-    }
+    const bool remote = plan->IsRemote(host);
+    vars.push_back({"KHOROVOD_HOSTNAME", opts.hosts_run_locally ? opts.hostname : plan->AdvertisedAddress(host)});
+    // Horovod's HOROVOD_HOSTNAME: the host's name as listed.
+    const std::string listed = opts.hosts_run_locally || remote ? host : plan->launcher_address();
+    for (EnvVar& v : elastic_horovod_variables(listed, spawn)) vars.push_back(std::move(v));
+    for (EnvVar& v : plan->NetworkVariables()) vars.push_back(std::move(v));
     vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts.elastic_timeout.count())});
     WorkerSpec spec;
     spec.rank = id;
     spec.argv = opts.command;
     spec.env = merge_environment(base_env, vars);
-    return spec;
+    return remote ? plan->RemoteWorker(spec, host) : spec;
   };
 
-  ElasticPolicy policy(opts, server.service(), spec_for);
+  ElasticPolicy policy(opts, server.service(), *plan, spec_for);
   if (auto problem = policy.init_hosts()) {
     std::cerr << "khorovodrun: " << *problem << '\n';
     server.Stop();

@@ -1,6 +1,7 @@
 // elastic_job.h - khorovodrun's elastic mode (--min-np / --max-np).
 //
 // The launcher runs the job's rendezvous server in-process (on --hostname,
+// or with remote hosts on an address they reach, remote_hosts.h;
 // an ephemeral port, a fresh random token) and starts -np workers that find
 // it through KHOROVOD_RENDEZVOUS_ADDR/TOKEN. When a worker fails, the server
 // is told at once (so the survivors re-form without waiting for a heartbeat
@@ -20,10 +21,12 @@
 // script lists them. Workers on a host that disappears (or beyond a host's
 // new slot count, newest first) get SIGTERM (SIGKILL after the grace period)
 // and are reported to the server as leaving, so the survivors re-form at
-// once; new slots get new workers, which join at the next commit. A
-// non-local host fails the job at start and is ignored (with one message)
-// later; a failing script keeps the last host list. If no worker runs for
-// --elastic-timeout, the job fails.
+// once; new slots get new workers, which join at the next commit. Remote
+// hosts run their workers over ssh (remote_hosts.h): those known at the
+// start are checked first (a failing check fails the job), later ones are
+// not; a name that does not resolve fails the job at start and is ignored
+// (with one message) later; a failing script keeps the last host list. If
+// no worker runs for --elastic-timeout, the job fails.
 //
 // Thread-safety: run on the main thread; the server runs its own threads.
 #pragma once

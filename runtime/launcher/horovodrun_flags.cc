@@ -41,15 +41,18 @@ void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
   app.add_flag("--gloo", f.gloo, "horovodrun: accepted; Gloo is khorovod's CPU transport");
   app.add_flag("--verbose", f.verbose, "Print each worker's command and settings");
   app.add_option("--start-timeout", f.start_timeout_s,
-                 "horovodrun: bound on the launcher's start-up checks (none here: local hosts only)")
+                 "Seconds the ssh checks of remote hosts may take (default: HOROVOD_START_TIMEOUT or 30)")
       ->check(CLI::Range(1LL, 86400LL * 7));
   app.add_option("--network-interface,--network-interfaces", f.network_interface,
-                 "horovodrun: only lo; khorovodrun's workers talk over loopback");
+                 "Comma-separated NICs workers talk over; the first one every host has is used");
+  app.add_option("-p,--ssh-port", f.ssh_port, "ssh port of remote hosts")->check(CLI::Range(1, 65535));
+  app.add_option("-i,--ssh-identity-file", f.ssh_identity_file, "ssh private key for remote hosts")
+      ->check([](const std::string& p) { return p.empty() ? std::string("empty path") : std::string(); });
   app.add_option("--fusion-threshold-mb", f.fusion_threshold_mb, "Sets KHOROVOD_FUSION_THRESHOLD");
   app.add_option("--cycle-time-ms", f.cycle_time_ms, "Sets KHOROVOD_CYCLE_TIME");
   app.add_option("--cache-capacity", f.cache_capacity, "Sets KHOROVOD_CACHE_CAPACITY");
   app.add_flag("--disable-cache", f.disable_cache,
-               "horovodrun: disables the cache of start-up checks; khorovodrun caches none");
+               "Do not use or update the cache of ssh checks (~/.khorovod/ssh-checks, 60 minutes)");
   app.add_option("--timeline-filename", f.timeline_filename, "Sets KHOROVOD_TIMELINE");
   app.add_option("--gloo-timeout-seconds", f.gloo_timeout_seconds, "Sets KHOROVOD_TIMEOUT_SECONDS");
   app.add_option("--log-level", f.log_level, "horovodrun: TRACE..WARNING show every runtime message (all are warnings or errors); ERROR/FATAL refused")
@@ -64,11 +67,17 @@ void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
 }
 
 std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, LaunchOptions& opts) {
-  if (!f.network_interface.empty() && f.network_interface != "lo") {
-    return "--network-interface " + f.network_interface +
-           ": khorovodrun runs every worker on this host over loopback (lo); run multi-host "
-           "jobs as a HorovodJob on Kubernetes, where the pod network is used";
+  std::string names = f.network_interface;
+  for (std::size_t comma = names.find(','); !names.empty(); comma = names.find(',')) {
+    const std::string name = names.substr(0, comma);
+    if (name.empty()) return "--network-interface " + f.network_interface + ": empty interface name";
+    opts.network_interfaces.push_back(name);
+    names = comma == std::string::npos ? std::string() : names.substr(comma + 1);
   }
+  opts.ssh_port = f.ssh_port;
+  opts.ssh_identity_file = f.ssh_identity_file;
+  opts.start_timeout = std::chrono::seconds(f.start_timeout_s);
+  opts.disable_cache = f.disable_cache;
   opts.verbose = f.verbose;
   auto set = [&](const char* name, const std::string& value) {
     opts.extra_env.push_back(EnvSpec{name, value});

@@ -9,13 +9,12 @@
 //   --gloo                          accepted (Gloo is the CPU transport)
 //   --verbose                       the launcher prints each worker's command
 //                                   and settings (LaunchOptions::verbose)
-//   --start-timeout S               Horovod's bound on the
-//                                   launcher's start-up checks; checked, and
-//                                   khorovodrun (local hosts only) has no such
-//                                   checks, as horovodrun on local hosts
-//   --disable-cache                 Horovod's cache of those start-up checks;
-//                                   there is none, so nothing to disable
-//   --network-interface IFACE       only lo (khorovodrun is single-host)
+//   --start-timeout S               bound on the ssh checks of remote hosts
+//                                   (ssh_checks.h); none on local hosts, as horovodrun
+//   --disable-cache                 neither read nor write the cache of those checks
+//   --network-interface(s) A,B      the NICs workers may talk over, in order of
+//                                   preference; the first one every host has is used
+//   -p/--ssh-port, -i/--ssh-identity-file  ssh's port and key for remote hosts
 //   --fusion-threshold-mb, --cycle-time-ms, --cache-capacity,
 //   --timeline-filename, --gloo-timeout-seconds  worker settings
 //   --log-level TRACE..WARNING      accepted (every runtime message is a
@@ -49,6 +48,8 @@ struct HorovodrunFlags {
   std::string stall_shutdown_seconds;
   long long start_timeout_s = 0;  // 0: not given
   std::string network_interface;
+  int ssh_port = 0;
+  std::string ssh_identity_file;
   std::string fusion_threshold_mb;
   std::string cycle_time_ms;
   std::string cache_capacity;

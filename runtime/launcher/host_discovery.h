@@ -6,9 +6,9 @@
 // start and then every --discovery-interval-ms, and adds or removes workers
 // to match (see elastic_job.h).
 //
-// khorovodrun runs workers on this machine only, so every host must be local:
-// `localhost`, an address in 127.0.0.0/8, or this machine's hostname.
-// Other hosts are reported as errors, never waited for.
+// is_local_host() names the hosts that are this machine without asking the
+// resolver: `localhost`, an address in 127.0.0.0/8, or this machine's
+// hostname. Other hosts run their workers over ssh (remote_hosts.h).
 //
 // Contract of run_discovery_script(): it never blocks longer than `timeout`
 // (the script's process group is SIGKILLed past it), returns the script's

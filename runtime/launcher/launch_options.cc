@@ -106,21 +106,17 @@ EnvSpec parse_env_spec(const std::string& spec) {
 
 StatusOr<std::string> generate_job_id() { return RandomHex(16); }
 
-// khorovodrun runs workers on this host only; -H is accepted so horovodrun
-// command lines work, and checked so that a multi-host list fails loudly.
-Status check_local_hosts(const std::string& hosts, int needed, bool any_name) {
+// -H host:slots,... as horovodrun: names (local or remote, remote_hosts.h)
+// with a positive slot count each, enough for the job.
+Status check_host_slots(const std::string& hosts, int needed) {
   long long slots = 0;
   std::size_t start = 0;
   while (start <= hosts.size()) {
     const std::size_t end = std::min(hosts.find(',', start), hosts.size());
     const std::string entry = hosts.substr(start, end - start);
     const std::size_t colon = entry.rfind(':');
-    const std::string host = entry.substr(0, colon);
-    if (!any_name && host != "localhost" && host != "127.0.0.1") {
-      return Status::InvalidArgument("-H " + hosts +
-                                     ": khorovodrun runs workers on this host only (localhost); run "
-                                     "multi-host jobs as a HorovodJob on Kubernetes (or pass "
-                                     "--run-hosts-locally to run every host's slots here)");
+    if (entry.substr(0, colon).empty()) {
+      return Status::InvalidArgument("-H " + hosts + ": empty host name in '" + entry + "'");
     }
     long long n = 1;
     if (colon != std::string::npos) {
@@ -195,9 +191,9 @@ void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
       ->capture_default_str()
       ->check(in_range(1, 86400 * 7, "--elastic-timeout"));
   auto* hosts_option =
-      app.add_option("-H,--hosts", opts.hosts, "host:slots,... (only this host: localhost or 127.0.0.1)");
+      app.add_option("-H,--hosts", opts.hosts, "host:slots,... (hosts other than this one run over ssh)");
   app.add_option("--host-discovery-script", opts.host_discovery_script,
-                 "Elastic: executable printing the available host:slots lines (local hosts only)")
+                 "Elastic: executable printing the available host:slots lines")
       ->excludes(hosts_option)
       ->check([](const std::string& p) { return p.empty() ? std::string("empty path") : std::string(); });
   app.add_option("--hostfile", raw.hostfile, "File of '<host> slots=<N>' lines (as -H)")->excludes(hosts_option);
@@ -234,7 +230,7 @@ std::vector<std::string> tokens_for_cli(const std::vector<std::string>& args, st
 
 // Horovod's bounds (horovod/runner/elastic/discovery.py): 1 s .. 1 h.
 // The slots -H/--hostfile offer (an entry without ':' is one slot); 0 without
-// hosts or for a malformed list (check_local_hosts reports it).
+// hosts or for a malformed list (check_host_slots reports it).
 int FixedHostSlots(const LaunchOptions& opts) {
   if (opts.hosts.empty() || !opts.host_discovery_script.empty()) return 0;
   long long slots = 0;
@@ -295,8 +291,7 @@ Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
     }
   }
   if (!opts.hosts.empty()) {
-    KH_RETURN_IF_ERROR(check_local_hosts(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc,
-                                         opts.hosts_run_locally));
+    KH_RETURN_IF_ERROR(check_host_slots(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc));
   }
   opts.grace_period = std::chrono::milliseconds(raw.grace_ms);
   for (const auto& spec : raw.env_specs) opts.extra_env.push_back(parse_env_spec(spec));
@@ -313,7 +308,7 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   raw.elastic_timeout_s = opts.elastic_timeout.count();
   raw.discovery_ms = opts.discovery_interval.count();
 
-  CLI::App app{"Run N copies of a khorovod training program on this host.", "khorovodrun"};
+  CLI::App app{"Run N copies of a khorovod training program, here or on remote hosts over ssh.", "khorovodrun"};
   app.footer(
       "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
       "is passed to the program unchanged; '--' may separate it explicitly.");

@@ -4,7 +4,8 @@
 //               [--min-np N] [--max-np N] [--reset-limit N] [--elastic-timeout S]
 //               [-H host:slots,... | --host-discovery-script PATH [--discovery-interval-ms MS]]
 //               [--hostfile FILE] [--slots-per-host N] [--blacklist-cooldown-range MIN MAX]
-//               [--output-filename DIR] [--run-hosts-locally] [horovodrun's flags: horovodrun_flags.h]
+//               [--output-filename DIR] [--run-hosts-locally] [-p PORT] [-i FILE]
+//               [horovodrun's flags: horovodrun_flags.h]
 //               [-x NAME[=VALUE]]... [--] program [args...]
 //
 // Everything from the program name onwards belongs to the program, including
@@ -53,7 +54,8 @@ struct LaunchOptions {
   int max_np = 0;  // 0: not set
   int reset_limit = 100;
   std::chrono::seconds elastic_timeout{600};
-  // -H host:slots,... (local hosts only); empty: this host with -np slots.
+  // -H host:slots,...; empty: this host with -np slots. Hosts other than
+  // this machine run their workers over ssh (remote_hosts.h).
   std::string hosts;
   // Elastic: an executable printing `host:slots` lines (host_discovery.h),
   // run at start and every discovery_interval; implies elastic mode.
@@ -76,6 +78,15 @@ struct LaunchOptions {
   std::string output_filename;
   // --verbose: the launcher prints each worker's command and settings.
   bool verbose = false;
+  // Remote hosts (remote_hosts.h): -p/--ssh-port (0: ssh's default),
+  // -i/--ssh-identity-file, --start-timeout (0: HOROVOD_START_TIMEOUT or
+  // 30 s, as horovodrun) bounding the ssh checks, --disable-cache of them,
+  // --network-interface(s) (comma-separated, in order of preference).
+  int ssh_port = 0;
+  std::string ssh_identity_file;
+  std::chrono::seconds start_timeout{0};
+  bool disable_cache = false;
+  std::vector<std::string> network_interfaces;
   bool elastic() const { return min_np > 0 || max_np > 0 || !host_discovery_script.empty(); }
   // argv of the worker program; never empty after a successful parse.
   std::vector<std::string> command;
@@ -93,9 +104,8 @@ struct ParseOutcome {
 ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err);
 
-// Checks a -H list: local hosts only (any names with `any_name`), enough
-// slots (kInvalidArgument).
-Status check_local_hosts(const std::string& hosts, int needed, bool any_name = false);
+// Checks a -H list's syntax and that it offers `needed` slots (kInvalidArgument).
+Status check_host_slots(const std::string& hosts, int needed);
 
 // Checks one `-x` value (kInvalidArgument for an invalid spec).
 Status validate_env_spec(const std::string& spec);

@@ -1,11 +1,12 @@
-// khorovodrun - start N local workers of a khorovod program (like
-// `horovodrun -np N` on one host). See launch_options.h for the command
-// line, worker_env.h for the environment contract and job_supervisor.h for
-// how failures and signals are handled.
+// khorovodrun - start N workers of a khorovod program (like `horovodrun
+// -np N`), here or on remote hosts over ssh (remote_hosts.h). See
+// launch_options.h for the command line, worker_env.h for the environment
+// contract and job_supervisor.h for how failures and signals are handled.
 //
 // main() owns every resource, in this order: the signal pipe (so no signal
-// is missed once workers exist), the rendezvous directory, then the
-// supervisor and its workers. Destruction runs in reverse: workers are gone
+// is missed once workers exist), the rendezvous directory (with remote
+// hosts: the store server, multi_host_job.h), then the supervisor and its
+// workers. Destruction runs in reverse: workers are gone
 // before the directory is removed.
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,6 +24,8 @@
 #include "signal_pipe.h"
 #include "metrics_ports.h"
 #include "worker_env.h"
+#include "launcher/multi_host_job.h"
+#include "launcher/remote_hosts.h"
 
 namespace {
 
@@ -40,7 +43,7 @@ void ensure_standard_fds_open() {
 }
 
 std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::string& store_path,
-                                          const MetricsPorts& ports) {
+                                          const MetricsPorts& ports, const std::vector<EnvVar>& network) {
   const std::vector<std::string> base_env = current_environment();
   const ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, base_env);
   for (const auto& name : extra.missing) {
@@ -56,8 +59,9 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::
     const auto horovod = horovod_variables(params);
     overrides.insert(overrides.end(), contract.begin(), contract.end());
     overrides.insert(overrides.end(), horovod.begin(), horovod.end());
+    overrides.insert(overrides.end(), network.begin(), network.end());
     if (ports.enabled()) overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
-    specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides)});
+    specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides), {}});
   }
   return specs;
 }
@@ -67,9 +71,11 @@ void print_worker_specs(const std::vector<WorkerSpec>& specs) {
   for (const WorkerSpec& spec : specs) {
     std::cerr << "khorovodrun: worker " << spec.rank << ":";
     for (const std::string& var : spec.env) {
-      if (var.rfind("KHOROVOD_", 0) == 0 || var.rfind("HOROVOD_", 0) == 0) std::cerr << ' ' << var;
+      const bool secret = var.rfind("KHOROVOD_RENDEZVOUS_TOKEN=", 0) == 0;
+      if (!secret && (var.rfind("KHOROVOD_", 0) == 0 || var.rfind("HOROVOD_", 0) == 0)) std::cerr << ' ' << var;
     }
     for (const std::string& arg : spec.argv) std::cerr << ' ' << arg;
+    if (!spec.stdin_data.empty()) std::cerr << " (environment on ssh's stdin)";
     std::cerr << '\n';
   }
 }
@@ -104,9 +110,26 @@ int main(int argc, char** argv) {
       std::cerr << "khorovodrun: " << ports.status().message() << '\n';
       return 2;
     }
+    // -H/--hostfile naming other machines: their workers run over ssh.
+    khorovod::StatusOr<RemotePlan> plan = PlanRemoteHosts(opts, HostNamesOf(opts.hosts), std::cerr);
+    if (!plan.ok()) {
+      std::cerr << "khorovodrun: " << plan.status().message() << '\n';
+      return 2;
+    }
     ScopedTempDir store("khorovod-store-");
     JobConfig config;
-    config.workers = make_worker_specs(opts, store.path(), *ports);
+    MultiHostStaticJob multi_host;  // its store serves the workers until the supervisor returns
+    if (plan->has_remote_hosts()) {
+      khorovod::StatusOr<MultiHostStaticJob> prepared = PrepareMultiHostStaticJob(opts, *plan, *ports);
+      if (!prepared.ok()) {
+        std::cerr << "khorovodrun: " << prepared.status().message() << '\n';
+        return 1;
+      }
+      multi_host = std::move(*prepared);
+      config.workers = multi_host.workers;
+    } else {
+      config.workers = make_worker_specs(opts, store.path(), *ports, plan->NetworkVariables());
+    }
     config.grace_period = opts.grace_period;
     for (int rank = 0; rank < opts.num_proc && !opts.output_filename.empty(); ++rank) {
       khorovod::StatusOr<RankOutputFiles> files = OpenRankOutputFiles(opts.output_filename, rank, opts.num_proc);

@@ -30,6 +30,24 @@ Pipe make_pipe() {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
+// A pipe already holding `data`, large enough that the write never blocks
+// (Linux pipes hold 64 KiB by default; an environment is far smaller).
+Pipe StdinHolding(const std::string& data) {
+  Pipe p = make_pipe();
+  if (data.size() > 60000) ::fcntl(p.write.get(), F_SETPIPE_SZ, static_cast<int>(data.size() + 4096));
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(p.write.get(), data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      throw SpawnError("cannot write the worker's stdin: " + errno_text(e), e, false);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return p;
+}
+
 void set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -142,8 +160,11 @@ WorkerPipes ProcessGroup::spawn(const WorkerSpec& spec) {
     const int e = errno;
     throw SpawnError("cannot open /dev/null: " + errno_text(e), e, false);
   }
+  Pipe in;
+  if (!spec.stdin_data.empty()) in = StdinHolding(spec.stdin_data);
+  const int stdin_fd = in.read ? in.read.get() : dev_null.get();
 
-  const ChildSetup setup{::getpid(),      dev_null.get(),         out.write.get(),
+  const ChildSetup setup{::getpid(),      stdin_fd,               out.write.get(),
                          err.write.get(), exec_error.write.get(), argv.data(),
                          envp.data()};
   const pid_t pid = ::fork();
@@ -160,6 +181,7 @@ WorkerPipes ProcessGroup::spawn(const WorkerSpec& spec) {
   out.write.reset();
   err.write.reset();
   exec_error.write.reset();
+  in.read.reset();
 
   int child_errno = 0;
   ssize_t n;
@@ -175,7 +197,7 @@ WorkerPipes ProcessGroup::spawn(const WorkerSpec& spec) {
 
   set_nonblocking(out.read.get());
   set_nonblocking(err.read.get());
-  workers_.push_back(Worker{spec.rank, pid});
+  workers_.push_back(Worker{spec.rank, pid, false, false, std::move(in.write)});
   return WorkerPipes{std::move(out.read), std::move(err.read)};
 }
 
@@ -246,6 +268,7 @@ void ProcessGroup::reap_exited() {
     while (::waitpid(w.pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     w.reaped = true;
+    w.stdin_write.reset();
   }
 }
 

@@ -6,7 +6,7 @@
 //    (shell pipelines, data-loader subprocesses) and a terminal's Ctrl-C is
 //    delivered once, by the launcher, instead of twice. Its stdin is
 //    /dev/null, its stdout/stderr are fresh pipes whose read ends (O_CLOEXEC,
-//    O_NONBLOCK) are returned to the caller. The worker also gets
+//    O_NONBLOCK) are returned to the caller (stdin: WorkerSpec::stdin_data). The worker also gets
 //    PR_SET_PDEATHSIG=SIGKILL so it does not outlive a launcher that was
 //    itself SIGKILLed.
 //  * If exec fails (program not found, not executable) spawn() reports it
@@ -70,6 +70,11 @@ struct WorkerSpec {
   int rank = 0;
   std::vector<std::string> argv;  // argv[0] is looked up in PATH (execvp)
   std::vector<std::string> env;   // complete environment, "NAME=VALUE"
+  // Empty: stdin is /dev/null. Otherwise stdin is a pipe holding these bytes
+  // whose write end stays open until the worker is reaped, so the worker
+  // sees EOF only when the launcher lets it go (a remote worker's ssh
+  // carries its environment this way, ssh_command.h).
+  std::string stdin_data;
 };
 
 struct WorkerPipes {
@@ -123,6 +128,7 @@ class ProcessGroup {
     pid_t pid;
     bool exited = false;
     bool reaped = false;
+    UniqueFd stdin_write;  // spec.stdin_data's pipe; closed when reaped
   };
   std::vector<Worker> workers_;
 };

@@ -13,8 +13,6 @@ struct Refused {
 };
 
 constexpr const char* kMpi = "khorovod has no MPI or jsrun mode; workers use Gloo (drop the flag)";
-constexpr const char* kSsh =
-    "khorovodrun starts workers on this host only (no ssh); run multi-host jobs as a HorovodJob on Kubernetes";
 constexpr const char* kAutotune =
     "khorovod has no autotuner; set --fusion-threshold-mb and --cycle-time-ms instead";
 constexpr const char* kHierarchical =
@@ -26,8 +24,6 @@ constexpr Refused kRefused[] = {
      "khorovod has one build: Gloo and shared memory, NCCL when compiled in; ask "
      "khorovod.torch.nccl_built() / gloo_built() instead"},
     {"--config-file", true, "khorovodrun reads no YAML config file; pass the settings as flags"},
-    {"-p,--ssh-port", true, kSsh},
-    {"-i,--ssh-identity-file", true, kSsh},
     {"--hierarchical-allreduce", false, kHierarchical},
     {"--no-hierarchical-allreduce", false, kHierarchical},
     {"--hierarchical-allgather", false, kHierarchical},

@@ -3,6 +3,6 @@ module); here the same as khorovod.tensorflow.keras, since Keras runs on
 TensorFlow in both."""
 
 from ..tensorflow.keras import *  # noqa: F401,F403
-from ..tensorflow.keras import (DistributedOptimizer, allgather, allreduce, broadcast,  # noqa: F401
-                                load_model, reducescatter)
+from ..tensorflow.keras import (DistributedOptimizer, PartialDistributedOptimizer, allgather,  # noqa: F401
+                                allreduce, broadcast, load_model, reducescatter)
 from ..tensorflow.keras import callbacks, elastic  # noqa: F401

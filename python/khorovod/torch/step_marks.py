@@ -14,33 +14,17 @@ StepMarks object lives.
 Thread-safety: one training thread, as the optimizer.
 """
 
-import os
 import weakref
 
 import torch
 
+from .._batch_size import fixed_batch_size
 from .._context import CONTEXT
-
-
-def _fixed_batch_size(batch_size):
-    if batch_size is not None:
-        value, source = batch_size, "batch_size"
-    else:
-        value, source = os.environ.get("KHOROVOD_BATCH_SIZE"), "KHOROVOD_BATCH_SIZE"
-        if not value:
-            return None
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        n = -1
-    if n < 1:
-        raise ValueError(f"khorovod: {source} must be a positive integer, got {value!r}")
-    return n
 
 
 class StepMarks:
     def __init__(self, batch_size=None):
-        self._fixed = _fixed_batch_size(batch_size)
+        self._fixed = fixed_batch_size(batch_size)
         self._samples = 0
         self._depth = 0
         self._hooks = []

@@ -1,7 +1,9 @@
 // The kernels of khorovod's TensorFlow control ops (op_defs.cc): join and
 // barrier complete asynchronously from the runtime's Handle, like the
 // collectives; KhorovodTopology answers rank/size queries when the op runs
-// (a graph built elsewhere reads the topology of the process running it).
+// (a graph built elsewhere reads the topology of the process running it);
+// KhorovodEndStep marks a training step (a no-op before init(), as a step
+// that cannot be attributed to a job).
 //
 // Thread-safety: kernels keep no mutable state.
 #include <string>
@@ -95,9 +97,25 @@ class TopologyOp : public tf::OpKernel {
   int process_set_ = 0;
 };
 
+class EndStepOp : public tf::OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(tf::OpKernelContext* ctx) override {
+    const tf::Tensor& samples = ctx->input(0);
+    OP_REQUIRES(ctx, tf::TensorShapeUtils::IsScalar(samples.shape()),
+                absl::InvalidArgumentError("khorovod: end_step takes a scalar sample count"));
+    const int64_t n = samples.scalar<int64_t>()();
+    OP_REQUIRES(ctx, n >= 0, absl::InvalidArgumentError("khorovod: end_step's sample count is negative"));
+    RuntimeSlot::Lease lease(RuntimeSlot::Instance());
+    if (lease.runtime() != nullptr) lease.runtime()->end_step(n);
+  }
+};
+
 REGISTER_KERNEL_BUILDER(Name("KhorovodJoin").Device(tf::DEVICE_CPU), JoinOp);
 REGISTER_KERNEL_BUILDER(Name("KhorovodBarrier").Device(tf::DEVICE_CPU), BarrierOp);
 REGISTER_KERNEL_BUILDER(Name("KhorovodTopology").Device(tf::DEVICE_CPU), TopologyOp);
+REGISTER_KERNEL_BUILDER(Name("KhorovodEndStep").Device(tf::DEVICE_CPU), EndStepOp);
 
 }  // namespace
 }  // namespace khorovod::tensorflow_ops

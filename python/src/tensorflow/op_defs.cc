@@ -139,4 +139,10 @@ REGISTER_OP("KhorovodTopology")
     .SetIsStateful()
     .SetShapeFn(Scalar);
 
+// Ends a training step for the worker's metrics (Runtime::end_step) when
+// it runs: the Keras DistributedOptimizer puts one after each update, so a
+// step is marked inside model.fit's compiled train step.
+REGISTER_OP("KhorovodEndStep").Input("samples: int64").SetIsStateful().SetShapeFn(
+    ::tensorflow::shape_inference::NoOutputs);
+
 }  // namespace khorovod::tensorflow_ops

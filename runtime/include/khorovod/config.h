@@ -72,6 +72,14 @@ struct Config : Placement {
   std::string store_path;
   std::string job_id = "khorovod";
   std::string hostname = "127.0.0.1";
+  // KHOROVOD_NETWORK_INTERFACE (Horovod: HOROVOD_GLOO_IFACE): the NIC whose
+  // address Gloo binds and advertises to peers; empty: `hostname`'s address.
+  std::string network_interface;
+  // KHOROVOD_STORE_ADDR HOST:PORT: a static job whose peers meet through the
+  // key-value store (generation 0) of khorovodrun's rendezvous server instead
+  // of a shared directory (multi-host khorovodrun); authenticated with
+  // rendezvous_token. Not elastic: the ranks stay those of the environment.
+  std::string store_addr;
 
   size_t fusion_threshold_bytes = 128u << 20;
   std::chrono::microseconds cycle_time{1000};

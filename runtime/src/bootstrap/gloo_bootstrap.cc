@@ -8,17 +8,36 @@
 
 #include <filesystem>
 
+#include "bootstrap/rendezvous_endpoint.h"
+#include "http_store.h"
+
 namespace khorovod {
+
+gloo::transport::tcp::attr GlooDeviceAttr(const Config& config) {
+  gloo::transport::tcp::attr attr;
+  if (config.network_interface.empty()) {
+    attr.hostname = config.hostname;
+  } else {
+    attr.iface = config.network_interface;
+    attr.ai_family = AF_INET;  // the address khorovodrun checked on every host
+  }
+  return attr;
+}
 
 StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooContext(const Config& config,
                                                             const std::string& generation) {
   try {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = config.hostname;
-    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto device = gloo::transport::tcp::CreateDevice(GlooDeviceAttr(config));
 
     std::unique_ptr<gloo::rendezvous::Store> base;
-    if (config.store_path.empty()) {
+    if (!config.store_addr.empty()) {
+      StatusOr<rendezvous::HttpEndpoint> endpoint =
+          ParseRendezvousEndpoint("KHOROVOD_STORE_ADDR", config.store_addr, config.rendezvous_token);
+      if (!endpoint.ok()) return endpoint.status();
+      rendezvous::HttpStoreOptions options;
+      options.timeout = config.transport_timeout;
+      base = std::make_unique<rendezvous::HttpStore>(*endpoint, config.job_id, 0, options);
+    } else if (config.store_path.empty()) {
       if (config.size != 1) return Status::InvalidArgument("a store path is required when size > 1");
       base = std::make_unique<gloo::rendezvous::HashStore>();
     } else {

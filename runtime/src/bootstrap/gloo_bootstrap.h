@@ -1,8 +1,11 @@
 // Connects this process to its peers: a full mesh of Gloo TCP pairs, found
 // through a key-value store (Gloo's FileStore in the job's store directory,
-// namespaced by job id; an in-process store for a single rank).
+// namespaced by job id; generation 0 of khorovodrun's rendezvous server when
+// config.store_addr is set (multi-host static jobs); an in-process store for
+// a single rank). Gloo binds config.network_interface's address when set,
+// else config.hostname's.
 //
-// The elastic work replaces the store with the HTTP rendezvous server; the
+// The elastic rendezvous uses the HTTP server's per-generation store; the
 // rest of the runtime only sees the connected gloo::Context.
 //
 // Thread-safety: a free function with no shared state.
@@ -10,6 +13,8 @@
 
 #include <memory>
 #include <string>
+
+#include <gloo/transport/tcp/attr.h>
 
 #include "khorovod/config.h"
 #include "khorovod/status.h"
@@ -22,6 +27,9 @@ namespace khorovod {
 
 // `generation` namespaces the keys so that re-connecting the same job does
 // not read stale addresses.
+// The TCP device attributes for `config`: its network interface, else its hostname.
+gloo::transport::tcp::attr GlooDeviceAttr(const Config& config);
+
 StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooContext(const Config& config,
                                                             const std::string& generation = "0");
 

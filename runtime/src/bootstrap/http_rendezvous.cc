@@ -10,7 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "bootstrap/gloo_bootstrap.h"
 #include "bootstrap/gloo_mesh.h"
+#include "bootstrap/rendezvous_endpoint.h"
 #include "bootstrap/rendezvous.h"
 #include "bootstrap/termination_watch.h"
 #include "http_store.h"
@@ -63,9 +65,7 @@ class HttpRendezvous final : public Rendezvous {
 
   StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment& a, const Config& config) override {
     try {
-      gloo::transport::tcp::attr attr;
-      attr.hostname = config.hostname;
-      auto device = gloo::transport::tcp::CreateDevice(attr);
+      auto device = gloo::transport::tcp::CreateDevice(GlooDeviceAttr(config));
       rendezvous::HttpStoreOptions options;
       options.timeout = config.transport_timeout;
       HttpStore store(endpoint_, job_, a.generation, options);
@@ -237,25 +237,15 @@ class HttpRendezvous final : public Rendezvous {
 }  // namespace
 
 StatusOr<std::unique_ptr<Rendezvous>> MakeHttpRendezvous(const Config& config) {
-  const std::string& addr = config.rendezvous_addr;
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return Status::InvalidArgument("KHOROVOD_RENDEZVOUS_ADDR='" + addr + "': expected HOST:PORT");
-  }
-  HttpEndpoint endpoint;
-  endpoint.host = addr.substr(0, colon);
-  try {
-    endpoint.port = std::stoi(addr.substr(colon + 1));
-  } catch (const std::exception&) {
-    return Status::InvalidArgument("KHOROVOD_RENDEZVOUS_ADDR='" + addr + "': bad port");
-  }
+  StatusOr<HttpEndpoint> endpoint =
+      ParseRendezvousEndpoint("KHOROVOD_RENDEZVOUS_ADDR", config.rendezvous_addr, config.rendezvous_token);
+  if (!endpoint.ok()) return endpoint.status();
   if (config.rendezvous_token.empty()) {
     return Status::InvalidArgument(
         "elastic jobs need the job's rendezvous token: set KHOROVOD_RENDEZVOUS_TOKEN or "
         "KHOROVOD_RENDEZVOUS_TOKEN_FILE");
   }
-  endpoint.token = config.rendezvous_token;
-  return std::unique_ptr<Rendezvous>(std::make_unique<HttpRendezvous>(std::move(endpoint), config));
+  return std::unique_ptr<Rendezvous>(std::make_unique<HttpRendezvous>(std::move(*endpoint), config));
 }
 
 }  // namespace khorovod

@@ -149,7 +149,13 @@ Status Config::Validate() const {
     return Status::InvalidArgument("KHOROVOD_CROSS_RANK=" + std::to_string(cross_rank) +
                                    " outside [0, KHOROVOD_CROSS_SIZE=" + std::to_string(cross_size) + ")");
   }
-  if (size > 1 && store_path.empty() && !elastic()) {
+  if (!store_addr.empty() && elastic()) {
+    return Status::InvalidArgument("KHOROVOD_STORE_ADDR and KHOROVOD_RENDEZVOUS_ADDR exclude each other");
+  }
+  if (!store_addr.empty() && rendezvous_token.empty()) {
+    return Status::InvalidArgument("KHOROVOD_STORE_ADDR needs the job's token (KHOROVOD_RENDEZVOUS_TOKEN or _FILE)");
+  }
+  if (size > 1 && store_path.empty() && store_addr.empty() && !elastic()) {
     return Status::InvalidArgument(
         "KHOROVOD_STORE_PATH is required when size > 1 (start the job with khorovodrun)");
   }
@@ -183,6 +189,8 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   env.String("KHOROVOD_STORE_PATH", &c.store_path);
   env.String("KHOROVOD_JOB_ID", &c.job_id);
   env.String("KHOROVOD_HOSTNAME", &c.hostname);
+  env.String("KHOROVOD_NETWORK_INTERFACE", &c.network_interface);
+  env.String("KHOROVOD_STORE_ADDR", &c.store_addr);
   env.String("KHOROVOD_CPU_OPERATIONS", &c.cpu_backend);
   env.String("KHOROVOD_GPU_OPERATIONS", &c.gpu_backend);
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_GPU_DEVICE", 0, 1 << 16, &c.gpu_device));

@@ -25,6 +25,7 @@ constexpr Alias kAliases[] = {
     {"HOROVOD_GPU_OPERATIONS", "KHOROVOD_GPU_OPERATIONS", true},
     {"HOROVOD_ELASTIC_TIMEOUT", "KHOROVOD_ELASTIC_TIMEOUT_SECONDS", false},
     {"HOROVOD_HOSTNAME", "KHOROVOD_HOSTNAME", false},
+    {"HOROVOD_GLOO_IFACE", "KHOROVOD_NETWORK_INTERFACE", false},
 };
 
 // Set by horovodrun for its own workers; they describe Horovod's launch,

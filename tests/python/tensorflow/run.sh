@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The tensorflow suite stage: khorovod.tensorflow as users install it.
 #   1. PyPI's tensorflow-cpu (python/tensorflow-pin.txt) with its
-#      dependencies and the test tools, downloaded once into
-#      ~/.cache/khorovod/wheels/tensorflow-cpu-<version>/ (.complete marks it);
+#      dependencies and the test tools, and tf-keras (python/tf-keras-pin.txt,
+#      without its dependencies), downloaded once into
+#      ~/.cache/khorovod/wheels/tensorflow-cpu-<version>/ (.complete holds
+#      the pins' checksum; a changed pin tops the cache up);
 #   2. a venv from /usr/bin/python3 with them installed, cached in
-#      ~/.cache/khorovod/venv/tensorflow-cpu-<version>-py3.11/;
+#      ~/.cache/khorovod/venv/tensorflow-cpu-<version>-py3.11/ (tf-keras is
+#      used only by the cases that set TF_USE_LEGACY_KERAS=1);
 #   3. `pip install .` of khorovod into it (khorovod uninstalled first, so
 #      the install under test is fresh; build/wheel-tf and ccache keep it
 #      incremental), which builds the TensorFlow ops because TensorFlow
 #      imports there;
-#   4. tests/python/tensorflow/test_tensorflow.py through the venv's own
-#      khorovodrun and python, with no PYTHONPATH.
+#   4. tests/python/tensorflow/test_tensorflow.py and test_keras_metrics.py
+#      through the venv's own khorovodrun and python, with no PYTHONPATH
+#      (the TensorFlow+torch case adds the pip-install stage's torch venv).
 # Prints "tensorflow: N passed, M failed" last; exit 0 iff all passed.
 # Usage: tests/python/tensorflow/run.sh [--download-only] [-- pytest args]
 set -uo pipefail
@@ -29,25 +33,32 @@ unset PYTHONPATH KHOROVODRUN
 
 fail() { echo "FAIL: $*"; echo "tensorflow: 0 passed, 1 failed"; exit 1; }
 
-if [ ! -f "$wheels/.complete" ]; then
-  echo "tensorflow: fetching tensorflow-cpu $tf_version into $wheels"
+# The caches are marked complete with the pins' checksum, so a changed pin
+# (a new test tool) tops them up instead of being missed.
+keras2_pin=$root/python/tf-keras-pin.txt
+pins_sum=$(cat "$pin" "$keras2_pin" | sha256sum | cut -c1-16)
+if [ "$(cat "$wheels/.complete" 2>/dev/null)" != "$pins_sum" ]; then
+  echo "tensorflow: fetching tensorflow-cpu $tf_version and tf-keras into $wheels"
   mkdir -p "$wheels"
   timeout 1200 /usr/bin/python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     --python-version 3.11 --implementation cp --abi cp311 -d "$wheels" -r "$pin" \
     || fail "downloading the pinned TensorFlow wheels"
-  touch "$wheels/.complete"
+  timeout 600 /usr/bin/python3 -m pip download --quiet --disable-pip-version-check --only-binary=:all: --no-deps \
+    -d "$wheels" -r "$keras2_pin" || fail "downloading the pinned tf-keras wheel"
+  echo "$pins_sum" > "$wheels/.complete"
 fi
 [ "$download_only" = 1 ] && { echo "$wheels"; exit 0; }
 bash "$root/scripts/python-wheels.sh" --download-only >/dev/null || fail "pip's build requirements unavailable"
 
-if [ ! -f "$venv/.complete" ]; then
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv "$venv" || fail "creating $venv"
+if [ "$(cat "$venv/.complete" 2>/dev/null)" != "$pins_sum" ]; then
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv" || fail "creating $venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheels" \
     -r "$pin" || fail "installing TensorFlow into $venv"
-  touch "$venv/.complete"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheels" \
+    --no-deps -r "$keras2_pin" || fail "installing tf-keras into $venv"
+  echo "$pins_sum" > "$venv/.complete"
 fi
 
 "$venv/bin/python" -m pip uninstall --quiet --yes khorovod >/dev/null 2>&1
@@ -59,10 +70,15 @@ import tensorflow as tf, khorovod.tensorflow.keras as hvd, khorovod._build_info 
 print("tensorflow", tf.__version__, "keras", tf.keras.__version__, "ops built against", b.TENSORFLOW_VERSION)' \
   || fail "khorovod.tensorflow does not import from $venv"
 
+# Torch for the one-process TensorFlow+torch case: the pip-install stage's
+# PyPI torch venv, appended to that case's sys.path (skipped without it).
+torch_site=$(compgen -G "$cache/venv/torch-*-py3.11/lib/python3.11/site-packages" | head -1)
+[ -f "${torch_site%/lib/*}/.complete" ] || torch_site=
 cd "$root/tests/python/tensorflow"
 env PATH="$venv/bin:/usr/bin:/bin" KHOROVODRUN="$venv/bin/khorovodrun" KHOROVOD_TEST_PYTHON="$venv/bin/python" \
-  OMP_NUM_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1 \
-  timeout 1500 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rfE test_tensorflow.py "$@" | tee /tmp/khorovod-tf-stage.$$
+  KHOROVOD_TEST_TORCH_SITE="$torch_site" OMP_NUM_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1 \
+  timeout 1500 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rfEs test_tensorflow.py test_keras_metrics.py \
+  "$@" | tee /tmp/khorovod-tf-stage.$$
 summary=$(grep -E "^[0-9]+ (passed|failed)|^(=+ )?[0-9]+ (passed|failed)" /tmp/khorovod-tf-stage.$$ | tail -1)
 rm -f /tmp/khorovod-tf-stage.$$
 p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)

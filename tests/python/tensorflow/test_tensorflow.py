@@ -1,10 +1,13 @@
 """khorovod.tensorflow and khorovod.tensorflow.keras through khorovodrun:
 every collective at 2, 3 and 4 ranks; a Keras script written for Horovod
-(import line changed) at 2 and 4 ranks; the elastic Keras script with a
-worker killed inside model.fit; a peer killed during a TF allreduce.
+(import line changed) at 2 and 4 ranks, under Keras 3 and Keras 2
+(tf-keras); the elastic Keras script with a
+worker killed inside model.fit; a peer killed during a TF allreduce;
+TensorFlow and torch in one process.
 Run with the interpreter that has TensorFlow (ctest when the build found
 it; the tensorflow suite stage from the pip-installed venv)."""
 
+import importlib.util
 import os
 import re
 import sys
@@ -16,6 +19,12 @@ from conftest import run_job  # noqa: E402  (tests/python/conftest.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ELASTIC = ("--min-np", "2", "--max-np", "3", "--elastic-timeout", "60", "--reset-limit", "3")
+
+
+def skip_without_tf_keras(keras):
+    """The tensorflow stage's venv has tf-keras; a CMake build's interpreter may not."""
+    if keras == 2 and importlib.util.find_spec("tf_keras") is None:
+        pytest.skip("tf-keras is not installed (python/tf-keras-pin.txt)")
 
 
 def worker(name):
@@ -39,12 +48,16 @@ def test_collectives(np):
     assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), job.output
 
 
-@pytest.mark.parametrize("np", [2, 4])
-def test_horovod_keras_script(tmp_path, np):
+@pytest.mark.parametrize("np,keras", [(2, 3), (4, 3), (2, 2)], ids=["np2-keras3", "np4-keras3", "np2-keras2"])
+def test_horovod_keras_script(tmp_path, np, keras):
+    """Keras 2 is tf-keras through TF_USE_LEGACY_KERAS=1, as legacy code runs."""
+    skip_without_tf_keras(keras)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    job = run_job(horovod_script(tmp_path, "keras_horovod_fit.py"), ckpt, np=np, timeout=300)
+    job = run_job(horovod_script(tmp_path, "keras_horovod_fit.py"), ckpt, np=np, timeout=300,
+                  env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"})
     assert job.returncode == 0, job.output
+    assert job.lines(f"keras {keras}."), job.output
     losses = [float(m.group(1)) for m in map(re.compile(r"epoch \d loss=(\S+)").search, job.output.splitlines())
               if m]
     assert len(losses) == 4 and losses[-1] < losses[0] / 4, job.output
@@ -87,3 +100,13 @@ def test_peer_killed_during_a_tf_allreduce():
     done = _done(job, r"(worker-\d+): done: rank (\d) of 3, step (\d+), probe (\S+)")
     assert sorted(m.group(1) for m in done) == ["worker-0", "worker-2", "worker-3"], job.output
     assert len({(m.group(3), m.group(4)) for m in done}) == 1, job.output
+
+
+def test_tensorflow_and_torch_in_one_process():
+    torch_site = os.environ.get("KHOROVOD_TEST_TORCH_SITE")
+    if not torch_site:
+        pytest.skip("no torch to add (KHOROVOD_TEST_TORCH_SITE: run.sh sets it to the pip-install "
+                    "stage's PyPI torch venv when it exists)")
+    job = run_job(worker("tf_and_torch.py"), np=2, timeout=240, env={"KHOROVOD_TEST_TORCH_SITE": torch_site})
+    assert job.returncode == 0, job.output
+    assert sorted(job.lines(": OK")) == [f"[{r}]<stdout>:rank {r}: OK" for r in range(2)], job.output

@@ -243,6 +243,23 @@ TEST(Config, SizeAboveOneRequiresAStorePath) {
   EXPECT_TRUE(Config::FromMap({{"KHOROVOD_SIZE", "1"}}).ok());
 }
 
+// khorovodrun's multi-host static jobs: the store is the rendezvous server's
+// (with the job's token) instead of a directory; the NIC Gloo binds.
+TEST(Config, StoreAddressAndNetworkInterface) {
+  auto c = Config::FromMap({{"KHOROVOD_RANK", "1"}, {"KHOROVOD_SIZE", "4"},
+                            {"KHOROVOD_STORE_ADDR", "10.0.0.1:4000"}, {"KHOROVOD_RENDEZVOUS_TOKEN", "t"},
+                            {"KHOROVOD_NETWORK_INTERFACE", "eth1"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->store_addr, "10.0.0.1:4000");
+  EXPECT_EQ(c->network_interface, "eth1");
+  EXPECT_FALSE(c->elastic());
+  ExpectRejected({{"KHOROVOD_RANK", "0"}, {"KHOROVOD_SIZE", "2"}, {"KHOROVOD_STORE_ADDR", "h:1"}},
+                 "KHOROVOD_RENDEZVOUS_TOKEN");
+  ExpectRejected({{"KHOROVOD_RANK", "0"}, {"KHOROVOD_SIZE", "2"}, {"KHOROVOD_STORE_ADDR", "h:1"},
+                  {"KHOROVOD_RENDEZVOUS_TOKEN", "t"}, {"KHOROVOD_RENDEZVOUS_ADDR", "h:2"}},
+                 "KHOROVOD_STORE_ADDR");
+}
+
 TEST(Config, ValidateChecksRangesAndCrossFieldConstraints) {
   Config c;
   EXPECT_TRUE(c.Validate().ok());

@@ -20,7 +20,8 @@ TEST(HorovodEnv, AliasesTranslateIntoTheConfig) {
   const Env horovod = {{"HOROVOD_FUSION_THRESHOLD", "1048576"}, {"HOROVOD_CYCLE_TIME", "2.5"},
                        {"HOROVOD_CACHE_CAPACITY", "7"}, {"HOROVOD_GLOO_TIMEOUT_SECONDS", "12"},
                        {"HOROVOD_GPU_OPERATIONS", "NCCL"}, {"HOROVOD_TIMELINE", "/tmp/t.json"},
-                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "9"}, {"HOROVOD_ELASTIC_TIMEOUT", "30"}};
+                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "9"}, {"HOROVOD_ELASTIC_TIMEOUT", "30"},
+                       {"HOROVOD_GLOO_IFACE", "eth1"}};
   EXPECT_TRUE(MergeHorovodAliases(&vars, horovod).empty());
   StatusOr<Config> c = Config::FromMap(vars);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -32,6 +33,7 @@ TEST(HorovodEnv, AliasesTranslateIntoTheConfig) {
   EXPECT_EQ(c->timeline_path, "/tmp/t.json");
   EXPECT_EQ(c->stall_warning_time.count(), 9'000);
   EXPECT_EQ(c->elastic_timeout.count(), 30'000);
+  EXPECT_EQ(c->network_interface, "eth1");
 }
 
 TEST(HorovodEnv, StallShutdownAndDisableAreHonoured) {

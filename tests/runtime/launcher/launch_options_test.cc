@@ -146,9 +146,12 @@ TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
                                     "--disable-cache", "--timeline-filename", "/tmp/tl.json",
                                     "--log-level", "INFO", "python", "train.py"});
   EXPECT_EQ(o.command, (Args{"python", "train.py"}));
-  // --start-timeout and --disable-cache are about horovodrun's start-up
-  // checks (none here): the elastic timeout and the response cache stay.
+  // --start-timeout and --disable-cache are about the ssh checks of remote
+  // hosts (remote_hosts.h): the elastic timeout and the response cache stay.
   EXPECT_EQ(o.elastic_timeout, std::chrono::seconds(600));
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(90));
+  EXPECT_TRUE(o.disable_cache);
+  EXPECT_EQ(o.network_interfaces, (Args{"lo"}));
   EXPECT_TRUE(o.verbose);
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_FUSION_THRESHOLD", "2097152"},
                                                {"KHOROVOD_CYCLE_TIME", "0.5"},
@@ -178,10 +181,15 @@ TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
   EXPECT_EQ(parse_ok({"-np", "3", "--min-num-proc", "2", "-H", "localhost,127.0.0.1:2", "prog"}).max_np, 3);
   EXPECT_EQ(parse_ok({"-np", "2", "--min-num-proc", "2", "-H", "localhost:8", "--max-num-proc", "3", "prog"}).max_np, 3);
   EXPECT_EQ(parse_ok({"-np", "3", "--output-filename", "/tmp/o", "prog"}).output_filename, "/tmp/o");
-  // Without --run-hosts-locally other hosts are refused, naming the way out.
-  const Parsed remote = parse({"-np", "2", "--hostfile", hostfile, "prog"});
-  EXPECT_FALSE(remote.outcome.options.has_value());
-  EXPECT_NE(remote.err.find("--run-hosts-locally"), std::string::npos) << remote.err;
+  // Without --run-hosts-locally other hosts are remote, reached over ssh.
+  const LaunchOptions remote = parse_ok({"-np", "2", "--hostfile", hostfile, "-p", "2222", "-i", "/k/id",
+                                         "--network-interfaces", "eth1,eth0", "prog"});
+  EXPECT_EQ(remote.hosts, "host-1:2,host-2:3");
+  EXPECT_FALSE(remote.hosts_run_locally);
+  EXPECT_EQ(remote.ssh_port, 2222);
+  EXPECT_EQ(remote.ssh_identity_file, "/k/id");
+  EXPECT_EQ(remote.network_interfaces, (Args{"eth1", "eth0"}));
+  EXPECT_EQ(remote.start_timeout, std::chrono::seconds(0));  // HOROVOD_START_TIMEOUT or 30 s, when used
 }
 
 TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
@@ -206,7 +214,7 @@ TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
 
 TEST(LaunchOptionsTest, EveryRefusedHorovodrunFlagSaysWhy) {
   for (const Args& flag : {Args{"--mpi"}, Args{"--jsrun"}, Args{"-cb"}, Args{"--config-file", "c.yaml"},
-                           Args{"-p", "22"}, Args{"--ssh-identity-file", "k"}, Args{"--hierarchical-allreduce"},
+                           Args{"--hierarchical-allreduce"},
                            Args{"--autotune"}, Args{"--autotune-log-file", "l"}, Args{"--mpi-args", "x"},
                            Args{"--tcp"}, Args{"--num-nccl-streams", "2"}, Args{"--thread-affinity", "1"},
                            Args{"--timeline-mark-cycles"}, Args{"-prefix-timestamp"}, Args{"--log-with-timestamp"}}) {
@@ -238,9 +246,17 @@ TEST(LaunchOptionsTest, HorovodrunStallCheckFlags) {
   }
 }
 
+TEST(LaunchOptionsTest, SshPortOutOfRangeIsAUsageError) {
+  const Parsed p = parse({"-np", "2", "--ssh-port", "0", "prog"});
+  EXPECT_FALSE(p.outcome.options.has_value());
+  EXPECT_NE(p.outcome.exit_code, 0);
+  EXPECT_NE(p.err.find("--ssh-port"), std::string::npos) << p.err;
+}
+
 TEST(LaunchOptionsTest, HorovodrunFlagsWithoutMeaningHereFailClearly) {
   for (const Args& args : {Args{"-np", "2", "--mpi", "prog"},
-                           Args{"-np", "2", "--network-interface", "eth0", "prog"},
+                           Args{"-np", "2", "--network-interface", "eth0,,lo", "prog"},
+                           Args{"-np", "2", "-H", "a:2,:2", "prog"},
                            Args{"-np", "2", "--cycle-time-ms", "soon", "prog"}}) {
     const Parsed p = parse(args);
     EXPECT_FALSE(p.outcome.options.has_value()) << args[2];

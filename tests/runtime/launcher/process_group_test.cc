@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -64,11 +65,30 @@ TEST(ExitStatusTest, DescribesAndMapsToShellCodes) {
   EXPECT_EQ(killed.describe().rfind("was killed by signal 9 (", 0), 0u) << killed.describe();
 }
 
+// stdin_data arrives on the worker's stdin, which stays open (no EOF) while
+// the worker runs: a remote worker's ssh must not see its stdin close.
+TEST(ProcessGroupTest, StdinDataArrivesAndStdinStaysOpen) {
+  ProcessGroup group;
+  WorkerSpec spec{1, {"sh", "-c", "read line; echo \"got $line\"; cat >/dev/null; echo eof"}, current_environment(),
+                  "hello\n"};
+  WorkerPipes pipes = group.spawn(spec);
+  char buffer[64] = {};
+  pollfd p{pipes.stdout_read.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  const ssize_t n = ::read(pipes.stdout_read.get(), buffer, sizeof buffer - 1);
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "got hello\n");
+  ::usleep(300000);
+  EXPECT_TRUE(group.poll_exits().empty()) << "stdin reached EOF while the worker runs";
+  EXPECT_EQ(group.signal_running(SIGKILL), 1u);
+  EXPECT_EQ(wait_for_exits(group, 1).size(), 1u);
+}
+
 TEST(ProcessGroupTest, RunsWorkerWithEnvironmentAndReportsExit) {
   ProcessGroup group;
   WorkerSpec spec{7,
                   {"sh", "-c", "echo \"$GREETING\"; echo oops >&2; exit 4"},
-                  merge_environment(current_environment(), {{"GREETING", "hi"}})};
+                  merge_environment(current_environment(), {{"GREETING", "hi"}}),
+                  {}};
   WorkerPipes pipes = group.spawn(spec);
   EXPECT_EQ(read_all(pipes.stdout_read.get()), "hi\n");
   EXPECT_EQ(read_all(pipes.stderr_read.get()), "oops\n");
@@ -87,7 +107,7 @@ TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
   WorkerPipes pipes =
       group.spawn({0,
                    {"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; echo $$; cat; echo end"},
-                   current_environment()});
+                   current_environment(), {}});
   const std::string out = read_all(pipes.stdout_read.get());
   const auto nl = out.find('\n');
   ASSERT_NE(nl, std::string::npos) << out;
@@ -98,7 +118,7 @@ TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
 TEST(ProcessGroupTest, MissingProgramThrowsSpawnErrorWith127) {
   ProcessGroup group;
   try {
-    group.spawn({0, {"/nonexistent/program"}, current_environment()});
+    group.spawn({0, {"/nonexistent/program"}, current_environment(), {}});
     FAIL() << "spawn should have thrown";
   } catch (const SpawnError& e) {
     EXPECT_TRUE(e.exec_failed());
@@ -115,7 +135,7 @@ TEST(ProcessGroupTest, NonExecutableFileGives126) {
   std::ofstream(path) << "#!/bin/sh\n";
   ProcessGroup group;
   try {
-    group.spawn({0, {path}, current_environment()});
+    group.spawn({0, {path}, current_environment(), {}});
     FAIL() << "spawn should have thrown";
   } catch (const SpawnError& e) {
     EXPECT_EQ(e.exit_code(), 126) << e.what();
@@ -126,7 +146,7 @@ TEST(ProcessGroupTest, SignalRunningReachesTheWholeGroup) {
   ProcessGroup group;
   // The shell's child `sleep` would outlive a signal sent to the shell alone.
   WorkerPipes pipes =
-      group.spawn({0, {"sh", "-c", "sleep 600; echo survived"}, current_environment()});
+      group.spawn({0, {"sh", "-c", "sleep 600; echo survived"}, current_environment(), {}});
   EXPECT_EQ(group.signal_running(SIGTERM), 1u);
   EXPECT_EQ(read_all(pipes.stdout_read.get()), "") << "EOF means every holder of the pipe died";
   const auto exits = wait_for_exits(group, 1);
@@ -140,7 +160,7 @@ TEST(ProcessGroupTest, DestructorKillsAndReapsRunningWorkers) {
   pid_t pid = -1;
   {
     ProcessGroup group;
-    group.spawn({0, {"sleep", "600"}, current_environment()});
+    group.spawn({0, {"sleep", "600"}, current_environment(), {}});
     pid = group.pid_of(0);
     EXPECT_EQ(::kill(pid, 0), 0);
   }

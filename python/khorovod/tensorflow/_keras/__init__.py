@@ -8,13 +8,17 @@ Contract:
   across ranks (khorovod.tensorflow.gradients.reduce_gradients) before the
   update. Keras 3 (TensorFlow's current tf.keras): the hook is
   ``apply(grads, variables)``, which ``apply_gradients`` and model.fit's
-  train step call. Keras 2 (tf-keras, TF_USE_LEGACY_KERAS=1): the hook is
-  ``apply_gradients``, which ``minimize`` and model.fit call.
+  train step call. Keras 2 (tf-keras, TF_USE_LEGACY_KERAS=1): Horovod's
+  hooks, where Keras 2 computes gradients (keras2.py), with its local
+  gradient aggregation for backward_passes_per_step > 1.
 - backward_passes_per_step > 1 is refused under Keras 3 (Horovod's
-  accumulation works on Keras 2's internals; Keras 3 has its own
+  accumulation works on Keras 2's optimizers; Keras 3 has its own
   ``gradient_accumulation_steps``, which the wrapped optimizer keeps).
 - Variables registered with ``register_local_var`` keep their local
   gradient (divided by the set's size when scale_local_gradients).
+- Each update ends a training step for the worker's metrics
+  (step_marks.py; samples from ``batch_size``, KHOROVOD_BATCH_SIZE or the
+  train step's batch).
 - load_model wraps every optimizer class found while loading.
 Thread-safety: an optimizer belongs to one training loop.
 """
@@ -24,6 +28,7 @@ import tensorflow as tf
 from .. import mpi_ops
 from ..gradients import check_predivide, reduce_gradients
 from ..util import _var_key
+from . import keras2, step_marks
 
 
 def keras_major(keras):
@@ -60,40 +65,35 @@ def _register_local_var(self, var):
 
 def _apply_keras3(self, grads, trainable_variables=None):
     variables = trainable_variables if trainable_variables is not None else self._trainable_variables
-    return super(self._khorovod_class, self).apply(_reduce(self, grads, variables), trainable_variables)
-
-
-def _apply_gradients_keras2(self, grads_and_vars, *args, **kwargs):
-    pairs = list(grads_and_vars)
-    grads = _reduce(self, [g for g, _ in pairs], [v for _, v in pairs])
-    return super(self._khorovod_class, self).apply_gradients(list(zip(grads, [v for _, v in pairs])),
-                                                             *args, **kwargs)
+    result = super(self._khorovod_class, self).apply(_reduce(self, grads, variables), trainable_variables)
+    step_marks.end_step(self._khorovod_batch_size)
+    return result
 
 
 def create_distributed_optimizer(keras, optimizer, name, compression, sparse_as_dense,
                                  gradient_predivide_factor, op, backward_passes_per_step,
-                                 average_aggregated_gradients, process_set, scale_local_gradients):
+                                 average_aggregated_gradients, process_set, scale_local_gradients,
+                                 batch_size=None):
     check_predivide(op, gradient_predivide_factor)
     major = keras_major(keras)
     if backward_passes_per_step != 1 and major >= 3:
         raise NotImplementedError(
             "khorovod: backward_passes_per_step > 1 needs Keras 2 (tf-keras); with Keras 3 pass "
             "gradient_accumulation_steps to the optimizer itself")
-    del average_aggregated_gradients
     base = optimizer.__class__
     attrs = {
         "_khorovod_settings": dict(compression=compression, sparse_as_dense=sparse_as_dense, op=op,
                                    gradient_predivide_factor=gradient_predivide_factor,
                                    process_set=process_set, scale_local_gradients=scale_local_gradients),
+        "_khorovod_batch_size": batch_size,
         "register_local_var": _register_local_var,
         "__module__": base.__module__,
     }
     if major >= 3:
         attrs["apply"] = _apply_keras3
     else:
-        if backward_passes_per_step != 1:
-            raise NotImplementedError("khorovod: backward_passes_per_step > 1 is not supported yet")
-        attrs["apply_gradients"] = _apply_gradients_keras2
+        attrs.update(keras2.optimizer_attrs(_reduce, backward_passes_per_step, sparse_as_dense,
+                                            average_aggregated_gradients))
     cls = type(base.__name__, (base,), attrs)
     cls._khorovod_class = cls
     config = optimizer.get_config()

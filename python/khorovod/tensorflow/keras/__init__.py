@@ -30,13 +30,41 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
                          compression=Compression.none, sparse_as_dense=False, gradient_predivide_factor=1.0,
                          op=Average, backward_passes_per_step=1, average_aggregated_gradients=False,
                          num_groups=0, groups=None, process_set=global_process_set,
-                         scale_local_gradients=True):
-    """``optimizer`` (a Keras optimizer) with gradients averaged across ranks."""
+                         scale_local_gradients=True, batch_size=None):
+    """``optimizer`` (a Keras optimizer) with gradients averaged across ranks.
+    ``batch_size`` (khorovod's): the samples of a step for the worker's
+    metrics, when they are not the train step's batch."""
     del device_dense, device_sparse, num_groups, groups
     return _impl.create_distributed_optimizer(keras, optimizer, name, compression, sparse_as_dense,
                                               gradient_predivide_factor, op, backward_passes_per_step,
                                               average_aggregated_gradients, process_set,
-                                              scale_local_gradients)
+                                              scale_local_gradients, batch_size)
+
+
+def PartialDistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
+                                compression=Compression.none, sparse_as_dense=False,
+                                gradient_predivide_factor=1.0, op=Average, backward_passes_per_step=1,
+                                average_aggregated_gradients=False, groups=None,
+                                process_set=global_process_set, local_layers=None, scale_local_gradients=True):
+    """DistributedOptimizer whose ``local_layers``' trainable weights keep
+    their local gradients (Horovod's)."""
+    if op not in (Average, Sum):
+        raise ValueError("op currently only supports Average and Sum")
+    if local_layers is None:
+        local_layers = []
+    elif isinstance(local_layers, keras.layers.Layer):
+        local_layers = [local_layers]
+    elif not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+        raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
+    opt = DistributedOptimizer(optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
+                               gradient_predivide_factor=gradient_predivide_factor, op=op,
+                               backward_passes_per_step=backward_passes_per_step,
+                               average_aggregated_gradients=average_aggregated_gradients, groups=groups,
+                               process_set=process_set, scale_local_gradients=scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            opt.register_local_var(var)
+    return opt
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0, op=None,

@@ -41,6 +41,8 @@ weights = np.concatenate([w.numpy().ravel() for w in model.weights])
 gathered = hvd.allgather(tf.constant(weights[None, :])).numpy()
 assert np.allclose(gathered, gathered[0:1]), "ranks ended with different weights"
 if hvd.rank() == 0:
+    keras_package = sys.modules[tf.keras.__name__.split(".")[0]]  # keras, or tf_keras under Keras 2
+    print(f"keras {keras_package.__version__}")
     for epoch, loss in enumerate(history.history["loss"]):
         print(f"epoch {epoch} loss={loss:.6f}")
     print(f"final weights {float(np.sum(weights)):.6f}")
