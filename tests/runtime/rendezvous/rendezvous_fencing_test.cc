@@ -18,6 +18,23 @@ constexpr milliseconds kLong{30000};
 
 bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// `zombie` and `other` form generation 1; then the zombie stays silent past
+// the heartbeat timeout (its node cut off) while `other` beats, until the
+// server has dropped it.
+void FormAndLoseTheZombie(RendezvousClient& zombie, RendezvousClient& other) {
+  ASSERT_TRUE(zombie.Register().ok());
+  ASSERT_TRUE(other.Register().ok());
+  auto z1 = std::async(std::launch::async, [&] { return zombie.WaitForNextGeneration(kLong); });
+  ASSERT_TRUE(other.WaitForNextGeneration(kLong).ok());
+  ASSERT_TRUE(z1.get().ok());
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto hb = other.Heartbeat();
+        return hb.ok() && hb->membership_changed;
+      },
+      kLong));
+}
+
 TEST(RendezvousFencing, AWorkerDeclaredLostIsRefusedAndItsReplacementKeepsTheName) {
   ServerOptions options = testing::DefaultOptions();
   options.service.policy.min_workers = 1;
@@ -27,20 +44,8 @@ TEST(RendezvousFencing, AWorkerDeclaredLostIsRefusedAndItsReplacementKeepsTheNam
   RendezvousClient other(server.endpoint(), testing::kJob, {"job-worker-1", "10.0.0.2", 1});
   EXPECT_FALSE(zombie.incarnation().empty());
   EXPECT_NE(zombie.incarnation(), other.incarnation());
-  ASSERT_TRUE(zombie.Register().ok());
-  ASSERT_TRUE(other.Register().ok());
-  auto z1 = std::async(std::launch::async, [&] { return zombie.WaitForNextGeneration(kLong); });
-  ASSERT_TRUE(other.WaitForNextGeneration(kLong).ok());
-  ASSERT_TRUE(z1.get().ok());
-
-  // The zombie's node is cut off: it stays silent past the heartbeat
-  // timeout while the other worker keeps beating; the server drops it.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        auto hb = other.Heartbeat();
-        return hb.ok() && hb->membership_changed;
-      },
-      kLong));
+  FormAndLoseTheZombie(zombie, other);
+  if (HasFatalFailure()) return;
 
   // Its replacement (a new pod under the same name) registers and joins.
   RendezvousClient replacement(server.endpoint(), testing::kJob, {"job-worker-0", "10.0.0.3", 1});
@@ -83,17 +88,8 @@ TEST(RendezvousFencing, AZombieOfAFinishingJobIsToldTheJobIsFinishing) {
   testing::TestServer server(options);
   RendezvousClient zombie(server.endpoint(), testing::kJob, {"w0", "10.0.0.1", 1});
   RendezvousClient other(server.endpoint(), testing::kJob, {"w1", "10.0.0.2", 1});
-  ASSERT_TRUE(zombie.Register().ok());
-  ASSERT_TRUE(other.Register().ok());
-  auto z1 = std::async(std::launch::async, [&] { return zombie.WaitForNextGeneration(kLong); });
-  ASSERT_TRUE(other.WaitForNextGeneration(kLong).ok());
-  ASSERT_TRUE(z1.get().ok());
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        auto hb = other.Heartbeat();
-        return hb.ok() && hb->membership_changed;
-      },
-      kLong));
+  FormAndLoseTheZombie(zombie, other);
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(other.Leave(kLeaveFinished).ok());
   StatusOr<GenerationInfo> g = zombie.WaitForNextGeneration(milliseconds(2000));
   EXPECT_EQ(g.status().code(), StatusCode::kJobFinished) << g.status().message();
