@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "base64.h"
+#include "khorovod/util/base64.h"
 
 #include <filesystem>
 #include <fstream>
@@ -28,7 +28,7 @@ bool ReadFile(const std::filesystem::path& path, std::string& out) {
 ApiStatus ReadDataOrFile(const YAML::Node& node, const std::string& key,
                          const std::filesystem::path& base, std::string& out) {
   if (node[key + "-data"]) {
-    auto decoded = rendezvous::Base64Decode(node[key + "-data"].as<std::string>());
+    auto decoded = Base64Decode(node[key + "-data"].as<std::string>());
     if (!decoded) return ConfigError(key + "-data is not valid base64");
     out = std::move(*decoded);
     return ApiStatus::Ok();

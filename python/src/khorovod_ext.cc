@@ -89,11 +89,8 @@ py::tuple TakeOutputDLPack(const Handle& h) {
   return py::make_tuple(capsule, dtype, shape, kind, index);
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_khorovod, m) {
-  m.doc() = "khorovod runtime bindings (internal; use khorovod and khorovod.torch)";
-
+// The module's parts, each a table of bindings.
+void BindValues(py::module_& m) {
   // What a backend reports about the library it runs on (khorovod/backend_info.h),
   // read from the process environment's configuration: (status code,
   // message, facts).
@@ -130,10 +127,10 @@ PYBIND11_MODULE(_khorovod, m) {
       .def("take_output_dlpack", &TakeOutputDLPack)
       .def("received_splits", &Handle::received_splits)
       .def("join_last_rank", &Handle::join_last_rank);
+}
 
-  py::class_<Runtime> runtime(m, "Runtime");
-  khorovod::python::BindWorkerMetrics(runtime);
-  khorovod::python::BindProcessSets(runtime);
+// Runtime's lifecycle and topology.
+void BindLifecycle(py::class_<Runtime>& runtime) {
   runtime.def(py::init<>())
       .def("init", [](Runtime& rt) {
         py::gil_scoped_release release;
@@ -147,9 +144,6 @@ PYBIND11_MODULE(_khorovod, m) {
         py::gil_scoped_release release;
         return ToTuple(rt.reset());
       })
-      // elastic.run's training function returned: shutdown() then tells the
-      // rendezvous the training finished, so late joiners are sent away.
-      .def("mark_training_finished", [](Runtime& rt) { khorovod::detail::MarkTrainingFinished(rt); })
       // The object's address, for khorovod.tensorflow's op library, whose
       // kernels reach this Runtime through its RuntimeSlot (attached while
       // the Python context holds this object, detached before shutdown).
@@ -162,8 +156,13 @@ PYBIND11_MODULE(_khorovod, m) {
       .def("local_rank", &Runtime::local_rank)
       .def("local_size", &Runtime::local_size)
       .def("cross_rank", &Runtime::cross_rank)
-      .def("cross_size", &Runtime::cross_size)
-      .def("allreduce_async",
+      .def("cross_size", &Runtime::cross_size);
+}
+
+// The collectives: submissions hold the GIL (they only enqueue); blocking
+// calls release it.
+void BindCollectives(py::class_<Runtime>& runtime) {
+  runtime.def("allreduce_async",
            [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out, int op,
               double prescale, double postscale) {
              return rt.allreduce_async(name, in, out, ReduceOptions(op, prescale, postscale));
@@ -215,4 +214,16 @@ PYBIND11_MODULE(_khorovod, m) {
         }
         return std::make_tuple(static_cast<int>(s.code()), s.message(), last);
       });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_khorovod, m) {
+  m.doc() = "khorovod runtime bindings (internal; use khorovod and khorovod.torch)";
+  BindValues(m);
+  py::class_<Runtime> runtime(m, "Runtime");
+  BindLifecycle(runtime);
+  BindCollectives(runtime);
+  khorovod::python::BindWorkerMetrics(runtime);
+  khorovod::python::BindProcessSets(runtime);
 }

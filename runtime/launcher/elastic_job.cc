@@ -303,25 +303,15 @@ std::vector<std::string> InitialHostNames(const LaunchOptions& opts) {
   return names;
 }
 
-}  // namespace
-
-int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
-  // Remote hosts are checked before anything starts; the rendezvous then
-  // listens where they can reach it.
-  StatusOr<RemotePlan> plan = PlanRemoteHosts(opts, InitialHostNames(opts), std::cerr);
-  if (!plan.ok()) {
-    std::cerr << "khorovodrun: " << plan.status().message() << '\n';
-    return 2;
-  }
+// The job's rendezvous server: on `host` (where every worker's host can
+// reach it), an ephemeral port, a fresh random token; with the membership
+// policy of the command line.
+rendezvous::ServerOptions ServerOptionsFor(const LaunchOptions& opts, const std::string& host, std::string token,
+                                           const MetricsPorts& ports) {
   rendezvous::ServerOptions server_options;
-  server_options.host = plan->launcher_address();
+  server_options.host = host;
   server_options.port = 0;
-  StatusOr<std::string> token = RandomHex(32);
-  if (!token.ok()) {
-    std::cerr << "khorovodrun: rendezvous token: " << token.status().message() << "\n";
-    return 1;
-  }
-  server_options.token = std::move(*token);
+  server_options.token = std::move(token);
   auto& service = server_options.service;
   service.job = opts.job_id;
   service.log = false;
@@ -332,6 +322,104 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
   service.policy.heartbeat_timeout = std::chrono::milliseconds(5000);
   service.policy.elastic_timeout = opts.elastic_timeout;
   service.policy.reset_limit = opts.reset_limit;
+  if (ports.enabled()) server_options.metrics_port = ports.server();
+  return server_options;
+}
+
+// What each worker is started with: the command, the launcher's environment
+// with -x, the rendezvous' address and token, its name and Horovod's
+// variables for its slot, and a metrics port. A worker takes the lowest
+// metrics slot no live worker holds, so a replacement reuses the port of
+// the worker it replaces.
+class WorkerSpecs {
+ public:
+  WorkerSpecs(const LaunchOptions& opts, const RemotePlan& plan, std::vector<std::string> base_env,
+              std::vector<EnvVar> extra, const MetricsPorts& ports, std::string address, std::string token)
+      : opts_(opts),
+        plan_(plan),
+        base_env_(std::move(base_env)),
+        extra_(std::move(extra)),
+        ports_(ports),
+        address_(std::move(address)),
+        token_(std::move(token)) {}
+
+  WorkerSpec For(int id, const std::string& host, const std::optional<Placement>& spawn) {
+    std::vector<EnvVar> vars = extra_;
+    if (ports_.enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports_.worker(TakeSlot(id)))});
+    vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address_});
+    vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", token_});
+    vars.push_back({"KHOROVOD_WORKER_NAME", WorkerName(id)});
+    vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts_.max_np)});
+    vars.push_back({"KHOROVOD_JOB_ID", opts_.job_id});
+    const bool remote = plan_.IsRemote(host);
+    vars.push_back({"KHOROVOD_HOSTNAME", opts_.hosts_run_locally ? opts_.hostname : plan_.AdvertisedAddress(host)});
+    // Horovod's HOROVOD_HOSTNAME: the host's name as listed.
+    const std::string listed = opts_.hosts_run_locally || remote ? host : plan_.launcher_address();
+    for (EnvVar& v : elastic_horovod_variables(listed, spawn)) vars.push_back(std::move(v));
+    for (EnvVar& v : plan_.NetworkVariables()) vars.push_back(std::move(v));
+    vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts_.elastic_timeout.count())});
+    WorkerSpec spec;
+    spec.rank = id;
+    spec.argv = opts_.command;
+    spec.env = merge_environment(base_env_, vars);
+    return remote ? plan_.RemoteWorker(spec, host) : spec;
+  }
+
+  // Worker `id` exited: its metrics slot is free (before a replacement starts).
+  void Release(int id) { slot_of_.erase(id); }
+
+ private:
+  int TakeSlot(int id) {
+    std::set<int> used;
+    for (const auto& [w, slot] : slot_of_) used.insert(slot);
+    int slot = 0;
+    while (used.count(slot)) ++slot;
+    return slot_of_[id] = slot;
+  }
+
+  const LaunchOptions& opts_;
+  const RemotePlan& plan_;
+  const std::vector<std::string> base_env_;
+  const std::vector<EnvVar> extra_;
+  const MetricsPorts ports_;
+  const std::string address_;
+  const std::string token_;
+  std::map<int, int> slot_of_;  // live worker id -> metrics slot
+};
+
+// The supervisor's configuration: the first workers, and the policy's say
+// on every exit, tick and empty moment.
+JobConfig ElasticJobConfig(const LaunchOptions& opts, ElasticPolicy& policy, WorkerSpecs& specs) {
+  JobConfig config;
+  config.workers = policy.initial_workers();
+  config.grace_period = opts.grace_period;
+  config.on_exit = [&policy, &specs](const WorkerExit& exit, JobControl& control) {
+    specs.Release(exit.rank);  // before the policy may start a replacement
+    return policy.on_exit(exit, control);
+  };
+  config.hold_open = [&policy] { return policy.hold_open(); };
+  if (!opts.host_discovery_script.empty() || !opts.hosts.empty()) {
+    config.on_tick = [&policy](JobControl& control) { policy.on_tick(control); };
+    config.tick_interval = opts.discovery_interval;
+  }
+  return config;
+}
+
+}  // namespace
+
+int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
+  // Remote hosts are checked before anything starts; the rendezvous then
+  // listens where they can reach it.
+  StatusOr<RemotePlan> plan = PlanRemoteHosts(opts, InitialHostNames(opts), std::cerr);
+  if (!plan.ok()) {
+    std::cerr << "khorovodrun: " << plan.status().message() << '\n';
+    return 2;
+  }
+  StatusOr<std::string> token = RandomHex(32);
+  if (!token.ok()) {
+    std::cerr << "khorovodrun: rendezvous token: " << token.status().message() << "\n";
+    return 1;
+  }
   const auto launcher_env = current_environment();
   // With host discovery up to --max-np workers run at once.
   const StatusOr<MetricsPorts> ports = metrics_ports_from_env(launcher_env, std::max(opts.num_proc, opts.max_np));
@@ -339,69 +427,27 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     std::cerr << "khorovodrun: " << ports.status().message() << '\n';
     return 2;
   }
-  if (ports->enabled()) server_options.metrics_port = ports->server();
-  rendezvous::RendezvousServer server(server_options);
+  rendezvous::RendezvousServer server(ServerOptionsFor(opts, plan->launcher_address(), *token, *ports));
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << "khorovodrun: cannot start the rendezvous server: " << s.message() << '\n';
     return 1;
   }
-
-  const auto& base_env = launcher_env;
-  const ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, base_env);
+  ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, launcher_env);
   for (const auto& name : extra.missing) {
     std::cerr << "khorovodrun: warning: -x " << name << " is not set here; not passing it\n";
   }
   const std::string address = plan->launcher_address() + ":" + std::to_string(server.port());
-  // Metrics port slots: a worker takes the lowest slot no live worker holds,
-  // so a replacement reuses the port of the worker it replaces.
-  std::map<int, int> slot_of;  // live worker id -> metrics slot
-  auto take_slot = [&](int id) {
-    std::set<int> used;
-    for (const auto& [w, slot] : slot_of) used.insert(slot);
-    int slot = 0;
-    while (used.count(slot)) ++slot;
-    return slot_of[id] = slot;
-  };
-  auto spec_for = [&](int id, const std::string& host, const std::optional<Placement>& spawn) {
-    std::vector<EnvVar> vars = extra.vars;
-    if (ports->enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports->worker(take_slot(id)))});
-    vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address});
-    vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", server_options.token});
-    vars.push_back({"KHOROVOD_WORKER_NAME", WorkerName(id)});
-    vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts.max_np)});
-    vars.push_back({"KHOROVOD_JOB_ID", opts.job_id});
-    const bool remote = plan->IsRemote(host);
-    vars.push_back({"KHOROVOD_HOSTNAME", opts.hosts_run_locally ? opts.hostname : plan->AdvertisedAddress(host)});
-    // Horovod's HOROVOD_HOSTNAME: the host's name as listed.
-    const std::string listed = opts.hosts_run_locally || remote ? host : plan->launcher_address();
-    for (EnvVar& v : elastic_horovod_variables(listed, spawn)) vars.push_back(std::move(v));
-    for (EnvVar& v : plan->NetworkVariables()) vars.push_back(std::move(v));
-    vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts.elastic_timeout.count())});
-    WorkerSpec spec;
-    spec.rank = id;
-    spec.argv = opts.command;
-    spec.env = merge_environment(base_env, vars);
-    return remote ? plan->RemoteWorker(spec, host) : spec;
-  };
-
-  ElasticPolicy policy(opts, server.service(), *plan, spec_for);
+  WorkerSpecs specs(opts, *plan, launcher_env, std::move(extra.vars), *ports, address, *token);
+  ElasticPolicy policy(opts, server.service(), *plan,
+                       [&specs](int id, const std::string& host, const std::optional<Placement>& spawn) {
+                         return specs.For(id, host, spawn);
+                       });
   if (auto problem = policy.init_hosts()) {
     std::cerr << "khorovodrun: " << *problem << '\n';
     server.Stop();
     return 2;
   }
-  JobConfig config;
-  config.workers = policy.initial_workers();
-  config.grace_period = opts.grace_period;
-  config.on_exit = [&](const WorkerExit& exit, JobControl& control) {
-    slot_of.erase(exit.rank);  // before the policy may start a replacement
-    return policy.on_exit(exit, control);
-  };
-  config.hold_open = [&] { return policy.hold_open(); };
-  if (!opts.host_discovery_script.empty() || !opts.hosts.empty()) {
-    config.on_tick = [&](JobControl& control) { policy.on_tick(control); };
-    config.tick_interval = opts.discovery_interval;
-  }
+  JobConfig config = ElasticJobConfig(opts, policy, specs);
   std::cerr << "khorovodrun: elastic job " << opts.job_id << ": " << config.workers.size()
             << " workers (min " << opts.min_np << ", max " << opts.max_np << "), rendezvous on " << address
             << '\n';

@@ -8,7 +8,7 @@
 #include <functional>
 #include <limits>
 
-#include "base64.h"
+#include "khorovod/util/base64.h"
 #include "json_request.h"
 #include "khorovod/metrics/exposition.h"
 #include "protocol.h"

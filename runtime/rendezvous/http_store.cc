@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "base64.h"
+#include "khorovod/util/base64.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "khorovod/util/random_hex.h"
-#include "base64.h"
+#include "khorovod/util/base64.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {

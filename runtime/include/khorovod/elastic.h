@@ -108,4 +108,20 @@ struct RunOptions {
 Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
            const RunOptions& options = {});
 
+// For an elastic loop written outside C++ (khorovod.torch's run, in
+// Python): what run() and State::sync() record in the worker's metrics
+// and tell the rendezvous, as calls (docs/observability.md).
+// A reset, by the status that caused it: kUnavailable a failed peer,
+// kAborted a peer re-forming, anything else a membership change.
+void RecordReset(Runtime& runtime, StatusCode cause);
+// From the start of a reset to the end of the sync after it.
+void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed);
+void RecordStateSync(Runtime& runtime, size_t bytes, std::chrono::steady_clock::duration elapsed);
+// A commit took its snapshot: the steps since the last one are kept (goodput).
+void RecordCommit(Runtime& runtime);
+// The training function returned: shutdown() then tells the rendezvous the
+// job's training finished, so late joiners are sent away (docs/elastic.md,
+// "Late joiners at job end").
+void MarkTrainingFinished(Runtime& runtime);
+
 }  // namespace khorovod::elastic

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/control_channel.h"
+#include "backend/control_channel.h"
 #include "khorovod/dtype.h"
 #include "khorovod/ops.h"
 #include "khorovod/status.h"

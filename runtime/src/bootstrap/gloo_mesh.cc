@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 
 namespace khorovod {
 namespace {
@@ -265,7 +265,7 @@ void AbandonMesh(gloo::Context& context, const std::string& why) {
     if (peer != context.rank) FailPair(context.getPair(peer).get(), why);
   }
   // A send already queued for writing survives the pair's failure in Gloo;
-  // its wait ends only here (backend/gloo/interruptible_waits.h).
+  // its wait ends only here (bootstrap/interruptible_waits.h).
   if (auto* waits = dynamic_cast<InterruptibleWaits*>(&context)) waits->Interrupt();
 }
 

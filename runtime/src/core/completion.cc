@@ -1,6 +1,6 @@
 #include "core/completion.h"
 
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 #include "khorovod/handle.h"
 
 namespace khorovod {

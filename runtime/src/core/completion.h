@@ -4,7 +4,7 @@
 // (a grouped allreduce has one part per tensor); the operation is done when
 // every part finished. The first error wins. Waiters spin for the budget
 // set with SetSpin (zero unless the runtime's SpinPolicy allows it; see
-// core/waiter_signal.h), then block on a condition variable.
+// common/waiter_signal.h), then block on a condition variable.
 //
 // Thread-safety: every method is safe to call concurrently.
 #pragma once

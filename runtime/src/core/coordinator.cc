@@ -37,6 +37,74 @@ std::optional<std::string> Disagreement(const std::vector<std::optional<Request>
 
 Shape TrailingDims(const Shape& s) { return s.empty() ? Shape{} : Shape(s.begin() + 1, s.end()); }
 
+using ByRank = std::vector<std::optional<Request>>;
+using R = const Request&;
+
+std::string FormatShape(const Shape& s) { return ShapeToString(s); }
+template <typename T>
+std::string FormatNumber(T v) {
+  return std::to_string(v);
+}
+
+// CheckAgreement's phases: the fields every operation agrees on, then the
+// fields of each kind of operation.
+std::optional<std::string> CommonDisagreement(const ByRank& by_rank) {
+  if (auto d = Disagreement(by_rank, "operation", +[](R r) { return r.op; },
+                            [](OpType o) { return std::string(OpTypeName(o)); }))
+    return d;
+  if (auto d = Disagreement(by_rank, "dtype", +[](R r) { return r.dtype; },
+                            [](DataType t) { return std::string(DataTypeName(t)); }))
+    return d;
+  return Disagreement(by_rank, "device", +[](R r) { return r.device.kind; },
+                      [](DeviceKind k) { return k == DeviceKind::kCPU ? "cpu" : "cuda"; });
+}
+
+std::optional<std::string> ReduceDisagreement(const ByRank& by_rank, const Request& first) {
+  if (auto d = Disagreement(by_rank, "reduce op", +[](R r) { return r.reduce_op; },
+                            [](ReduceOp o) { return std::string(ReduceOpName(o)); }))
+    return d;
+  if (auto d = Disagreement(by_rank, "prescale factor", +[](R r) { return r.prescale; }, FormatNumber<double>))
+    return d;
+  if (auto d = Disagreement(by_rank, "postscale factor", +[](R r) { return r.postscale; }, FormatNumber<double>))
+    return d;
+  if (auto d = Disagreement(by_rank, "shape", +[](R r) { return r.shape; }, FormatShape)) return d;
+  if (auto d = Disagreement(by_rank, "group", +[](R r) { return r.group; },
+                            [](const std::string& g) { return "'" + g + "'"; }))
+    return d;
+  if (first.op == OpType::kReducescatter && first.shape.empty()) {
+    return std::string("reducescatter needs a tensor with at least one dimension");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> BroadcastDisagreement(const ByRank& by_rank, const Request& first,
+                                                 const std::vector<int>& members, int32_t process_set) {
+  if (auto d = Disagreement(by_rank, "root rank", +[](R r) { return r.root; }, FormatNumber<int32_t>)) return d;
+  if (IndexIn(members, first.root) < 0) {
+    return "root rank " + std::to_string(first.root) + " is not a member of process set " +
+           std::to_string(process_set) + " " + RankListString(members);
+  }
+  return Disagreement(by_rank, "shape", +[](R r) { return r.shape; }, FormatShape);
+}
+
+std::optional<std::string> GatherDisagreement(const ByRank& by_rank, const Request& first) {
+  if (auto d = Disagreement(by_rank, "rank (number of dimensions)", +[](R r) { return r.shape.size(); },
+                            FormatNumber<size_t>))
+    return d;
+  if (first.shape.empty()) return std::string(OpTypeName(first.op)) + " needs a tensor with at least one dimension";
+  return Disagreement(by_rank, "shape beyond the first dimension", +[](R r) { return TrailingDims(r.shape); },
+                      FormatShape);
+}
+
+std::optional<std::string> ProcessSetDisagreement(const ByRank& by_rank) {
+  if (auto d = Disagreement(by_rank, "process set ranks", +[](R r) { return r.splits; },
+                            [](const std::vector<int64_t>& v) {
+                              return RankListString(std::vector<int>(v.begin(), v.end()));
+                            }))
+    return d;
+  return Disagreement(by_rank, "process set to remove", +[](R r) { return r.root; }, FormatNumber<int32_t>);
+}
+
 }  // namespace
 
 Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {
@@ -91,16 +159,7 @@ bool Coordinator::Ready(const Entry& e) const {
 }
 
 std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
-  using R = const Request&;
-  if (auto d = Disagreement(e.by_rank, "operation", +[](R r) { return r.op; },
-                            [](OpType o) { return std::string(OpTypeName(o)); }))
-    return d;
-  if (auto d = Disagreement(e.by_rank, "dtype", +[](R r) { return r.dtype; },
-                            [](DataType t) { return std::string(DataTypeName(t)); }))
-    return d;
-  if (auto d = Disagreement(e.by_rank, "device", +[](R r) { return r.device.kind; },
-                            [](DeviceKind k) { return k == DeviceKind::kCPU ? "cpu" : "cuda"; }))
-    return d;
+  if (auto d = CommonDisagreement(e.by_rank)) return d;
   const Request* first = nullptr;
   for (const auto& r : e.by_rank) {
     if (r) {
@@ -109,55 +168,17 @@ std::optional<std::string> Coordinator::CheckAgreement(const Entry& e) const {
     }
   }
   KH_ENFORCE(first != nullptr, "ready entry without requests");
-  auto fmt_shape = [](const Shape& s) { return ShapeToString(s); };
-  auto fmt_num = [](auto v) { return std::to_string(v); };
   switch (first->op) {
     case OpType::kAllreduce:
     case OpType::kReducescatter:
-      if (auto d = Disagreement(e.by_rank, "reduce op", +[](R r) { return r.reduce_op; },
-                                [](ReduceOp o) { return std::string(ReduceOpName(o)); }))
-        return d;
-      if (auto d = Disagreement(e.by_rank, "prescale factor", +[](R r) { return r.prescale; }, fmt_num))
-        return d;
-      if (auto d = Disagreement(e.by_rank, "postscale factor", +[](R r) { return r.postscale; }, fmt_num))
-        return d;
-      if (auto d = Disagreement(e.by_rank, "shape", +[](R r) { return r.shape; }, fmt_shape)) return d;
-      if (auto d = Disagreement(e.by_rank, "group", +[](R r) { return r.group; },
-                                [](const std::string& g) { return "'" + g + "'"; }))
-        return d;
-      if (first->op == OpType::kReducescatter && first->shape.empty()) {
-        return std::string("reducescatter needs a tensor with at least one dimension");
-      }
-      break;
+      return ReduceDisagreement(e.by_rank, *first);
     case OpType::kBroadcast:
-      if (auto d = Disagreement(e.by_rank, "root rank", +[](R r) { return r.root; }, fmt_num)) return d;
-      if (IndexIn(e.members, first->root) < 0) {
-        return "root rank " + std::to_string(first->root) + " is not a member of process set " +
-               std::to_string(e.process_set) + " " + RankListString(e.members);
-      }
-      if (auto d = Disagreement(e.by_rank, "shape", +[](R r) { return r.shape; }, fmt_shape)) return d;
-      break;
+      return BroadcastDisagreement(e.by_rank, *first, e.members, e.process_set);
     case OpType::kAllgather:
     case OpType::kAlltoall:
-      if (auto d = Disagreement(e.by_rank, "rank (number of dimensions)",
-                                +[](R r) { return r.shape.size(); }, fmt_num))
-        return d;
-      if (first->shape.empty()) {
-        return std::string(OpTypeName(first->op)) + " needs a tensor with at least one dimension";
-      }
-      if (auto d = Disagreement(e.by_rank, "shape beyond the first dimension",
-                                +[](R r) { return TrailingDims(r.shape); }, fmt_shape))
-        return d;
-      break;
+      return GatherDisagreement(e.by_rank, *first);
     case OpType::kProcessSet:
-      if (auto d = Disagreement(e.by_rank, "process set ranks", +[](R r) { return r.splits; },
-                                [](const std::vector<int64_t>& v) {
-                                  return RankListString(std::vector<int>(v.begin(), v.end()));
-                                }))
-        return d;
-      if (auto d = Disagreement(e.by_rank, "process set to remove", +[](R r) { return r.root; }, fmt_num))
-        return d;
-      break;
+      return ProcessSetDisagreement(e.by_rank);
     case OpType::kBarrier:
     case OpType::kJoin:
       break;
@@ -324,95 +345,111 @@ std::vector<std::list<Coordinator::Entry>::iterator> Coordinator::CrossSetConfli
   return out;
 }
 
+// Collect's phases, in order; each appends its responses to `out`.
 std::vector<Response> Coordinator::Collect() {
   std::vector<Response> out;
-  if (sets_.size() > 1) {
-    const auto conflicts = CrossSetConflicts();
-    for (auto it : conflicts) {
-      std::string where;
-      for (const auto& [key, other] : by_name_) {
-        if (key.second != it->name) continue;
-        std::vector<int> ranks;
-        for (int r = 0; r < size_; ++r) {
-          if (other->by_rank[r]) ranks.push_back(r);
-        }
-        where += " process set " + std::to_string(key.first) + " by ranks " + RankListString(ranks) + ";";
-      }
-      where.pop_back();
-      out.push_back(ErrorFor(*it, StatusCode::kMismatch, "submitted in different process sets:" + where));
-    }
-    for (auto it : conflicts) {
-      by_name_.erase({it->process_set, it->name});
-      table_.erase(it);
-    }
-  }
-  std::map<std::string, std::vector<std::list<Entry>::iterator>> ready_groups;
-  for (auto it = table_.begin(); it != table_.end();) {
-    Entry& e = *it;
-    bool release = false;
-    if (Ready(e)) {
-      if (auto conflict = JoinConflict(e)) {
-        out.push_back(ErrorFor(e, StatusCode::kFailedPrecondition, *conflict));
-        release = true;
-      } else if (auto problem = CheckAgreement(e)) {
-        out.push_back(ErrorFor(e, StatusCode::kMismatch, *problem));
-        release = true;
-      } else {
-        const Request* any = nullptr;
-        for (const auto& r : e.by_rank) {
-          if (r) any = &*r;
-        }
-        if (any->op == OpType::kProcessSet) {
-          out.push_back(ApplyProcessSet(e));
-          release = true;
-        } else if (any->group_size > 1) {
-          auto& members = ready_groups[any->group];
-          members.push_back(it);
-          if (static_cast<int>(members.size()) == any->group_size) {
-            for (auto m : members) {
-              out.push_back(BuildResponse(*m));
-              by_name_.erase({m->process_set, m->name});
-              if (m != it) table_.erase(m);
-            }
-            release = true;
-          }
-        } else {
-          out.push_back(BuildResponse(e));
-          release = true;
-        }
-      }
-    }
-    if (release) {
-      by_name_.erase({e.process_set, e.name});
-      it = table_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // Operations on a set that is not registered (never was, or a removal,
-  // maybe in this very round, dropped it).
-  for (auto it = table_.begin(); it != table_.end();) {
-    if (!it->members.empty()) {
-      ++it;
-      continue;
-    }
-    out.push_back(ErrorFor(*it, StatusCode::kFailedPrecondition,
-                           "process set " + std::to_string(it->process_set) +
-                               " is not registered (removed, or never added)"));
-    by_name_.erase({it->process_set, it->name});
-    it = table_.erase(it);
-  }
-  if (joined_count_ == size_) {
-    Response p;
-    p.op = OpType::kJoin;
-    p.names = {"khorovod.join"};
-    p.join_last_rank = last_joined_;
-    out.push_back(std::move(p));
-    std::fill(joined_.begin(), joined_.end(), false);
-    joined_count_ = 0;
-    last_joined_ = -1;
-  }
+  if (sets_.size() > 1) ReleaseCrossSetConflicts(out);
+  ReleaseReady(out);
+  ReleaseUnregistered(out);
+  ReleaseJoin(out);
   return out;
+}
+
+void Coordinator::Drop(std::list<Entry>::iterator it) {
+  by_name_.erase({it->process_set, it->name});
+  table_.erase(it);
+}
+
+void Coordinator::ReleaseCrossSetConflicts(std::vector<Response>& out) {
+  const auto conflicts = CrossSetConflicts();
+  for (auto it : conflicts) {
+    std::string where;
+    for (const auto& [key, other] : by_name_) {
+      if (key.second != it->name) continue;
+      std::vector<int> ranks;
+      for (int r = 0; r < size_; ++r) {
+        if (other->by_rank[r]) ranks.push_back(r);
+      }
+      where += " process set " + std::to_string(key.first) + " by ranks " + RankListString(ranks) + ";";
+    }
+    where.pop_back();
+    out.push_back(ErrorFor(*it, StatusCode::kMismatch, "submitted in different process sets:" + where));
+  }
+  for (auto it : conflicts) Drop(it);
+}
+
+// Ready entries in arrival order: an error when they conflict with a join
+// or disagree, else a response (a group's members together, once all are
+// ready; a process set change applied at once).
+void Coordinator::ReleaseReady(std::vector<Response>& out) {
+  ReadyGroups ready_groups;
+  for (auto it = table_.begin(); it != table_.end();) {
+    auto next = std::next(it);
+    if (Ready(*it) && ReleaseOne(it, ready_groups, out)) Drop(it);
+    it = next;
+  }
+}
+
+// Whether the ready entry `it` leaves the table now (the other members of
+// a complete group are dropped here; `it` by the caller).
+bool Coordinator::ReleaseOne(std::list<Entry>::iterator it, ReadyGroups& ready_groups, std::vector<Response>& out) {
+  Entry& e = *it;
+  if (auto conflict = JoinConflict(e)) {
+    out.push_back(ErrorFor(e, StatusCode::kFailedPrecondition, *conflict));
+    return true;
+  }
+  if (auto problem = CheckAgreement(e)) {
+    out.push_back(ErrorFor(e, StatusCode::kMismatch, *problem));
+    return true;
+  }
+  const Request* any = nullptr;
+  for (const auto& r : e.by_rank) {
+    if (r) any = &*r;
+  }
+  if (any->op == OpType::kProcessSet) {
+    out.push_back(ApplyProcessSet(e));
+    return true;
+  }
+  if (any->group_size <= 1) {
+    out.push_back(BuildResponse(e));
+    return true;
+  }
+  auto& members = ready_groups[any->group];
+  members.push_back(it);
+  if (static_cast<int>(members.size()) < any->group_size) return false;
+  for (auto m : members) {
+    out.push_back(BuildResponse(*m));
+    if (m != it) Drop(m);
+  }
+  return true;
+}
+
+// Operations on a set that is not registered (never was, or a removal,
+// maybe in this very round, dropped it).
+void Coordinator::ReleaseUnregistered(std::vector<Response>& out) {
+  for (auto it = table_.begin(); it != table_.end();) {
+    auto next = std::next(it);
+    if (it->members.empty()) {
+      out.push_back(ErrorFor(*it, StatusCode::kFailedPrecondition,
+                             "process set " + std::to_string(it->process_set) +
+                                 " is not registered (removed, or never added)"));
+      Drop(it);
+    }
+    it = next;
+  }
+}
+
+// Every rank joined: one kJoin response, and the count starts again.
+void Coordinator::ReleaseJoin(std::vector<Response>& out) {
+  if (joined_count_ != size_) return;
+  Response p;
+  p.op = OpType::kJoin;
+  p.names = {"khorovod.join"};
+  p.join_last_rank = last_joined_;
+  out.push_back(std::move(p));
+  std::fill(joined_.begin(), joined_.end(), false);
+  joined_count_ = 0;
+  last_joined_ = -1;
 }
 
 }  // namespace khorovod

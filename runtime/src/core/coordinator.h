@@ -68,6 +68,16 @@ class Coordinator {
   // Entries that deadlock on each other through one name in two sets.
   std::vector<std::list<Entry>::iterator> CrossSetConflicts() const;
 
+  // Collect's phases (coordinator.cc says what each releases).
+  using ReadyGroups = std::map<std::string, std::vector<std::list<Entry>::iterator>>;
+  void ReleaseCrossSetConflicts(std::vector<Response>& out);
+  void ReleaseReady(std::vector<Response>& out);
+  bool ReleaseOne(std::list<Entry>::iterator it, ReadyGroups& ready_groups, std::vector<Response>& out);
+  void ReleaseUnregistered(std::vector<Response>& out);
+  void ReleaseJoin(std::vector<Response>& out);
+  // Removes an entry from the table and the name index.
+  void Drop(std::list<Entry>::iterator it);
+
   int size_;
   std::list<Entry> table_;  // arrival order
   std::map<std::pair<int32_t, std::string>, std::list<Entry>::iterator> by_name_;

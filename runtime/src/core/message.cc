@@ -105,20 +105,6 @@ bool CheckHeader(Reader& r, uint64_t* count) {
 
 }  // namespace
 
-std::string_view OpTypeName(OpType op) {
-  switch (op) {
-    case OpType::kAllreduce: return "allreduce";
-    case OpType::kAllgather: return "allgather";
-    case OpType::kBroadcast: return "broadcast";
-    case OpType::kAlltoall: return "alltoall";
-    case OpType::kReducescatter: return "reducescatter";
-    case OpType::kBarrier: return "barrier";
-    case OpType::kJoin: return "join";
-    case OpType::kProcessSet: return "process set";
-  }
-  return "invalid";
-}
-
 bool Request::SameParameters(const Request& o) const {
   return op == o.op && name == o.name && dtype == o.dtype && reduce_op == o.reduce_op &&
          root == o.root && device == o.device && shape == o.shape && prescale == o.prescale &&

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/op_type.h"
 #include "khorovod/dtype.h"
 #include "khorovod/ops.h"
 #include "khorovod/status.h"
@@ -25,22 +26,6 @@
 namespace khorovod {
 
 inline constexpr uint32_t kProtocolVersion = 2;
-
-// Values are part of the wire protocol; append only.
-enum class OpType : uint8_t {
-  kAllreduce = 0,
-  kAllgather = 1,
-  kBroadcast = 2,
-  kAlltoall = 3,
-  kReducescatter = 4,
-  kBarrier = 5,
-  kJoin = 6,
-  // Registers (splits = member ranks) or removes (root = id) a process set;
-  // always in the global set (core/process_set_table.h).
-  kProcessSet = 7,
-};
-
-std::string_view OpTypeName(OpType op);
 
 struct Request {
   int32_t rank = 0;

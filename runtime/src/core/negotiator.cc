@@ -149,48 +149,84 @@ void Negotiator::RequeueEvicted() {
   }
 }
 
+// RunRound's phases: what this rank has (CollectLocal), what every rank has
+// (ExchangeBits), a shutdown, what the cache completes (TakeFromCache), and
+// what goes through the coordinator (Negotiate).
 Status Negotiator::RunRound(bool shutdown_requested, Clock::time_point now, Round* out) {
   out->responses.clear();
   out->eager.clear();
   out->shutdown = false;
   out->stall_shutdown = false;
-  const size_t words = (cache_.capacity() + 63) / 64;
-  std::vector<uint64_t> ready(words, 0), invalid(words, 0);
-  std::vector<Request> to_send;
+  RoundBits bits = CollectLocal(shutdown_requested, now);
+  KH_RETURN_IF_ERROR(ExchangeBits(bits, out));
+  if (TakeShutdown(bits.flags, out)) return Status::Ok();
+  KH_RETURN_IF_ERROR(TakeFromCache(bits, out));
+  if (bits.flags & kFlagNegotiate) {
+    std::vector<Response> negotiated;
+    KH_RETURN_IF_ERROR(Negotiate(std::move(bits.to_send), now, &negotiated));
+    for (auto& r : negotiated) out->responses.push_back(std::move(r));
+    RequeueEvicted();
+  }
+  out->idle = !(bits.flags & kFlagNegotiate) && out->responses.empty() && out->eager.empty();
+  return Status::Ok();
+}
+
+// This rank's cache bits (ready, invalid), the requests it sends to the
+// coordinator, and its flags.
+Negotiator::RoundBits Negotiator::CollectLocal(bool shutdown_requested, Clock::time_point now) {
+  RoundBits bits;
+  bits.words = (cache_.capacity() + 63) / 64;
+  bits.ready.assign(bits.words, 0);
+  bits.invalid.assign(bits.words, 0);
   for (auto& [name, local] : ops_) {
-    Classify(local, now, ready, invalid);
+    Classify(local, now, bits.ready, bits.invalid);
     if (local.state == State::kToSend) {
-      to_send.push_back(local.op.request);
+      bits.to_send.push_back(local.op.request);
       local.state = State::kSent;
     }
   }
   if (joined_) {
     // A joined rank stands ready for every allreduce (it contributes zeros).
     for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-      if (cache_.Occupied(slot) && cache_.response(slot).op == OpType::kAllreduce) SetBit(ready, slot);
+      if (cache_.Occupied(slot) && cache_.response(slot).op == OpType::kAllreduce) SetBit(bits.ready, slot);
     }
   }
-  uint64_t flags = 0;
-  if (!to_send.empty()) flags |= kFlagNegotiate;
-  if (shutdown_requested) flags |= kFlagShutdown;
-  if (InspectStalls(now)) flags |= kFlagStallShutdown;
+  if (!bits.to_send.empty()) bits.flags |= kFlagNegotiate;
+  if (shutdown_requested) bits.flags |= kFlagShutdown;
+  if (InspectStalls(now)) bits.flags |= kFlagStallShutdown;
+  return bits;
+}
 
+// One allgather of every rank's bits (and eager payload); on return `bits`
+// holds the job's: flags any rank set, slots ready on every rank and not
+// invalid on any.
+Status Negotiator::ExchangeBits(RoundBits& bits, Round* out) {
+  const size_t words = bits.words;
   const size_t bit_words = 1 + 2 * words;
-  const size_t message_words = bit_words + kEagerPayloadWords;
-  std::vector<uint64_t> vec(message_words, 0);
-  vec[0] = ~flags;
-  std::copy(ready.begin(), ready.end(), vec.begin() + 1);
-  for (size_t i = 0; i < words; ++i) vec[1 + words + i] = ~invalid[i];
+  bits.message_words = bit_words + kEagerPayloadWords;
+  std::vector<uint64_t> vec(bits.message_words, 0);
+  vec[0] = ~bits.flags;
+  std::copy(bits.ready.begin(), bits.ready.end(), vec.begin() + 1);
+  for (size_t i = 0; i < words; ++i) vec[1 + words + i] = ~bits.invalid[i];
   if (!joined_) WriteEagerPayload(vec.data() + bit_words);
   KH_RETURN_IF_ERROR(channel_->AllgatherWords(vec, &out->exchanged));
-  KH_ENFORCE(out->exchanged.size() == message_words * size_,
+  KH_ENFORCE(out->exchanged.size() == bits.message_words * size_,
              "control exchange returned " << out->exchanged.size() << " words");
   for (int r = 0; r < size_; ++r) {
-    const uint64_t* theirs = out->exchanged.data() + r * message_words;
+    const uint64_t* theirs = out->exchanged.data() + r * bits.message_words;
     for (size_t i = 0; i < bit_words; ++i) vec[i] &= theirs[i];
   }
+  bits.flags = ~vec[0];
+  for (size_t i = 0; i < words; ++i) {
+    bits.invalid[i] = ~vec[1 + words + i];
+    bits.ready[i] = vec[1 + i] & ~bits.invalid[i];
+  }
+  return Status::Ok();
+}
 
-  const uint64_t global_flags = ~vec[0];
+// A shutdown any rank asked for, or a stall shutdown: true when the round
+// ends here.
+bool Negotiator::TakeShutdown(uint64_t global_flags, Round* out) {
   if (global_flags & kFlagStallShutdown) {
     out->shutdown = true;
     out->stall_shutdown = true;
@@ -200,31 +236,25 @@ Status Negotiator::RunRound(bool shutdown_requested, Clock::time_point now, Roun
               "the stall shutdown time (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); rank 0's log names the tensors "
               "and the ranks"
             : "the job shut down on a stall: " + stall_shutdown_message_;
-    return Status::Ok();
+    return true;
   }
   if (global_flags & kFlagShutdown) {
     out->shutdown = true;
-    return Status::Ok();
+    return true;
   }
-  std::vector<uint64_t> global_invalid(words), global_ready(words);
-  for (size_t i = 0; i < words; ++i) {
-    global_invalid[i] = ~vec[1 + words + i];
-    global_ready[i] = vec[1 + i] & ~global_invalid[i];
-  }
-  KH_RETURN_IF_ERROR(TakeEager(message_words, global_ready, out));
-  out->responses = TakeCachedReady(global_ready);
+  return false;
+}
+
+// Cached operations ready everywhere: eager ones complete from the
+// exchanged payloads, the others become responses; slots any rank
+// invalidated are erased, and their operations negotiated again.
+Status Negotiator::TakeFromCache(RoundBits& bits, Round* out) {
+  KH_RETURN_IF_ERROR(TakeEager(bits.message_words, bits.ready, out));
+  out->responses = TakeCachedReady(bits.ready);
   for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-    if (TestBit(global_invalid, slot)) cache_.Erase(slot);
+    if (TestBit(bits.invalid, slot)) cache_.Erase(slot);
   }
   RequeueEvicted();
-
-  if (global_flags & kFlagNegotiate) {
-    std::vector<Response> negotiated;
-    KH_RETURN_IF_ERROR(Negotiate(std::move(to_send), now, &negotiated));
-    for (auto& r : negotiated) out->responses.push_back(std::move(r));
-    RequeueEvicted();
-  }
-  out->idle = !(global_flags & kFlagNegotiate) && out->responses.empty() && out->eager.empty();
   return Status::Ok();
 }
 

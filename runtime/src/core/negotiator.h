@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "core/control_channel.h"
+#include "backend/control_channel.h"
 #include "core/coordinator.h"
 #include "core/eager_allreduce.h"
 #include "core/response_cache.h"
@@ -86,6 +86,19 @@ class Negotiator {
     State state = State::kNew;
     uint32_t slot = 0;
   };
+
+  // One round's bits: this rank's until ExchangeBits, the job's after.
+  struct RoundBits {
+    size_t words = 0;          // 64-bit words per bit vector (cache capacity / 64, rounded up)
+    size_t message_words = 0;  // per rank in the exchange: flags, ready, invalid, eager payload
+    std::vector<uint64_t> ready, invalid;
+    std::vector<Request> to_send;
+    uint64_t flags = 0;
+  };
+  RoundBits CollectLocal(bool shutdown_requested, Clock::time_point now);
+  Status ExchangeBits(RoundBits& bits, Round* out);
+  bool TakeShutdown(uint64_t global_flags, Round* out);
+  Status TakeFromCache(RoundBits& bits, Round* out);
 
   void Classify(LocalOp& local, Clock::time_point now, std::vector<uint64_t>& ready,
                 std::vector<uint64_t>& invalid);

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "core/control_channel.h"
+#include "backend/control_channel.h"
 #include "core/executor.h"
 #include "core/negotiator.h"
 #include "core/process_set_table.h"

@@ -6,9 +6,9 @@
 
 #include "common/enforce.h"
 #include "core/adasum.h"
-#include "core/runtime_submit.h"
+#include "core/runtime_impl.h"
 #include "core/tensor_queue.h"
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 #include "khorovod/runtime.h"
 
 namespace khorovod {
@@ -48,7 +48,7 @@ Handle Rejected(const Status& s) { return Handle(detail::Completion::Failed(s));
 // (core/waiter_signal.h).
 class BlockingCall {
  public:
-  explicit BlockingCall(const RuntimeImpl& impl) : waiters_(detail::Waiters(impl)), count_(waiters_.get()) {}
+  explicit BlockingCall(const RuntimeImpl& impl) : waiters_(impl.waiters()), count_(waiters_.get()) {}
 
  private:
   std::shared_ptr<std::atomic<int>> waiters_;  // outlives count_
@@ -117,7 +117,7 @@ PendingOp MakeAllreduce(const std::string& name, const TensorView& in, const Ten
 Handle Runtime::allreduce_async(const std::string& name, const TensorView& input,
                                 const TensorView& output, const AllreduceOptions& options) {
   if (Status s = CheckAllreduce(name, input, output, options); !s.ok()) return Rejected(s);
-  return detail::Submit(*impl_, {MakeAllreduce(name, input, output, options)});
+  return impl_->Submit({MakeAllreduce(name, input, output, options)});
 }
 
 Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
@@ -136,7 +136,7 @@ Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
     ops.back().request.group = group;
     ops.back().request.group_size = static_cast<int32_t>(names.size());
   }
-  return detail::Submit(*impl_, std::move(ops));
+  return impl_->Submit(std::move(ops));
 }
 
 Handle Runtime::allgather_async(const std::string& name, const TensorView& input,
@@ -146,18 +146,18 @@ Handle Runtime::allgather_async(const std::string& name, const TensorView& input
   if (input.shape.empty()) return Rejected(Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
   PendingOp op = MakeOp(OpType::kAllgather, name, input);
   op.request.process_set = options.process_set;
-  return detail::Submit(*impl_, {std::move(op)});
+  return impl_->Submit({std::move(op)});
 }
 
 Handle Runtime::broadcast_async(const std::string& name, const TensorView& buffer,
                                 const BroadcastOptions& options) {
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(buffer, "broadcast buffer"); !s.ok()) return Rejected(s);
-  if (Status s = detail::CheckRoot(*impl_, options.root_rank); !s.ok()) return Rejected(s);
+  if (Status s = impl_->CheckRoot(options.root_rank); !s.ok()) return Rejected(s);
   PendingOp op = MakeOp(OpType::kBroadcast, name, buffer);
   op.request.root = options.root_rank;
   op.request.process_set = options.process_set;
-  return detail::Submit(*impl_, {std::move(op)});
+  return impl_->Submit({std::move(op)});
 }
 
 Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
@@ -190,7 +190,7 @@ Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
   PendingOp op = MakeOp(OpType::kAlltoall, name, input);
   op.request.splits = options.splits;
   op.request.process_set = options.process_set;
-  return detail::Submit(*impl_, {std::move(op)});
+  return impl_->Submit({std::move(op)});
 }
 
 Handle Runtime::reducescatter_async(const std::string& name, const TensorView& input,
@@ -206,7 +206,7 @@ Handle Runtime::reducescatter_async(const std::string& name, const TensorView& i
   op.request.prescale = options.prescale_factor;
   op.request.postscale = options.postscale_factor;
   op.request.process_set = options.process_set;
-  return detail::Submit(*impl_, {std::move(op)});
+  return impl_->Submit({std::move(op)});
 }
 
 Status Runtime::allreduce(const std::string& name, const TensorView& input, const TensorView& output,
@@ -263,7 +263,7 @@ Handle Runtime::barrier_async(int process_set) {
   op.request.name = "khorovod.barrier";
   op.request.shape = {0};
   op.request.process_set = process_set;
-  return detail::Submit(*impl_, {std::move(op)});
+  return impl_->Submit({std::move(op)});
 }
 
 Status Runtime::barrier(int process_set) { return barrier_async(process_set).wait(); }
@@ -273,7 +273,7 @@ Handle Runtime::join_async() {
   op.request.op = OpType::kJoin;
   op.request.name = "khorovod.join";
   op.request.shape = {0};
-  return detail::Submit(*impl_, {std::move(op)});
+  return impl_->Submit({std::move(op)});
 }
 
 Status Runtime::join(int* last_rank) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/process_set_table.h"
-#include "core/runtime_submit.h"
+#include "core/runtime_impl.h"
 #include "khorovod/runtime.h"
 
 namespace khorovod {
@@ -28,7 +28,7 @@ PendingOp ProcessSetOp(std::vector<int64_t> ranks, int remove_id) {
 }  // namespace
 
 StatusOr<int> Runtime::add_process_set(const std::vector<int>& ranks) {
-  Handle h = detail::Submit(*impl_, {ProcessSetOp(std::vector<int64_t>(ranks.begin(), ranks.end()), -1)});
+  Handle h = impl_->Submit({ProcessSetOp(std::vector<int64_t>(ranks.begin(), ranks.end()), -1)});
   KH_RETURN_IF_ERROR(h.wait());
   return h.join_last_rank();
 }
@@ -40,30 +40,30 @@ Status Runtime::remove_process_set(int process_set) {
   if (process_set < 0) {
     return Status::InvalidArgument("process set " + std::to_string(process_set) + " is not registered");
   }
-  return detail::Submit(*impl_, {ProcessSetOp({}, process_set)}).wait();
+  return impl_->Submit({ProcessSetOp({}, process_set)}).wait();
 }
 
 std::vector<int> Runtime::process_set_ids() const {
-  auto sets = detail::ProcessSets(*impl_);
+  auto sets = impl_->process_sets();
   return sets ? sets->Ids() : std::vector<int>{};
 }
 
 std::vector<int> Runtime::process_set_ranks(int process_set) const {
-  auto sets = detail::ProcessSets(*impl_);
+  auto sets = impl_->process_sets();
   if (!sets) return {};
   auto set = sets->Find(process_set);
   return set ? set->ranks : std::vector<int>{};
 }
 
 int Runtime::process_set_rank(int process_set) const {
-  auto sets = detail::ProcessSets(*impl_);
+  auto sets = impl_->process_sets();
   if (!sets) return -1;
   auto set = sets->Find(process_set);
   return set ? set->rank : -1;
 }
 
 int Runtime::process_set_size(int process_set) const {
-  auto sets = detail::ProcessSets(*impl_);
+  auto sets = impl_->process_sets();
   if (!sets) return -1;
   auto set = sets->Find(process_set);
   return set ? static_cast<int>(set->ranks.size()) : -1;

@@ -46,7 +46,7 @@ void State::WriteCheckpointIfDue() {
 Status State::commit() {
   ++serial_;
   Snapshot();
-  detail::MetricsOf(runtime_)->Committed();
+  RecordCommit(runtime_);
   ++commits_;
   WriteCheckpointIfDue();
   // Heartbeats reach ranks at different moments; agreeing on the flag here
@@ -167,7 +167,7 @@ Status State::sync() {
   for (auto& [name, value] : counters_) value = values[i++];
   serial_ = values[i];
   Snapshot();
-  detail::MetricsOf(runtime_)->StateSync(bytes, std::chrono::steady_clock::now() - start);
+  RecordStateSync(runtime_, bytes, std::chrono::steady_clock::now() - start);
   return Status::Ok();
 }
 
@@ -175,9 +175,26 @@ void State::run_reset_callbacks() {
   for (auto& cb : reset_callbacks_) cb();
 }
 
+void RecordReset(Runtime& runtime, StatusCode cause) {
+  detail::MetricsOf(runtime)->Reset(cause == StatusCode::kUnavailable ? ResetCause::kPeerFailure
+                                    : cause == StatusCode::kAborted  ? ResetCause::kPeerAborted
+                                                                     : ResetCause::kMembershipChanged);
+}
+
+void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed) {
+  detail::MetricsOf(runtime)->Recovered(elapsed);
+}
+
+void RecordCommit(Runtime& runtime) { detail::MetricsOf(runtime)->Committed(); }
+
+void RecordStateSync(Runtime& runtime, size_t bytes, std::chrono::steady_clock::duration elapsed) {
+  detail::MetricsOf(runtime)->StateSync(bytes, elapsed);
+}
+
+void MarkTrainingFinished(Runtime& runtime) { detail::MarkTrainingFinished(runtime); }
+
 Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
            const RunOptions& options) {
-  WorkerMetrics* metrics = detail::MetricsOf(runtime);
   int resets = 0;
   bool synced = false;
   // Set from the start of a reset until the sync after it succeeds.
@@ -186,11 +203,11 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
     Status s = synced ? train() : state.sync();
     if (s.ok()) {
       if (synced) {
-        detail::MarkTrainingFinished(runtime);
+        MarkTrainingFinished(runtime);
         return s;
       }
       synced = true;
-      if (recovering_since) metrics->Recovered(std::chrono::steady_clock::now() - *recovering_since);
+      if (recovering_since) RecordRecovered(runtime, std::chrono::steady_clock::now() - *recovering_since);
       recovering_since.reset();
       continue;
     }
@@ -198,12 +215,10 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
     // mid-step; like a failure, the partial step is rolled back.
     if (s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kAborted) {
       state.restore();
-      metrics->Reset(s.code() == StatusCode::kUnavailable ? ResetCause::kPeerFailure : ResetCause::kPeerAborted);
-    } else if (s.code() == StatusCode::kMembershipChanged) {
-      metrics->Reset(ResetCause::kMembershipChanged);
-    } else {
+    } else if (s.code() != StatusCode::kMembershipChanged) {
       return s;
     }
+    RecordReset(runtime, s.code());
     if (!recovering_since) recovering_since = std::chrono::steady_clock::now();
     if (++resets > options.reset_limit) {
       return Status::FailedPrecondition("elastic run gave up after " + std::to_string(options.reset_limit) +

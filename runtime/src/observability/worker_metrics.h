@@ -35,7 +35,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/message.h"
+#include "common/op_type.h"
 
 namespace prometheus {
 class Counter;

@@ -6,7 +6,7 @@
 #include "bootstrap/gloo_mesh.h"
 
 #include "backend/gloo/gloo_ops.h"
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 #include "loopback_mesh.h"
 
 #include <gloo/allreduce.h>

@@ -6,7 +6,7 @@
 #include <limits>
 #include <thread>
 
-#include "base64.h"
+#include "khorovod/util/base64.h"
 #include "json_request.h"
 #include "kv_store.h"
 #include "world.h"

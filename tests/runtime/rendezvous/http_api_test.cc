@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "base64.h"
+#include "khorovod/util/base64.h"
 #include "test_server.h"
 
 namespace khorovod::rendezvous {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "core/control_channel.h"
+#include "backend/control_channel.h"
 
 namespace gloo {
 class Context;

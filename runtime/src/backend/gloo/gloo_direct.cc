@@ -8,7 +8,7 @@
 #include <exception>
 #include <string>
 
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 
 namespace khorovod::gloo_ops {
 

@@ -12,7 +12,7 @@
 #include <numeric>
 #include <string>
 
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 
 namespace khorovod::gloo_ops {
 namespace {

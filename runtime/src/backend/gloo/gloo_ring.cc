@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 
 namespace khorovod::gloo_ops {
 namespace {

@@ -14,7 +14,7 @@
 #include "backend/shm/segment_join.h"
 #include "bootstrap/gloo_mesh.h"
 #include "common/reduce_kernels.h"
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 
 namespace khorovod::shm {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "backend/gloo/gloo_ops.h"
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 #include "bootstrap/gloo_mesh.h"
 
 namespace khorovod::shm {

@@ -23,7 +23,7 @@
 #include "backend/registry.h"
 #include "backend/shm/hierarchical_allreduce.h"
 #include "backend/shm/shm_control_channel.h"
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 
 namespace khorovod {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 #include "backend/shm/segment_join.h"
 
 namespace khorovod::shm {

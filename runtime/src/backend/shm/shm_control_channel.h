@@ -41,7 +41,7 @@
 
 #include "backend/gloo/gloo_control_channel.h"
 #include "backend/shm/shm_segment.h"
-#include "core/control_channel.h"
+#include "backend/control_channel.h"
 
 namespace gloo {
 class Context;

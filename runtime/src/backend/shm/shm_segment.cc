@@ -15,7 +15,7 @@
 #include <ctime>
 #include <random>
 
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 
 namespace khorovod::shm {
 namespace {

@@ -1,4 +1,4 @@
-#include "backend/gloo/interruptible_waits.h"
+#include "bootstrap/interruptible_waits.h"
 
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>

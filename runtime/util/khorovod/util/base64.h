@@ -1,5 +1,6 @@
-// Base64 (RFC 4648, standard alphabet, with '=' padding), the encoding of the
-// binary values of the rendezvous key-value store inside JSON bodies.
+// Base64 (RFC 4648, standard alphabet, with '=' padding): the encoding of the
+// binary values of the rendezvous key-value store inside JSON bodies, and of
+// the certificates and keys in a kubeconfig (the operator).
 //
 // Decoding is strict: characters outside the alphabet, whitespace, missing or
 // misplaced padding and non-zero trailing bits are rejected, so every value
@@ -12,11 +13,11 @@
 #include <string>
 #include <string_view>
 
-namespace khorovod::rendezvous {
+namespace khorovod {
 
 std::string Base64Encode(std::string_view bytes);
 
 // The decoded bytes, or nullopt when `text` is not canonical base64.
 std::optional<std::string> Base64Decode(std::string_view text);
 
-}  // namespace khorovod::rendezvous
+}  // namespace khorovod

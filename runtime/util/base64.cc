@@ -1,9 +1,9 @@
-#include "base64.h"
+#include "khorovod/util/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace khorovod::rendezvous {
+namespace khorovod {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -75,4 +75,4 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace khorovod::rendezvous
+}  // namespace khorovod

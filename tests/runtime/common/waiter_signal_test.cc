@@ -1,6 +1,6 @@
 // Waiter signals: the spin rule (KHOROVOD_SPIN_WAITS against the allowed
 // cores and the ranks on the host), the bounded spin, the waiter count.
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

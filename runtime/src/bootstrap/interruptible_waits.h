@@ -9,7 +9,8 @@
 // implements this interface; the collectives written on unbound buffers
 // register their buffers with a WaitScope, and Interrupt() aborts every wait
 // registered now or later (Gloo's abortWaitSend/abortWaitRecv), so those
-// waits return at once and the collective fails with UNAVAILABLE.
+// waits return at once and the collective fails with UNAVAILABLE. It lives
+// with the context that implements it, below the backends that use it.
 //
 // Thread-safety: Interrupt() and interrupted() from any thread; a WaitScope
 // is used by the thread that waits.

@@ -1,4 +1,4 @@
-#include "core/waiter_signal.h"
+#include "common/waiter_signal.h"
 
 #include <sched.h>
 
