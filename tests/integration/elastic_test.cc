@@ -170,7 +170,9 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
       EXPECT_GE(resets, 1);
     }
     EXPECT_EQ(params, Reference(step)) << "step " << step;
-    if (!sc.term_ranks.empty()) EXPECT_EQ(steps_run, step) << "a graceful leave rolls nothing back";
+    if (!sc.term_ranks.empty()) {
+      EXPECT_EQ(steps_run, step) << "a graceful leave rolls nothing back";
+    }
     EXPECT_TRUE(rt.shutdown().ok());
   }, opts);
   std::error_code ec;
