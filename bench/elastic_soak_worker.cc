@@ -1,7 +1,11 @@
 // khorovod-soak-worker - the worker that bench/elastic_soak.py kills.
 //
 //   khorovodrun -np 4 --min-np 2 --max-np 4 khorovod-soak-worker --dir D
-//       [--steps 400] [--step-ms 4] [--state-mb 0]
+//       [--steps 400] [--step-ms 4] [--state-mb 0] [--checkpoint PATH --checkpoint-every K]
+//
+// --checkpoint writes rank 0's state to PATH every K commits and resumes
+// from it when no live worker holds a newer commit (elastic::State::
+// checkpoint_to): bench/goodput.py's checkpoint-restart runs.
 //
 // Trains a toy model whose result is known in advance: every rank's gradient
 // is an integer-valued float vector g(step) + (2 * rank - (size - 1)), summed
@@ -52,6 +56,8 @@ struct Options {
   int64_t steps = 400;
   int step_ms = 4;
   int state_mb = 0;
+  std::string checkpoint;
+  int checkpoint_every = 50;
 };
 
 constexpr int kParams = 4096;
@@ -144,6 +150,7 @@ int Run(const Options& o) {
     state.add_tensor("big", TensorView{big.data(), DataType::kFloat32, {static_cast<int64_t>(big.size())}, {}});
   }
   int64_t& step = state.counter("step");
+  if (!o.checkpoint.empty()) state.checkpoint_to(o.checkpoint, o.checkpoint_every);
   state.on_reset([&] { log.Write("reset", Fields({rt.rank(), rt.size(), step})); });
 
   const TensorView grad_view{grad.data(), DataType::kFloat32, {kParams}, {}};
@@ -187,6 +194,9 @@ int main(int argc, char** argv) {
   app.add_option("--steps", o.steps, "training steps")->check(CLI::PositiveNumber);
   app.add_option("--step-ms", o.step_ms, "simulated compute per step")->check(CLI::NonNegativeNumber);
   app.add_option("--state-mb", o.state_mb, "extra elastic state, in MiB")->check(CLI::Range(0, 4096));
+  app.add_option("--checkpoint", o.checkpoint, "write rank 0's state here and resume from it");
+  app.add_option("--checkpoint-every", o.checkpoint_every, "commits between checkpoints")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   return Run(o);
 }

@@ -22,6 +22,11 @@ packages=(
   openssh-server openssh-client
 )
 
+# Node.js and npm: the dashboard's type check against Grafana's schema
+# (tests/metrics/grafana_schema_check.sh). A machine whose Node.js comes
+# from elsewhere with its own npm keeps it.
+command -v npm >/dev/null || packages+=(nodejs npm)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

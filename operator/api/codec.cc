@@ -126,6 +126,7 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
   ReadOptional(run, "activeDeadlineSeconds", "spec.runPolicy", s.run_policy.active_deadline_seconds, errors);
   Read(run, "backoffLimit", "spec.runPolicy", s.run_policy.backoff_limit, errors);
   Read(run, "suspend", "spec.runPolicy", s.run_policy.suspend, errors);
+  Read(run, "nodeLossTimeoutSeconds", "spec.runPolicy", s.run_policy.node_loss_timeout_seconds, errors);
 
   const Json& sched = Child(spec, "schedulingPolicy");
   Read(sched, "schedulerName", "spec.schedulingPolicy", s.scheduling.scheduler_name, errors);

@@ -31,7 +31,7 @@ int32_t TemplateGpus(const Json& pod_template) {
 
 Placement EffectivePlacement(const HorovodJobSpec& spec) {
   if (spec.scheduling.placement) return *spec.scheduling.placement;
-  return spec.gpus_per_worker > 0 ? Placement::kPack : Placement::kNone;
+  return spec.gpus_per_worker > 0 ? Placement::kPack : Placement::kSpread;
 }
 
 void ApplyDefaults(HorovodJobSpec& spec) {

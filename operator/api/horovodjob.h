@@ -66,6 +66,16 @@ struct RunPolicy {
   int32_t backoff_limit = 6;
   bool suspend = false;
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
+  // How long a worker's node may be NotReady/Unknown (or carry the
+  // unreachable/not-ready taint) before the operator force-deletes the
+  // worker pods bound to it and re-creates them on other nodes, instead of
+  // waiting for the taint eviction (300 s by default). The clock starts when
+  // the node lifecycle controller marks the node (after its own grace period,
+  // 40-50 s of silence); the rendezvous has long dropped the node's workers
+  // by then (heartbeatTimeoutMs), so the survivors train on meanwhile. 30 s
+  // rides out a kubelet or container-runtime restart that flips the node
+  // NotReady briefly, and bounds a node loss at about 80 s. 0: at once.
+  int32_t node_loss_timeout_seconds = 30;
 };
 
 // Where a job's worker pods go relative to each other:
@@ -73,8 +83,9 @@ struct RunPolicy {
 //            ranks of one node talk over shared memory/NVLink, and whole GPU
 //            nodes stay free for other jobs); the default for GPU jobs;
 //   kSpread  spread them over nodes and zones (a lost node or zone takes few
-//            ranks);
-//   kNone    leave it to the scheduler; the default for CPU jobs.
+//            ranks); the default for CPU jobs, whose ranks gain little from
+//            sharing a node and lose the most when one node takes many;
+//   kNone    leave it to the scheduler.
 enum class Placement { kNone, kPack, kSpread };
 
 struct SchedulingPolicy {
@@ -201,7 +212,7 @@ const char* ToString(RestartPolicy p);
 const char* ToString(Placement p);
 
 // The placement a job gets: spec.schedulingPolicy.placement, else Pack for a
-// GPU job and None for a CPU job.
+// GPU job and Spread for a CPU job.
 Placement EffectivePlacement(const HorovodJobSpec& spec);
 // The nvidia.com/gpu limit (or, without one, request) of a pod template's
 // first container: 0 when it has none, -1 when it is not a whole number.

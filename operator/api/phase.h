@@ -43,6 +43,9 @@ inline constexpr const char* kSuspended = "Suspended";
 // True while some desired workers cannot be scheduled (e.g. too few GPUs);
 // the message carries the scheduler's reason.
 inline constexpr const char* kUnschedulable = "Unschedulable";
+// Some workers run on a node that is NotReady/Unknown or unreachable: they
+// are force-deleted and replaced after runPolicy.nodeLossTimeoutSeconds.
+inline constexpr const char* kNodeLost = "NodeLost";
 inline constexpr const char* kSucceeded = "Succeeded";
 inline constexpr const char* kFailed = "Failed";
 }  // namespace condition

@@ -38,6 +38,8 @@ std::vector<FieldError> Validate(const HorovodJobSpec& spec) {
   if (spec.rendezvous.elastic_timeout_ms < 1000)
     errors.push_back({"spec.rendezvous.elasticTimeoutMs", "must be at least 1000"});
   if (spec.run_policy.backoff_limit < 0) errors.push_back({"spec.runPolicy.backoffLimit", "must not be negative"});
+  if (spec.run_policy.node_loss_timeout_seconds < 0)
+    errors.push_back({"spec.runPolicy.nodeLossTimeoutSeconds", "must not be negative"});
   if (spec.run_policy.active_deadline_seconds && *spec.run_policy.active_deadline_seconds < 1)
     errors.push_back({"spec.runPolicy.activeDeadlineSeconds", "must be at least 1"});
   if (spec.run_policy.ttl_seconds_after_finished && *spec.run_policy.ttl_seconds_after_finished < 0)

@@ -39,6 +39,11 @@ bool ParseOperatorOptions(int argc, char** argv, OperatorOptions& o, int& exit_c
       ->capture_default_str();
   app.add_option("--gang-scheduling", o.gang_scheduling, "Create scheduler-plugins PodGroups for gang jobs")
       ->capture_default_str();
+  app.add_option("--disruption-budgets", o.disruption_budgets,
+                 "Keep a PodDisruptionBudget per job at minReplicas (policy/v1 poddisruptionbudgets create, patch)");
+  app.add_option("--watch-nodes", o.watch_nodes,
+                 "Watch Nodes (cluster-wide get/list/watch) to replace the workers of a lost node after the job's "
+                 "runPolicy.nodeLossTimeoutSeconds instead of the 300 s taint eviction");
   app.add_option("--kueue", o.kueue,
                  "Kueue's CRDs are installed: jobs labelled kueue.x-k8s.io/queue-name wait for admission")
       ->capture_default_str();
@@ -77,6 +82,8 @@ ControllerOptions ToControllerOptions(const OperatorOptions& options) {
   c.reconciler.write_parallelism = options.write_parallelism;
   c.reconciler.podgroups_available = options.gang_scheduling;
   c.reconciler.kueue_available = options.kueue;
+  c.watch_nodes = options.watch_nodes;
+  c.reconciler.disruption_budgets = options.disruption_budgets;
   return c;
 }
 

@@ -32,6 +32,8 @@ struct OperatorOptions {
   std::string metrics_bind = "0.0.0.0:8080";  // /metrics, /healthz, /readyz
   bool gang_scheduling = false;    // PodGroup CRD (scheduler-plugins) installed
   bool kueue = false;              // Kueue's CRDs installed (Workloads for queued jobs)
+  bool watch_nodes = true;         // replace workers of lost nodes (needs nodes get/list/watch)
+  bool disruption_budgets = true;  // a PodDisruptionBudget per job at minReplicas
   // Client-side limit on API requests (token bucket); qps 0 = unlimited.
   // The leader lease has its own, unlimited client: a queue of pod writes
   // must not delay renewals past the renew deadline.

@@ -274,6 +274,9 @@ Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::str
       {{"name", "KHOROVOD_JOB_ID"}, {"value", job.name}},
       FieldEnv("KHOROVOD_WORKER_NAME", "metadata.name"),
       FieldEnv("KHOROVOD_HOSTNAME", "status.podIP"),
+      // The node the pod runs on, for logs and the placement checks (ranks
+      // are grouped per pod, see docs/api.md, "Ranks, pods and nodes").
+      FieldEnv("KHOROVOD_NODE_NAME", "spec.nodeName"),
       {{"name", "KHOROVOD_SLOTS"}, {"value", std::to_string(job.spec.slots_per_worker)}},
       {{"name", "KHOROVOD_WORKER_INDEX"}, {"value", std::to_string(index)}},
       {{"name", "KHOROVOD_MIN_WORKERS"}, {"value", std::to_string(job.spec.min_replicas)}},
@@ -304,6 +307,18 @@ Json BuildPodGroup(const HorovodJob& job) {
           {"kind", "PodGroup"},
           {"metadata", metadata},
           {"spec", {{"minMember", min_member}}}};
+}
+
+Json BuildDisruptionBudget(const HorovodJob& job) {
+  return {{"apiVersion", "policy/v1"},
+          {"kind", "PodDisruptionBudget"},
+          {"metadata", Metadata(job, job.name, "worker")},
+          {"spec",
+           {{"minAvailable", job.spec.min_replicas},
+            {"selector", WorkerSelectorTerm(job)},
+            // A worker that is not Ready (Pending, crash-looping) trains
+            // nothing: evicting it never costs the job a rank.
+            {"unhealthyPodEvictionPolicy", "AlwaysAllow"}}}};
 }
 
 int WorkerIndexOf(const Json& pod) {

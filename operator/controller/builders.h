@@ -14,6 +14,9 @@
 //                      placement's pod affinity or topology spread; a required
 //                      node affinity that keeps it off the nodes it must avoid)
 //   <job>              PodGroup (scheduler-plugins), only with schedulingPolicy.gang
+//   <job>              PodDisruptionBudget (policy/v1): minAvailable =
+//                      minReplicas over the workers, so a drain or other
+//                      eviction never takes the job below minReplicas
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -53,6 +56,7 @@ Json BuildWorkersService(const HorovodJob& job);
 // `avoid_nodes`: node names the pod must not be scheduled on (GPU failures).
 Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::string>& avoid_nodes = {});
 Json BuildPodGroup(const HorovodJob& job);
+Json BuildDisruptionBudget(const HorovodJob& job);
 
 // The worker index encoded in a worker pod's labels, or -1.
 int WorkerIndexOf(const Json& pod);

@@ -41,6 +41,9 @@ Json CachedPodStatus(const Json& status) {
     for (const auto& c : *conditions) {
       if (!c.is_object()) continue;
       if (c.value("type", "") == "Ready") kept.push_back({{"type", "Ready"}, {"status", c.value("status", "")}});
+      // Why a worker stopped: an eviction or preemption is no failure.
+      if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True")
+        kept.push_back({{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", c.value("reason", "")}});
       // Why a worker waits: the scheduler's message ("Insufficient nvidia.com/gpu").
       if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
         kept.push_back({{"type", "PodScheduled"}, {"status", "False"}, {"message", c.value("message", "")}});

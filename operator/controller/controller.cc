@@ -4,6 +4,7 @@
 
 #include "controller/cached_objects.h"
 #include "controller/kueue_workload.h"
+#include "controller/node_health.h"
 #include "kube/resource.h"
 
 namespace khorovod::op {
@@ -33,6 +34,14 @@ std::unique_ptr<kube::Informer> MakeWorkloads(kube::RestClient& client, const Co
   i.watch_timeout = o.watch_timeout;
   return std::make_unique<kube::Informer>(client, kWorkloads, i);
 }
+std::unique_ptr<kube::Informer> MakeNodes(kube::RestClient& client, const ControllerOptions& o) {
+  if (!o.watch_nodes) return nullptr;
+  kube::InformerOptions i;
+  i.transform = CachedNode;
+  i.resync = o.resync;
+  i.watch_timeout = o.watch_timeout;
+  return std::make_unique<kube::Informer>(client, kube::kNodes, i);
+}
 kube::InformerOptions All(const ControllerOptions& o) {
   kube::InformerOptions i;
   i.namespace_ = o.watch_namespace;
@@ -48,13 +57,30 @@ Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, Co
       pods_(client, kube::kPods, Owned(options, CachedPod)),
       services_(client, kube::kServices, Owned(options, CachedService)),
       workloads_(MakeWorkloads(client, options)),
+      nodes_(MakeNodes(client, options)),
       monitor_(MakeMonitor(options.reconciler, queue_)),
-      reconciler_(client, jobs_, pods_, services_, workloads_.get(), events, monitor_.get(), options.reconciler) {
+      reconciler_(client, jobs_, pods_, services_, workloads_.get(), events, monitor_.get(), options.reconciler,
+                  nodes_.get()) {
   jobs_.AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });
   auto owner = [this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueOwner(obj); };
   pods_.AddHandler(owner);
   services_.AddHandler(owner);
   if (workloads_) workloads_->AddHandler(owner);
+  if (nodes_) nodes_->AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueJobsOnNode(obj); });
+}
+
+void Controller::EnqueueJobsOnNode(const kube::ObjectPtr& node) {
+  const std::string name = node->at("metadata").value("name", "");
+  const bool lost = NodeHealthOf(*node).lost;
+  {
+    std::lock_guard<std::mutex> lock(lost_mu_);
+    const bool was_lost = lost_nodes_.count(name) > 0;
+    if (lost) lost_nodes_.insert(name);
+    else lost_nodes_.erase(name);
+    if (!lost && !was_lost) return;  // a healthy node's routine update
+  }
+  for (const auto& pod : pods_.List())
+    if (pod->value("spec", Json::object()).value("nodeName", "") == name) EnqueueOwner(pod);
 }
 
 Controller::~Controller() { Stop(); }
@@ -72,8 +98,9 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   pods_.Start();
   services_.Start();
   if (workloads_) workloads_->Start();
+  if (nodes_) nodes_->Start();
   const auto deadline = std::chrono::steady_clock::now() + sync_timeout;
-  for (kube::Informer* inf : {&jobs_, &pods_, &services_, workloads_.get()}) {
+  for (kube::Informer* inf : {&jobs_, &pods_, &services_, workloads_.get(), nodes_.get()}) {
     if (!inf) continue;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (!inf->WaitForSync(std::max(left, std::chrono::milliseconds(1)))) {
@@ -98,6 +125,7 @@ void Controller::Stop() {
   pods_.Stop();
   services_.Stop();
   if (workloads_) workloads_->Stop();
+  if (nodes_) nodes_->Stop();
 }
 
 void Controller::Work() {

@@ -14,6 +14,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,9 @@ struct ControllerOptions {
   int workers = 4;                             // reconcile threads
   std::chrono::seconds resync{300};
   std::chrono::seconds watch_timeout{240};
+  // Watch Nodes (cluster-wide get/list/watch) to replace the workers of a
+  // lost node after runPolicy.nodeLossTimeoutSeconds (job_plan.h, 6b).
+  bool watch_nodes = true;
   ReconcilerOptions reconciler;
 };
 
@@ -55,12 +60,18 @@ class Controller {
  private:
   void Work();
   void EnqueueOwner(const kube::ObjectPtr& object);
+  // A node changed: re-reconcile the jobs with pods on it when it is lost,
+  // or was lost before (it recovered).
+  void EnqueueJobsOnNode(const kube::ObjectPtr& node);
 
   const ControllerOptions options_;
   kube::Informer jobs_;
   kube::Informer pods_;
   kube::Informer services_;
   std::unique_ptr<kube::Informer> workloads_;  // Kueue Workloads; null without --kueue
+  std::unique_ptr<kube::Informer> nodes_;      // Nodes (trimmed); null without watch_nodes
+  std::mutex lost_mu_;
+  std::set<std::string> lost_nodes_;           // nodes last seen lost
   kube::WorkQueue queue_;
   std::unique_ptr<RendezvousMonitor> monitor_;  // null with rendezvous_refresh 0
   Reconciler reconciler_;

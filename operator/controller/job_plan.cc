@@ -1,6 +1,7 @@
 #include "controller/job_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <ctime>
 #include <iomanip>
 #include <set>
@@ -208,13 +209,12 @@ std::string FailureText(const PodView& pod) {
   return "GPU " + ids + " Unhealthy";
 }
 
-// Keeps the job's new workers off the node of a worker whose GPU failed,
-// for the cooldown (extended if the node is avoided already).
-void AvoidNode(Planner& p, const PodView& pod, const std::string& what) {
+// Keeps the job's new workers off `pod`'s node for the cooldown (extended if
+// the node is avoided already): after a GPU failure there, or a lost node.
+void AvoidNode(Planner& p, const PodView& pod, const std::string& reason) {
   const int32_t cooldown = p.spec.scheduling.node_cooldown_seconds;
   if (pod.node.empty() || cooldown <= 0) return;
   const std::string until = FormatTime(p.in.now + std::chrono::seconds(cooldown));
-  const std::string reason = "GPU failure of " + pod.name + " (" + what + ")";
   auto& avoided = p.st().avoided_nodes;
   auto it = std::find_if(avoided.begin(), avoided.end(), [&](const AvoidedNode& n) { return n.node == pod.node; });
   if (it != avoided.end()) *it = {pod.node, until, reason};
@@ -231,6 +231,16 @@ bool PlanFailures(Planner& p) {
   for (const auto& pod : p.pods) {
     if (pod.deleting || !(pod.failed() || (pod.live() && pod.gpu_failed()))) continue;
     const std::string exit = FailureText(pod);
+    if (pod.disrupted && !pod.gpu_failed()) {
+      // Evicted or preempted: the cluster stopped it (after it left at a
+      // commit, docs/elastic.md); replaced, not counted against backoffLimit.
+      p.plan.delete_pods.push_back({pod.name, pod.uid, "worker disrupted (" + exit + ")"});
+      p.plan.events.push_back({"Normal", "WorkerDisrupted",
+                               "worker " + pod.name + " was stopped by the cluster (" + exit +
+                                   (pod.reason.empty() ? "" : ", " + pod.reason) + "); replacing it"});
+      p.being_replaced.insert(pod.index);
+      continue;
+    }
     if (!Retryable(pod, policy.restart_policy))
       return Finish(p, false, "WorkerFailed",
                     "worker " + pod.name + " failed with " + exit + (pod.reason.empty() ? "" : " (" + pod.reason + ")") +
@@ -246,7 +256,7 @@ bool PlanFailures(Planner& p) {
                     "worker " + pod.name + " failed (" + exit + "); " + to_string(st.restart_count) +
                         " restarts exceed backoffLimit " + to_string(policy.backoff_limit));
     }
-    if (pod.gpu_failed() && !counted.count(pod.uid)) AvoidNode(p, pod, exit);
+    if (pod.gpu_failed() && !counted.count(pod.uid)) AvoidNode(p, pod, "GPU failure of " + pod.name + " (" + exit + ")");
     p.plan.delete_pods.push_back({pod.name, pod.uid, "worker failed (" + exit + ")"});
     // The restart number keeps each failure its own event: the recorder
     // writes identical events once per window, and `kubectl describe`
@@ -258,6 +268,63 @@ bool PlanFailures(Planner& p) {
     p.being_replaced.insert(pod.index);
   }
   st.restart_count += new_failures;
+  return false;
+}
+
+// Pods bound to a lost node: force-deleted once the node has been lost for
+// nodeLossTimeoutSeconds (job_plan.h, phase 6b). Never completes the plan.
+bool PlanLostNodes(Planner& p) {
+  const auto timeout = std::chrono::seconds(p.spec.run_policy.node_loss_timeout_seconds);
+  std::vector<PodView> pods = p.pods;
+  if (p.in.rendezvous) pods.push_back(View(*p.in.rendezvous));
+  std::map<std::string, std::vector<std::string>> waiting, replaced;  // node -> pod names
+  for (const PodView& pod : pods) {
+    auto node = p.in.nodes.find(pod.node);
+    if (pod.node.empty() || node == p.in.nodes.end() || !node->second.lost || !node->second.since) continue;
+    const auto due = *node->second.since + timeout;
+    if (p.in.now < due) {
+      waiting[pod.node].push_back(pod.name);
+      auto wait = std::chrono::ceil<std::chrono::seconds>(due - p.in.now);
+      if (!p.plan.requeue_after || wait < *p.plan.requeue_after) p.plan.requeue_after = wait;
+      continue;
+    }
+    replaced[pod.node].push_back(pod.name);
+    auto planned = std::find_if(p.plan.delete_pods.begin(), p.plan.delete_pods.end(),
+                                [&](const PodDeletion& d) { return d.uid == pod.uid; });
+    if (planned != p.plan.delete_pods.end()) planned->force = true;
+    else p.plan.delete_pods.push_back({pod.name, pod.uid, "node " + pod.node + " lost", true});
+    if (pod.index >= 0) p.being_replaced.insert(pod.index);
+    AvoidNode(p, pod, "node lost (" + node->second.why + ")");
+  }
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  std::string message;
+  for (const auto& [node, list] : waiting) {
+    const NodeHealth& h = p.in.nodes.at(node);
+    const std::string due = FormatTime(*h.since + timeout);
+    message += (message.empty() ? "" : "; ") + ("node " + node + " lost (" + h.why + ") since " +
+                                                FormatTime(*h.since) + ": " + names(list) +
+                                                " will be force-deleted and replaced at " + due);
+  }
+  for (const auto& [node, list] : replaced) {
+    const std::string text = "node " + node + " lost (" + p.in.nodes.at(node).why + ") for " +
+                             to_string(timeout.count()) + " s (nodeLossTimeoutSeconds): force-deleting " + names(list) +
+                             " and replacing them on other nodes";
+    p.plan.events.push_back({"Warning", "NodeLost", text});
+    message += (message.empty() ? "" : "; ") + text;
+  }
+  HorovodJobStatus& st = p.st();
+  if (message.empty()) {
+    // Only a job that had the condition gets it back as False.
+    if (IsTrue(st, cond::kNodeLost))
+      SetCondition(st, cond::kNodeLost, false, "NodesReady", "no worker is on a lost node", p.now);
+    return false;
+  }
+  if (!waiting.empty() && !IsTrue(st, cond::kNodeLost)) p.plan.events.push_back({"Warning", "NodeLost", message});
+  SetCondition(st, cond::kNodeLost, true, "NodeLost", message, p.now);
   return false;
 }
 
@@ -370,7 +437,8 @@ std::string FormatTime(std::chrono::system_clock::time_point t) {
 JobPlan PlanJob(const PlanInput& input) {
   Planner p(input);
   Observe(p);
-  for (Phase phase : {PlanFinished, PlanInvalidSpec, PlanSuspend, PlanDeadline, PlanCompletion, PlanFailures})
+  for (Phase phase :
+       {PlanFinished, PlanInvalidSpec, PlanSuspend, PlanDeadline, PlanCompletion, PlanFailures, PlanLostNodes})
     if (phase(p)) return std::move(p.plan);
   PlanScaling(p);
   PlanConditions(p);

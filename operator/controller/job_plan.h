@@ -29,7 +29,21 @@
 //                 restartCount stays within backoffLimit; restartPolicy Never
 //                 fails the job instead, ExitCode fails it for exit codes
 //                 1-127. Each failed pod is counted once: its UID is kept in
-//                 status.countedFailures until the pod is seen gone.
+//                 status.countedFailures until the pod is seen gone. A
+//                 worker the cluster stopped (DisruptionTarget condition,
+//                 reason Evicted or Preempting) is replaced without being
+//                 counted, under every restartPolicy (event WorkerDisrupted).
+//   6b. lost nodes a worker (or the rendezvous pod) bound to a node that is
+//                 NotReady/Unknown or tainted unreachable/not-ready
+//                 (controller/node_health.h) for runPolicy.
+//                 nodeLossTimeoutSeconds is force-deleted (grace period 0:
+//                 the kubelet that would confirm a normal deletion is gone)
+//                 and, like any missing index, re-created; the node goes on
+//                 status.avoidedNodes for nodeCooldownSeconds so the
+//                 replacement lands elsewhere. Not counted in restartCount
+//                 (the program did not fail). Condition NodeLost and events
+//                 NodeLost say which node, since when and when its workers
+//                 are replaced; the job is looked at again at that time.
 //   7. scaling    desired workers = spec.replicas (at most the worker count
 //                 Kueue admitted, for a queued job): missing indices in
 //                 [0, desired) are created, indices >= desired deleted,
@@ -46,11 +60,13 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "api/horovodjob.h"
+#include "controller/node_health.h"
 
 namespace khorovod::op {
 
@@ -64,6 +80,7 @@ struct PodDeletion {
   std::string name;
   std::string uid;     // precondition: delete only this incarnation
   std::string reason;
+  bool force = false;  // grace period 0: the pod's node is lost
 };
 
 struct JobPlan {
@@ -96,6 +113,9 @@ struct PlanInput {
   std::vector<FieldError> spec_errors;  // decoding and Validate(job) errors: the job cannot run
   std::optional<int64_t> rendezvous_generation;  // last read from the rendezvous server, if any
   std::optional<AdmissionGate> admission;  // set only for a job queued in Kueue
+  // Health of the nodes the job's pods are bound to (empty when the operator
+  // does not watch nodes: then lost nodes are left to the taint eviction).
+  std::map<std::string, NodeHealth> nodes;
   std::chrono::system_clock::time_point now;
 };
 

@@ -16,8 +16,10 @@ kube::ApiStatus ObjectWriter::EnsureCreated(const kube::ResourceType& type, cons
   return result.status();
 }
 
-kube::ApiStatus ObjectWriter::DeletePod(const std::string& ns, const std::string& name, const std::string& uid) {
+kube::ApiStatus ObjectWriter::DeletePod(const std::string& ns, const std::string& name, const std::string& uid,
+                                        bool force) {
   kube::Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+  if (force) options["gracePeriodSeconds"] = 0;
   if (!uid.empty()) options["preconditions"] = {{"uid", uid}};
   auto result = client_.Delete(kube::kPods.ObjectPath(ns, name), options);
   if (result.ok() || result.status().code() == kube::ApiCode::kNotFound ||

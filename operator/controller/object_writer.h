@@ -3,6 +3,8 @@
 //   - EnsureCreated: POST; AlreadyExists is success (names are deterministic).
 //   - DeletePod: DELETE preconditioned on the pod's UID (only the incarnation
 //     the plan saw); NotFound and Conflict (another incarnation) are success.
+//     `force` deletes with grace period 0: the API object goes at once,
+//     without the kubelet's confirmation (for pods of a lost node).
 //   - ForEachParallel: fans a job's pod writes out over up to `parallelism`
 //     threads (large jobs create thousands of pods) and returns the first
 //     error after every write has been tried.
@@ -25,7 +27,7 @@ class ObjectWriter {
   // `created` (optional) tells whether this call made the object.
   kube::ApiStatus EnsureCreated(const kube::ResourceType& type, const std::string& ns, const kube::Json& object,
                                 bool* created = nullptr);
-  kube::ApiStatus DeletePod(const std::string& ns, const std::string& name, const std::string& uid);
+  kube::ApiStatus DeletePod(const std::string& ns, const std::string& name, const std::string& uid, bool force = false);
   kube::ApiStatus ForEachParallel(size_t n, const std::function<kube::ApiStatus(size_t)>& op);
 
  private:

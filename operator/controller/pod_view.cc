@@ -14,8 +14,10 @@ PodView View(const Json& pod) {
   const Json& st = pod.value("status", Json::object());
   v.phase = st.value("phase", "Pending");
   v.reason = st.value("reason", "");
+  if (v.reason == "Evicted" || v.reason == "Preempting") v.disrupted = true;
   for (const auto& c : st.value("conditions", Json::array())) {
     if (c.value("type", "") == "Ready" && c.value("status", "") == "True") v.ready = true;
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") v.disrupted = true;
     if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
       v.unschedulable = c.value("message", "");
   }

@@ -19,6 +19,10 @@ struct PodView {
   std::string reason;      // status.reason, e.g. Evicted
   bool deleting = false;   // has a deletionTimestamp
   bool ready = false;      // the Ready condition is True
+  // Stopped by the cluster, not by its program: the DisruptionTarget
+  // condition (eviction, preemption, taint eviction, node shutdown) or
+  // reason Evicted/Preempting (the kubelet's node-pressure eviction).
+  bool disrupted = false;
   int exit_code = -1;      // first non-zero terminated exit code, 0 if none, -1 if unknown
   std::string node;        // spec.nodeName: empty until scheduled
   std::string unschedulable;  // the scheduler's message while PodScheduled is False

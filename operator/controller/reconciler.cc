@@ -11,12 +11,13 @@ namespace khorovod::op {
 
 Reconciler::Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods,
                        kube::Informer& services, kube::Informer* workloads, kube::EventRecorder& events,
-                       RendezvousMonitor* monitor, ReconcilerOptions options)
+                       RendezvousMonitor* monitor, ReconcilerOptions options, kube::Informer* nodes)
     : client_(client),
       jobs_(jobs),
       pods_(pods),
       services_(services),
       workloads_(workloads),
+      nodes_(nodes),
       events_(events),
       monitor_(monitor),
       options_(options),
@@ -84,6 +85,7 @@ void Reconciler::Observe(Attempt& a) {
   }
   std::set<std::string> observed;
   for (const Json& pod : a.input.workers) observed.insert(pod.at("metadata").value("name", ""));
+  ObserveNodes(a);
   a.created_unseen = expectations_.Pending(a.job.uid, observed);
   ObserveWorkload(a);
   if (!monitor_) return;
@@ -95,6 +97,17 @@ void Reconciler::Observe(Attempt& a) {
   if (watch) monitor_->Track(a.key, a.job.uid, status.value("podIP", ""), a.job.spec.rendezvous.port);
   else if (!pod || IsFinished(a.job.status.phase)) monitor_->Untrack(a.key);
   a.input.rendezvous_generation = monitor_->Generation(a.key, a.job.uid);
+}
+
+void Reconciler::ObserveNodes(Attempt& a) {
+  if (!nodes_) return;
+  auto observe = [&](const Json& pod) {
+    const std::string node = pod.value("spec", Json::object()).value("nodeName", "");
+    if (node.empty() || a.input.nodes.count(node)) return;
+    if (kube::ObjectPtr object = nodes_->Get("", node)) a.input.nodes[node] = NodeHealthOf(*object);
+  };
+  for (const Json& pod : a.input.workers) observe(pod);
+  if (a.input.rendezvous) observe(*a.input.rendezvous);
 }
 
 ReconcileOutcome Reconciler::Failed(const Attempt& a, const kube::ApiStatus& s, const std::string& what) {
@@ -177,13 +190,35 @@ std::optional<ReconcileOutcome> Reconciler::EnsureRendezvous(Attempt& a) {
     if (auto s = writer_.EnsureCreated(kube::kPodGroups, a.ns, BuildPodGroup(a.job)); !s.ok())
       return Failed(a, s, "creating the PodGroup");
   }
+  return EnsureDisruptionBudget(a);
+}
+
+std::optional<ReconcileOutcome> Reconciler::EnsureDisruptionBudget(Attempt& a) {
+  if (!options_.disruption_budgets) return std::nullopt;
+  const int32_t min_available = a.job.spec.min_replicas;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = budget_ensured_.find(a.job.uid);
+    if (it != budget_ensured_.end() && it->second == min_available) return std::nullopt;
+  }
+  const Json budget = BuildDisruptionBudget(a.job);
+  auto created = client_.Post(kube::kPodDisruptionBudgets.CollectionPath(a.ns), budget);
+  if (!created.ok() && created.status().code() != kube::ApiCode::kAlreadyExists)
+    return Failed(a, created.status(), "creating the PodDisruptionBudget");
+  if (!created.ok()) {  // it exists: minReplicas may have changed since
+    const Json patch = {{"spec", {{"minAvailable", min_available}}}};
+    auto r = client_.Patch(kube::kPodDisruptionBudgets.ObjectPath(a.ns, a.job.name), patch.dump(), kube::PatchType::kMerge);
+    if (!r.ok()) return Failed(a, r.status(), "updating the PodDisruptionBudget");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  budget_ensured_[a.job.uid] = min_available;
   return std::nullopt;
 }
 
 std::optional<ReconcileOutcome> Reconciler::DeletePods(Attempt& a) {
   const auto& deletions = a.plan.delete_pods;
   auto s = writer_.ForEachParallel(deletions.size(), [&](size_t i) {
-    return writer_.DeletePod(a.ns, deletions[i].name, deletions[i].uid);
+    return writer_.DeletePod(a.ns, deletions[i].name, deletions[i].uid, deletions[i].force);
   });
   if (!s.ok()) return Failed(a, s, "deleting pods");
   if (deletions.empty()) return std::nullopt;
@@ -237,6 +272,7 @@ ReconcileOutcome Reconciler::Finish(Attempt& a) {
     expectations_.Forget(a.job.uid);
     std::lock_guard<std::mutex> lock(mu_);
     secret_ensured_.erase(a.job.uid);
+    budget_ensured_.erase(a.job.uid);
   }
   if (a.plan.requeue_after)
     return {ReconcileOutcome::kRequeueAfter, std::chrono::duration_cast<std::chrono::milliseconds>(*a.plan.requeue_after), ""};

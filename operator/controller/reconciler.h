@@ -6,7 +6,7 @@
 //                 or being deleted needs nothing (garbage collection removes
 //                 what it owns), nor does one whose spec.managedBy names
 //                 another controller;
-//   2. observe    its pods (and Kueue Workload) from the cache, decoding and validation errors
+//   2. observe    its pods (and Kueue Workload, and the health of their nodes) from the cache, decoding and validation errors
 //                 (api/validation), and the rendezvous generation last read by
 //                 the RendezvousMonitor (never a network call here);
 //   3. plan       PlanJob (pure, controller/job_plan.h);
@@ -21,7 +21,8 @@
 //                 read the admitted ResourceFlavors for the pods about to be
 //                 created (reconciler_kueue.cc);
 //   7. rendezvous token Secret, Services, rendezvous pod (re-created when it
-//                 failed), PodGroup;
+//                 failed), PodGroup, PodDisruptionBudget (created, or patched
+//                 when minReplicas changed);
 //   8. pods       deletions (highest worker index first), then creations
 //                 (not of a pod this operator created that the cache does
 //                 not show yet: controller/write_expectations.h);
@@ -90,6 +91,9 @@ struct ReconcilerOptions {
   // (0: never), and its bound on one read.
   std::chrono::seconds rendezvous_refresh{15};
   std::chrono::milliseconds probe_timeout{500};
+  // Keep a PodDisruptionBudget per job at minReplicas (policy/v1
+  // poddisruptionbudgets create and patch).
+  bool disruption_budgets = true;
 };
 
 struct GpuTotals {
@@ -101,9 +105,12 @@ class Reconciler {
  public:
   // `monitor` may be null (no rendezvous status in the job's status);
   // `workloads` (Kueue Workloads the operator created) is null without Kueue.
+  // `nodes` (the Node cache, controller/node_health.h) is null when the
+  // operator does not watch nodes: lost nodes are then left to the taint
+  // eviction.
   Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods, kube::Informer& services,
              kube::Informer* workloads, kube::EventRecorder& events, RendezvousMonitor* monitor,
-             ReconcilerOptions options = {});
+             ReconcilerOptions options = {}, kube::Informer* nodes = nullptr);
 
   ReconcileOutcome Reconcile(const std::string& key);
 
@@ -120,6 +127,8 @@ class Reconciler {
 
   bool Load(const std::string& key, Attempt& a);
   void Observe(Attempt& a);
+  // The health of the nodes the job's pods are bound to.
+  void ObserveNodes(Attempt& a);
   std::optional<ReconcileOutcome> RecordRestarts(Attempt& a);
   std::optional<ReconcileOutcome> DeleteExpiredJob(Attempt& a);
   void ObserveWorkload(Attempt& a);
@@ -127,6 +136,7 @@ class Reconciler {
   std::optional<ReconcileOutcome> ResolveFlavors(Attempt& a);
   std::optional<ReconcileOutcome> EnsureRendezvous(Attempt& a);
   std::optional<ReconcileOutcome> EnsureTokenSecret(Attempt& a);
+  std::optional<ReconcileOutcome> EnsureDisruptionBudget(Attempt& a);
   std::optional<ReconcileOutcome> DeletePods(Attempt& a);
   std::optional<ReconcileOutcome> CreateWorkers(Attempt& a);
   std::optional<ReconcileOutcome> WriteStatus(Attempt& a);
@@ -142,6 +152,7 @@ class Reconciler {
   kube::Informer& pods_;
   kube::Informer& services_;
   kube::Informer* const workloads_;
+  kube::Informer* const nodes_;
   kube::EventRecorder& events_;
   RendezvousMonitor* const monitor_;
   const ReconcilerOptions options_;
@@ -151,6 +162,8 @@ class Reconciler {
   std::mutex mu_;
   // Job UIDs whose token Secret is known to exist.
   std::set<std::string> secret_ensured_;
+  // Job UID -> the minAvailable its PodDisruptionBudget is known to have.
+  std::map<std::string, int32_t> budget_ensured_;
 };
 
 }  // namespace khorovod::op

@@ -30,7 +30,9 @@ inline const ResourceType kPods{"v1", "pods", true};
 inline const ResourceType kServices{"v1", "services", true};
 inline const ResourceType kSecrets{"v1", "secrets", true};
 inline const ResourceType kEvents{"v1", "events", true};
+inline const ResourceType kNodes{"v1", "nodes", false};
 inline const ResourceType kLeases{"coordination.k8s.io/v1", "leases", true};
 inline const ResourceType kPodGroups{"scheduling.x-k8s.io/v1alpha1", "podgroups", true};
+inline const ResourceType kPodDisruptionBudgets{"policy/v1", "poddisruptionbudgets", true};
 
 }  // namespace khorovod::kube

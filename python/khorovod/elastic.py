@@ -90,6 +90,7 @@ class State:
         """Saves the state; raises HostsUpdatedInterrupt if the job must re-form."""
         self.commit_serial += 1
         self.save()
+        CONTEXT.runtime().record_commit()  # the steps since the last commit are kept (goodput)
         self.check_host_updates()
 
     def check_host_updates(self):
@@ -98,6 +99,9 @@ class State:
         view = _khorovod.TensorView(ctypes.addressof(flag), _INT32, [1])
         handle = runtime.allreduce_async("elastic.membership", view, view, _MAX, 1.0, 1.0)
         raise_for_status(handle.wait())
+        # A worker stopped with SIGTERM leaves the job here, at a commit
+        # every rank holds, and its process ends (docs/elastic.md).
+        runtime.at_commit_boundary()
         if flag[0]:
             raise HostsUpdatedInterrupt("MEMBERSHIP_CHANGED",
                                         "workers joined or left; re-forming at this commit")

@@ -150,6 +150,7 @@ void BindLifecycle(py::class_<Runtime>& runtime) {
       .def("address", [](Runtime& rt) { return reinterpret_cast<uintptr_t>(&rt); })
       .def("is_initialized", &Runtime::is_initialized)
       .def("membership_changed", &Runtime::membership_changed)
+      .def("at_commit_boundary", &Runtime::at_commit_boundary, py::call_guard<py::gil_scoped_release>())
       .def("rank", &Runtime::rank)
       .def("size", &Runtime::size)
       .def("local_rank", &Runtime::local_rank)

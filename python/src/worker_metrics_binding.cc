@@ -24,6 +24,7 @@ void BindWorkerMetrics(pybind11::class_<Runtime>& runtime) {
       // classifies it: UNAVAILABLE a failed peer, ABORTED a peer re-forming,
       // anything else (MEMBERSHIP_CHANGED) a membership change.
       .def("record_reset", [](Runtime& rt, int code) { elastic::RecordReset(rt, static_cast<StatusCode>(code)); })
+      .def("record_commit", [](Runtime& rt) { elastic::RecordCommit(rt); })
       .def("record_recovered",
            [](Runtime& rt, double seconds) { elastic::RecordRecovered(rt, Seconds(seconds)); })
       .def("record_state_sync", [](Runtime& rt, int64_t bytes, double seconds) {

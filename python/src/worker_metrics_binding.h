@@ -12,7 +12,7 @@
 
 namespace khorovod::python {
 
-// Adds begin_step, end_step, record_reset, record_recovered,
+// Adds begin_step, end_step, record_reset, record_commit, record_recovered,
 // record_state_sync and mark_training_finished (khorovod/elastic.h), and
 // start_timeline and stop_timeline, to the Runtime class.
 void BindWorkerMetrics(pybind11::class_<Runtime>& runtime);

@@ -84,6 +84,7 @@ Reply HandleRegister(RendezvousService& svc, const httplib::Request& req) {
   spec.address = body->String("address", JsonRequest::kRequired, kMaxAddressLength);
   spec.slots = static_cast<int>(body->Int("slots", JsonRequest::kRequired, 1, kMaxSlots));
   spec.slot = static_cast<int>(body->Int("slot", JsonRequest::kOptional, -1, kMaxSlots - 1, -1));
+  spec.incarnation = body->String("incarnation", JsonRequest::kOptional, kMaxNameLength);
   if (!body->Finish(&err)) return BadRequest(err);
   return svc.Register(spec);
 }
@@ -96,19 +97,20 @@ Reply HandleWorkerVerb(RendezvousService& svc, const httplib::Request& req) {
   std::string err;
   auto body = JsonRequest::Parse(req.body, &err);
   if (!body) return BadRequest(err);
+  const std::string incarnation = body->String("incarnation", JsonRequest::kOptional, kMaxNameLength);
   if (verb == "heartbeat") {
     if (!body->Finish(&err)) return BadRequest(err);
-    return svc.Heartbeat(name);
+    return svc.Heartbeat(name, incarnation);
   }
   if (verb == "generation") {
     int64_t after = body->Int("after", JsonRequest::kRequired, 0, kMaxInt);
     int64_t timeout = body->Int("timeout_ms", JsonRequest::kOptional, 0, kMaxInt, 0);
     if (!body->Finish(&err)) return BadRequest(err);
-    return svc.AwaitNext(name, after, Millis(timeout));
+    return svc.AwaitNext(name, after, Millis(timeout), incarnation);
   }
   std::string reason = body->String("reason", JsonRequest::kOptional, kMaxReasonLength);
   if (!body->Finish(&err)) return BadRequest(err);
-  return verb == "leave" ? svc.Leave(name, reason) : svc.ReportFailure(name, reason);
+  return verb == "leave" ? svc.Leave(name, reason, incarnation) : svc.ReportFailure(name, reason, incarnation);
 }
 
 // set | get | add | wait on the store of the generation in matches[2].

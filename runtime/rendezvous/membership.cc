@@ -1,6 +1,7 @@
 #include "membership.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "protocol.h"
 
@@ -27,6 +28,18 @@ std::string MembershipPolicy::Validate() const {
   if (reset_limit < -1) return "reset-limit must be -1 (unlimited) or >= 0";
   return "";
 }
+
+const char* LossReasonName(LossReason reason) {
+  switch (reason) {
+    case LossReason::kHeartbeat: return "heartbeat";
+    case LossReason::kReported: return "reported";
+    case LossReason::kReformTimeout: return "reform_timeout";
+    case LossReason::kReplaced: return "replaced";
+  }
+  return "unknown";
+}
+
+std::vector<Membership::Loss> Membership::TakeLosses() { return std::exchange(losses_, {}); }
 
 const char* JobStateName(JobState state) {
   switch (state) {
@@ -64,6 +77,10 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   if (spec.slots < 1 || spec.slots > kMaxSlots) {
     return Error(MembershipError::kInvalidArgument, "slots must be between 1 and 4096");
   }
+  if (IsFenced(spec.name, spec.incarnation)) {
+    return Error(MembershipError::kFenced, "worker '" + spec.name + "' (incarnation " + spec.incarnation +
+                                               ") was declared lost; this process may not join again");
+  }
   Millis left = blacklist_.Remaining(spec.name, now);
   if (left.count() > 0) {
     MembershipResult r = Error(MembershipError::kBlacklisted,
@@ -75,12 +92,14 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   }
   auto it = workers_.find(spec.name);
   if (it != workers_.end() && !IsMember(it->second)) {
+    // A new process under a pending name replaced the old one: fence it.
+    if (it->second.spec.incarnation != spec.incarnation) FenceIncarnation(spec.name, it->second.spec.incarnation);
     it->second.spec = spec;  // a retried registration keeps its place in line
     it->second.last_seen = now;
     Advance(now);
     return {};
   }
-  if (it != workers_.end()) Remove(spec.name, /*failure=*/true, now);  // restarted member
+  if (it != workers_.end()) Remove(spec.name, /*failure=*/true, now, LossReason::kReplaced);  // restarted member
   Worker w;
   w.spec = spec;
   w.seq = next_seq_++;
@@ -123,7 +142,7 @@ MembershipResult Membership::ReportFailure(const std::string& name, const std::s
   (void)reason;  // the HTTP layer logs it
   if (failed_) return FailedResult();
   if (!workers_.count(name)) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
-  Remove(name, /*failure=*/true, now);
+  Remove(name, /*failure=*/true, now, LossReason::kReported);
   Advance(now);
   return {};
 }
@@ -164,9 +183,37 @@ MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, T
 
 void Membership::Tick(TimePoint now) { Advance(now); }
 
-void Membership::Remove(const std::string& name, bool failure, TimePoint now) {
+bool Membership::IsFenced(const std::string& name, const std::string& incarnation) const {
+  if (incarnation.empty()) return false;
+  auto it = fenced_.find(name);
+  return it != fenced_.end() && std::count(it->second.begin(), it->second.end(), incarnation) > 0;
+}
+
+void Membership::FenceIncarnation(const std::string& name, const std::string& incarnation) {
+  if (incarnation.empty()) return;
+  std::vector<std::string>& list = fenced_[name];
+  if (std::count(list.begin(), list.end(), incarnation)) return;
+  if (list.size() >= kFencedPerName) list.erase(list.begin());
+  list.push_back(incarnation);
+}
+
+MembershipResult Membership::CheckIncarnation(const std::string& name, const std::string& incarnation) const {
+  if (incarnation.empty()) return {};
+  auto it = workers_.find(name);
+  const bool superseded = it != workers_.end() && !it->second.spec.incarnation.empty() &&
+                          it->second.spec.incarnation != incarnation;
+  if (!superseded && !IsFenced(name, incarnation)) return {};
+  return Error(MembershipError::kFenced, "worker '" + name + "' (incarnation " + incarnation +
+                                             ") was declared lost" +
+                                             (superseded ? " and another process registered under its name" : "") +
+                                             "; this process may not take part any more");
+}
+
+void Membership::Remove(const std::string& name, bool failure, TimePoint now, LossReason reason) {
   auto it = workers_.find(name);
   if (it == workers_.end()) return;
+  if (failure && losses_.size() < kMaxLosses)
+    losses_.push_back({reason, std::chrono::duration_cast<Millis>(now - it->second.last_seen)});
   if (IsMember(it->second)) {
     member_lost_ = true;
     if (!reform_started_) reform_started_ = now;
@@ -174,6 +221,7 @@ void Membership::Remove(const std::string& name, bool failure, TimePoint now) {
   if (failure) {
     ++failures_;
     blacklist_.RecordFailure(name, now);
+    FenceIncarnation(name, it->second.spec.incarnation);
   }
   workers_.erase(it);
 }
@@ -190,14 +238,14 @@ void Membership::Advance(TimePoint now) {
   for (const auto& [name, w] : workers_) {
     if (now - w.last_seen >= policy_.heartbeat_timeout) expired.push_back(name);
   }
-  for (const auto& name : expired) Remove(name, /*failure=*/true, now);
+  for (const auto& name : expired) Remove(name, /*failure=*/true, now, LossReason::kHeartbeat);
 
   if (reform_started_ && now - *reform_started_ >= policy_.reform_timeout) {
     std::vector<std::string> stuck;
     for (const auto& [name, w] : workers_) {
       if (IsMember(w) && !w.ready) stuck.push_back(name);
     }
-    for (const auto& name : stuck) Remove(name, /*failure=*/true, now);
+    for (const auto& name : stuck) Remove(name, /*failure=*/true, now, LossReason::kReformTimeout);
   }
 
   if (finishing_) return;  // nothing forms or times out any more

@@ -36,6 +36,19 @@
 //    no longer applies, and AwaitNext answers kJobFinishing to every worker
 //    not already admitted to the generation it asks for (late joiners exit
 //    cleanly instead of waiting for a generation that never comes).
+//  * Fencing. Names are reused across processes (a Kubernetes pod re-created
+//    under its old name), so each process registers with an incarnation id.
+//    A worker removed as a failure (missed heartbeats, a failure report, a
+//    reform timeout, or replaced by a new incarnation of its name) is fenced:
+//    every later call carrying its incarnation is refused with kFenced, its
+//    registration included. A worker declared lost that comes back (a node
+//    back from a network partition, a process resumed after a stop) can
+//    therefore neither pass for the replacement that took its name nor join
+//    again with its old identity; it ends (the client reports kAborted). A
+//    call without an incarnation (old clients, khorovodrun's reports about
+//    its children) is not checked. The fence lives in memory: a restarted
+//    server fences nobody, and the kFenced check is by incarnation, so a
+//    zombie of an earlier server could register again there.
 //  * A failed job stays failed: every call then returns kJobFailed.
 //
 // Thread-safety: not thread-safe. RendezvousService serializes all calls.
@@ -74,6 +87,9 @@ struct MembershipPolicy {
 };
 
 enum class JobState { kForming, kRunning, kReforming, kFailed };
+// Why a worker was removed as a failure.
+enum class LossReason { kHeartbeat, kReported, kReformTimeout, kReplaced };
+const char* LossReasonName(LossReason reason);
 const char* JobStateName(JobState state);
 
 enum class MembershipError {
@@ -84,6 +100,7 @@ enum class MembershipError {
   kBlacklisted,
   kBadGeneration,
   kJobFinishing,  // AwaitNext: training finished; no generation will form any more
+  kFenced,        // this incarnation of the worker was declared lost (see Fencing)
 };
 
 struct MembershipResult {
@@ -142,6 +159,11 @@ class Membership {
   // kBadGeneration (e.g. a worker from before a server restart).
   MembershipResult AwaitNext(const std::string& name, int64_t after, TimePoint now, NextView* out);
 
+  // kFenced when `incarnation` (non-empty) was fenced under `name`, or differs
+  // from the incarnation registered under `name`; else ok. The service checks
+  // it before every call a worker makes about itself.
+  MembershipResult CheckIncarnation(const std::string& name, const std::string& incarnation) const;
+
   // Applies timeouts and freezes a generation when the policy allows.
   // Every other mutating call does this too.
   void Tick(TimePoint now);
@@ -154,6 +176,16 @@ class Membership {
   std::shared_ptr<const World> world() const { return world_; }
   std::vector<std::string> PendingNames() const;
   MembershipStats Stats(TimePoint now) const;
+
+  // A worker removed as a failure, and how long it had been silent then
+  // (its detection time: the heartbeat timeout for a lost node, ~0 for a
+  // reported failure). Drained by the service into its metrics; at most
+  // kMaxLosses are kept between drains.
+  struct Loss {
+    LossReason reason;
+    Millis silent;
+  };
+  std::vector<Loss> TakeLosses();
 
  private:
   struct Worker {
@@ -172,10 +204,12 @@ class Membership {
     bool newcomer_admissible = false;      // selected includes a pending worker
   };
 
+  bool IsFenced(const std::string& name, const std::string& incarnation) const;
+  void FenceIncarnation(const std::string& name, const std::string& incarnation);
   bool IsMember(const Worker& w) const { return generation_ > 0 && w.member_of == generation_; }
   bool ResetsExhausted() const { return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit; }
   Outlook ComputeOutlook() const;
-  void Remove(const std::string& name, bool failure, TimePoint now);
+  void Remove(const std::string& name, bool failure, TimePoint now, LossReason reason = LossReason::kReported);
   void Fail(std::string reason);
   void Advance(TimePoint now);
   void TryForm(TimePoint now);
@@ -185,6 +219,11 @@ class Membership {
   MembershipPolicy policy_;
   Blacklist blacklist_;
   std::map<std::string, Worker> workers_;
+  // Per name, the last kFencedPerName incarnations removed as failures.
+  static constexpr size_t kFencedPerName = 8;
+  static constexpr size_t kMaxLosses = 1024;
+  std::vector<Loss> losses_;
+  std::map<std::string, std::vector<std::string>> fenced_;
   uint64_t next_seq_ = 0;
 
   int64_t generation_ = 0;

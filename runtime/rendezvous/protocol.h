@@ -24,6 +24,7 @@ inline constexpr const char* kUnknownGeneration = "unknown_generation";   // 404
 inline constexpr const char* kKeyNotFound = "key_not_found";              // 404
 inline constexpr const char* kGenerationGone = "generation_gone";         // 410
 inline constexpr const char* kGenerationOver = "generation_over";         // 410 (KV wait: it will never form)
+inline constexpr const char* kWorkerFenced = "worker_fenced";             // 410 (this incarnation was declared lost)
 inline constexpr const char* kBadGeneration = "bad_generation";           // 409
 inline constexpr const char* kJobFailed = "job_failed";                   // 409
 inline constexpr const char* kJobFinishing = "job_finishing";             // 409 (generation: no more will form)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "khorovod/util/random_hex.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {
@@ -14,6 +15,15 @@ using Clock = std::chrono::steady_clock;
 
 bool IsUnknownWorker(const JsonReply& r) { return r.status == 404 && r.code() == error_code::kUnknownWorker; }
 bool IsJobFailed(const JsonReply& r) { return r.status == 409 && r.code() == error_code::kJobFailed; }
+bool IsFenced(const JsonReply& r) { return r.status == 410 && r.code() == error_code::kWorkerFenced; }
+
+WorkerIdentity WithIncarnation(WorkerIdentity self) {
+  if (!self.incarnation.empty()) return self;
+  StatusOr<std::string> id = RandomHex(16);
+  // Without a random source the clock still tells processes apart.
+  self.incarnation = id.ok() ? *id : std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  return self;
+}
 
 // The generation's sizes are sent once, not per member.
 Placement ParsePlacement(const json& b, int size, int cross_size) {
@@ -50,9 +60,11 @@ StatusOr<GenerationInfo> ParseGeneration(const std::string& what, const json& b)
 
 RendezvousClient::RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self,
                                    RendezvousClientOptions options)
-    : http_(std::move(endpoint), options.retry), job_(std::move(job)), self_(std::move(self)) {}
+    : http_(std::move(endpoint), options.retry), job_(std::move(job)), self_(WithIncarnation(std::move(self))) {}
 
 std::string RendezvousClient::WorkerPathFor(const char* verb) const { return WorkerPath(job_, self_.name, verb); }
+
+json RendezvousClient::Body() const { return {{"incarnation", self_.incarnation}}; }
 
 Status RendezvousClient::Register() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -84,7 +96,8 @@ Status RendezvousClient::Register(milliseconds patience) {
 Status RendezvousClient::RegisterLocked(milliseconds* retry_after) {
   if (left_) return Status::FailedPrecondition("rendezvous register '" + self_.name + "': this worker left the job");
   const std::string path = WorkersPath(job_);
-  json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots}};
+  json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots},
+               {"incarnation", self_.incarnation}};
   if (self_.slot >= 0) body["slot"] = self_.slot;
   StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
   if (!reply.ok()) return reply.status();
@@ -109,8 +122,13 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
   const std::string what = "rendezvous heartbeat '" + self_.name + "'";
   HeartbeatInfo info;
   for (int round = 0; round < 2; ++round) {
-    StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("heartbeat"), json::object(), milliseconds(0), true);
+    StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("heartbeat"), Body(), milliseconds(0), true);
     if (!reply.ok()) return reply.status();
+    if (IsFenced(*reply)) {
+      info.fenced = true;
+      info.generation = reply->body.value("generation", int64_t(0));
+      return info;
+    }
     if (IsJobFailed(*reply)) {
       info.job_failed = true;
       info.failure_reason = reply->body.value("reason", reply->error());
@@ -142,7 +160,7 @@ Status RendezvousClient::Leave(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     left_ = true;
   }
-  json body = json::object();
+  json body = Body();
   if (!reason.empty()) body["reason"] = reason.substr(0, kMaxReasonLength);
   StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("leave"), body, milliseconds(0), true);
   if (!reply.ok()) return reply.status();
@@ -151,7 +169,8 @@ Status RendezvousClient::Leave(const std::string& reason) {
 }
 
 Status RendezvousClient::ReportFailure(const std::string& reason) {
-  json body = {{"reason", reason.substr(0, kMaxReasonLength)}};
+  json body = Body();
+  body["reason"] = reason.substr(0, kMaxReasonLength);
   StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("failure"), body, milliseconds(0), true);
   if (!reply.ok()) return reply.status();
   if (reply->ok() || IsUnknownWorker(*reply)) return Status::Ok();
@@ -171,7 +190,9 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
     }
     auto left = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
     milliseconds slice = std::min(kPollSlice, left);
-    json body = {{"after", after}, {"timeout_ms", slice.count()}};
+    json body = Body();
+    body["after"] = after;
+    body["timeout_ms"] = slice.count();
     StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("generation"), body, slice, /*idempotent=*/true);
     if (!reply.ok()) return reply.status();
     if (IsUnknownWorker(*reply) ||

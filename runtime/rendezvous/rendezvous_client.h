@@ -20,6 +20,14 @@
 // Heartbeat() then reports reregistered and membership_changed, and the next
 // WaitForNextGeneration() waits for a generation of the new server.
 //
+// Fencing: every call carries this process's incarnation. Once the server
+// has declared this incarnation lost (missed heartbeats, a failure report,
+// another process registered under the name), it answers 410 worker_fenced;
+// the client then never registers again: Heartbeat() reports `fenced`, and
+// Register() and WaitForNextGeneration() fail with kFailedPrecondition. A
+// zombie back from a network partition thus cannot rejoin under the name
+// its replacement holds.
+//
 // Errors (khorovod::Status; the message names the request, the HTTP status
 // and the server's error code and text):
 //   kInvalidArgument     the server rejected a request as malformed (400)
@@ -53,6 +61,9 @@ struct WorkerIdentity {
   std::string address;  // host address of this worker's data plane
   int slots = 1;        // worker processes on this host
   int slot = -1;        // this worker's slot on its host, -1 if undeclared
+  // This process's id, sent with every call about itself; empty: the client
+  // draws a random one. See Fencing below.
+  std::string incarnation{};
 };
 
 struct WorldMember : Placement {
@@ -82,6 +93,9 @@ struct HeartbeatInfo {
   // blacklist cooldown): its world is gone, and only the generation wait,
   // which honours retry-after, can bring it back.
   bool forgotten = false;
+  // The server declared this process lost and fenced it: it must stop (see
+  // Fencing); its generation is over.
+  bool fenced = false;
 };
 
 struct RendezvousClientOptions {
@@ -126,11 +140,15 @@ class RendezvousClient {
   std::chrono::milliseconds heartbeat_interval() const;
   // The id of the server instance this worker is registered with.
   std::string server_id() const;
+  // This process's incarnation id.
+  const std::string& incarnation() const { return self_.incarnation; }
 
  private:
   // mu_ held; *retry_after is the server's cooldown when it answered 429.
   Status RegisterLocked(std::chrono::milliseconds* retry_after = nullptr);
   std::string WorkerPathFor(const char* verb) const;
+  // A request body carrying this process's incarnation.
+  nlohmann::json Body() const;
 
   JsonHttpClient http_;
   const std::string job_;

@@ -80,6 +80,9 @@ void RendezvousService::Log(const std::string& line) {
 }
 
 void RendezvousService::AfterChange() {
+  for (const Membership::Loss& loss : membership_.TakeLosses()) {
+    detection_seconds_[static_cast<size_t>(loss.reason)]->Observe(double(loss.silent.count()) / 1000.0);
+  }
   bool changed = false;
   if (membership_.generation() != seen_generation_) {
     seen_generation_ = membership_.generation();
@@ -113,6 +116,7 @@ Reply RendezvousService::FromMembership(const MembershipResult& r) {
     case MembershipError::kUnknownWorker: return ErrorReply(404, error_code::kUnknownWorker, r.message);
     case MembershipError::kBadGeneration: return ErrorReply(409, error_code::kBadGeneration, r.message);
     case MembershipError::kJobFinishing: return ErrorReply(409, error_code::kJobFinishing, r.message);
+    case MembershipError::kFenced: return ErrorReply(410, error_code::kWorkerFenced, r.message);
     case MembershipError::kBlacklisted: {
       Reply reply = ErrorReply(429, error_code::kBlacklisted, r.message);
       reply.body["retry_after_ms"] = r.retry_after.count();
@@ -126,6 +130,18 @@ Reply RendezvousService::FromMembership(const MembershipResult& r) {
     }
   }
   return ErrorReply(500, error_code::kInternal, "unexpected membership result");
+}
+
+std::optional<Reply> RendezvousService::Fenced(const std::string& name, const std::string& incarnation) {
+  MembershipResult r = membership_.CheckIncarnation(name, incarnation);
+  if (r.ok()) return std::nullopt;
+  // Training is over and no generation forms any more, so the zombie cannot
+  // rejoin anyway: it ends like a late joiner (exit 0), not as a failure
+  // that would fail the job after its end.
+  if (membership_.finishing())
+    return FromMembership({MembershipError::kJobFinishing, "the job is finishing: " + r.message, Millis(0)});
+  Log("refused a request of a fenced worker: " + r.message);
+  return FromMembership(r);
 }
 
 RendezvousService::Clock::time_point RendezvousService::DeadlineFor(Millis timeout) const {
@@ -152,8 +168,9 @@ Reply RendezvousService::Register(const WorkerSpec& spec) {
   return reply;
 }
 
-Reply RendezvousService::Heartbeat(const std::string& name) {
+Reply RendezvousService::Heartbeat(const std::string& name, const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto fenced = Fenced(name, incarnation)) return *fenced;
   HeartbeatView view;
   MembershipResult r = membership_.Heartbeat(name, Clock::now(), &view);
   AfterChange();
@@ -169,8 +186,9 @@ Reply RendezvousService::Heartbeat(const std::string& name) {
   return reply;
 }
 
-Reply RendezvousService::Leave(const std::string& name, const std::string& reason) {
+Reply RendezvousService::Leave(const std::string& name, const std::string& reason, const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto fenced = Fenced(name, incarnation)) return *fenced;
   MembershipResult r = membership_.Leave(name, Clock::now(), reason == kLeaveFinished);
   AfterChange();
   if (r.ok()) Log("worker '" + name + "' left" + (reason.empty() ? "" : ": " + reason));
@@ -179,8 +197,10 @@ Reply RendezvousService::Leave(const std::string& name, const std::string& reaso
   return reply;
 }
 
-Reply RendezvousService::ReportFailure(const std::string& name, const std::string& reason) {
+Reply RendezvousService::ReportFailure(const std::string& name, const std::string& reason,
+                                       const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto fenced = Fenced(name, incarnation)) return *fenced;
   MembershipResult r = membership_.ReportFailure(name, reason, Clock::now());
   AfterChange();
   if (r.ok()) Log("worker '" + name + "' reported a failure: " + reason);
@@ -189,11 +209,13 @@ Reply RendezvousService::ReportFailure(const std::string& name, const std::strin
   return reply;
 }
 
-Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Millis timeout) {
+Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Millis timeout,
+                                   const std::string& incarnation) {
   auto deadline = DeadlineFor(timeout);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (stopping_) return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
+    if (auto fenced = Fenced(name, incarnation)) return *fenced;
     NextView view;
     MembershipResult r = membership_.AwaitNext(name, after, Clock::now(), &view);
     AfterChange();
@@ -328,6 +350,14 @@ void RendezvousService::CountResponse(int status) {
 std::string RendezvousService::Metrics() const { return metrics::Render({&registry_, membership_metrics_.get()}); }
 
 void RendezvousService::InstallMetrics() {
+  for (LossReason reason : {LossReason::kHeartbeat, LossReason::kReported, LossReason::kReformTimeout,
+                            LossReason::kReplaced}) {
+    detection_seconds_[static_cast<size_t>(reason)] = &metrics::GetHistogram(
+        registry_, "khorovod_rendezvous_failure_detection_seconds",
+        "How long a worker removed as a failure had been silent: the detection phase of a lost worker, by how it "
+        "was found (heartbeat timeout, reported, reform timeout, replaced by a new process under its name).",
+        {0.01, 0.1, 0.5, 1, 2, 5, 10, 15, 30, 60, 120}, {{"reason", LossReasonName(reason)}});
+  }
   formation_seconds_ = &metrics::GetHistogram(
       registry_, "khorovod_rendezvous_formation_seconds",
       "Time from a membership change (or the first registration) to the frozen generation.",

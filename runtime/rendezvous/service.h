@@ -18,6 +18,7 @@
 // them concurrently.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,10 +70,12 @@ class RendezvousService {
   const std::string& server_id() const { return server_id_; }
 
   Reply Register(const WorkerSpec& spec);
-  Reply Heartbeat(const std::string& name);
-  Reply Leave(const std::string& name, const std::string& reason);
-  Reply ReportFailure(const std::string& name, const std::string& reason);
-  Reply AwaitNext(const std::string& name, int64_t after, Millis timeout);
+  // `incarnation`: the calling process's id ("" skips the check); a fenced
+  // one is answered 410 worker_fenced (Membership's Fencing).
+  Reply Heartbeat(const std::string& name, const std::string& incarnation = "");
+  Reply Leave(const std::string& name, const std::string& reason, const std::string& incarnation = "");
+  Reply ReportFailure(const std::string& name, const std::string& reason, const std::string& incarnation = "");
+  Reply AwaitNext(const std::string& name, int64_t after, Millis timeout, const std::string& incarnation = "");
   Reply JobStatus();
 
   Reply KvSet(int64_t generation, const std::string& key, std::string value);
@@ -88,6 +92,9 @@ class RendezvousService {
  private:
   using Clock = std::chrono::steady_clock;
   Reply FromMembership(const MembershipResult& r);         // mu_ held
+  // The 410 answer when `incarnation` is fenced under `name` (409
+  // job_finishing once the job is finishing); mu_ held.
+  std::optional<Reply> Fenced(const std::string& name, const std::string& incarnation);
   void AfterChange();                                      // mu_ held
   Reply CheckKvGeneration(int64_t generation);             // locks mu_; status 0 when fine
   Clock::time_point DeadlineFor(Millis timeout) const;
@@ -111,6 +118,7 @@ class RendezvousService {
 
   prometheus::Registry registry_;
   prometheus::Histogram* formation_seconds_ = nullptr;  // owned by registry_
+  std::array<prometheus::Histogram*, 4> detection_seconds_{};  // by LossReason; owned by registry_
   std::unique_ptr<metrics::ScrapeCollector> membership_metrics_;  // read under mu_ at scrape time
   std::mutex log_mu_;
 };

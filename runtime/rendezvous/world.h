@@ -32,6 +32,12 @@ struct WorkerSpec {
   std::string address;  // host address the worker's data plane listens on
   int slots = 1;        // worker processes its host runs (caps admissions per address)
   int slot = -1;        // its slot on the host (khorovod-slots' slot index), -1 if undeclared
+  // The process behind the name: a random id the client draws once per
+  // process ("" from an old client: no fencing). A name is reused across
+  // processes (a Kubernetes pod re-created under the same name); the
+  // incarnation tells the replacement from a lost predecessor (Membership's
+  // fencing).
+  std::string incarnation{};
 };
 
 // One member's place in the world, with who it is.

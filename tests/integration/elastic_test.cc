@@ -6,9 +6,11 @@
 // agree bit for bit.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "khorovod/elastic.h"
 #include "multiproc.h"
@@ -41,7 +43,27 @@ struct Scenario {
   int final_size;               // world size the job must reach before stopping
   std::set<int> leaver_ranks = {};  // ranks that shut down gracefully at kill_step
   bool add_when_killed = false;     // late workers start when the victim dies
+  // Ranks that get SIGTERM at the start of step kill_step (as an eviction
+  // sends it): they leave at that step's commit, and the survivors re-form
+  // without rolling back (no step runs twice).
+  std::set<int> term_ranks = {};
+  // Ranks that stop (SIGSTOP) after the commit of kill_step for longer than
+  // the heartbeat timeout, as a node cut off by a network partition, and
+  // then resume: the rendezvous fenced them, so they must end with
+  // worker_fenced instead of rejoining.
+  std::set<int> zombie_ranks = {};
 };
+
+// Stops this process for `seconds`; a forked helper resumes it.
+void StopFor(int seconds) {
+  const pid_t self = getpid();
+  if (fork() == 0) {
+    sleep(static_cast<unsigned>(seconds));
+    kill(self, SIGCONT);
+    _exit(0);
+  }
+  raise(SIGSTOP);
+}
 
 std::string Marker(const std::string& dir, const std::string& what) { return dir + "/" + what; }
 
@@ -66,7 +88,10 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
   for (int i = 0; i < sc.workers; ++i) {
     if (!sc.victim_ranks.empty()) opts.may_be_killed.insert(i);
   }
-  opts.expected_deaths = static_cast<int>(sc.victim_ranks.size());
+  for (int i = 0; i < sc.workers; ++i) {
+    if (!sc.term_ranks.empty()) opts.may_be_killed.insert(i);
+  }
+  opts.expected_deaths = static_cast<int>(sc.victim_ranks.size() + sc.term_ranks.size());
   for (int i : sc.late) opts.start_when_file_exists[i] = Marker(dir, "add-worker");
   if (sc.restart_server) {
     opts.parent_trigger_file = Marker(dir, "restart-server");
@@ -83,12 +108,23 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
     state.on_reset([&resets] { ++resets; });
     const bool first_generation_victim = sc.victim_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
     const bool first_generation_leaver = sc.leaver_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
+    const bool first_generation_term = sc.term_ranks.count(rt.rank()) > 0 && !sc.late.count(ctx.rank);
+    const bool zombie = sc.zombie_ranks.count(rt.rank()) > 0;
     bool left = false;
+    int64_t steps_run = 0;  // steps started, rolled-back ones included
     Status s = elastic::run(rt, state, [&]() -> Status {
       while (true) {
+        // At the start of a step, before its allreduce: a worker that left
+        // at once would fail this step on every survivor (a rollback); one
+        // that leaves at the commit lets the step finish.
+        if (first_generation_term && step + 1 == sc.kill_step) {
+          raise(SIGTERM);
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the step's compute
+        }
         std::vector<double> g(kParams);
         for (int j = 0; j < kParams; ++j) g[j] = Gradient(step, j);
         TensorView gv{g.data(), DataType::kFloat64, {kParams}, {}};
+        ++steps_run;  // attempted: a step cut short and run again counts twice
         KH_RETURN_IF_ERROR(rt.allreduce("grad", gv, gv));
         for (int j = 0; j < kParams; ++j) params[j] -= 0.5 * g[j];
         ++step;
@@ -97,6 +133,7 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
           if (sc.add_when_killed) Touch(Marker(dir, "add-worker"));
           raise(SIGKILL);
         }
+        if (zombie && step == sc.kill_step) StopFor(5);  // heartbeat timeout 1.5 s
         if (first_generation_leaver && step == sc.kill_step) {
           left = true;
           return rt.shutdown();
@@ -112,6 +149,14 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
         if (step >= 20000) return Status::Internal("the world never reached size " + std::to_string(sc.final_size));
       }
     });
+    if (zombie) {
+      // Fenced while the others train (worker_fenced), or, when they finished
+      // training while it was stopped, sent away like a late joiner; either
+      // way it was not let back in under its old identity.
+      EXPECT_TRUE(s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kJobFinished) << s;
+      EXPECT_NE(s.message().find("was declared lost"), std::string::npos) << s;
+      return;
+    }
     ASSERT_TRUE(s.ok()) << s;
     if (left) {
       // The leaver's state is that of its last commit.
@@ -125,6 +170,9 @@ TEST_P(ElasticTest, SurvivorsResumeFromTheLastCommitAndAgree) {
       EXPECT_GE(resets, 1);
     }
     EXPECT_EQ(params, Reference(step)) << "step " << step;
+    if (!sc.term_ranks.empty()) {
+      EXPECT_EQ(steps_run, step) << "a graceful leave rolls nothing back";
+    }
     EXPECT_TRUE(rt.shutdown().ok());
   }, opts);
   std::error_code ec;
@@ -139,7 +187,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Scenario{"add_a_worker", 3, {2}, {}, 15, false, 3},
                       Scenario{"restart_the_server", 2, {}, {}, 15, true, 2},
                       Scenario{"remove_one_gracefully", 3, {}, {}, 15, false, 2, {1}},
-                      Scenario{"drop_below_min_and_come_back", 3, {2}, {1}, 15, false, 2, {}, true}),
+                      Scenario{"drop_below_min_and_come_back", 3, {2}, {1}, 15, false, 2, {}, true},
+                      Scenario{"sigterm_leaves_at_a_commit", 3, {}, {}, 15, false, 2, {}, false, {1}},
+                      Scenario{"a_zombie_back_from_a_partition_is_fenced", 3, {}, {}, 15, false, 2, {}, false, {}, {2}}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

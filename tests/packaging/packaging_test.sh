@@ -76,7 +76,12 @@ check "SA may not list secrets" cannot list secrets -n pkg-test
 check "SA may not update horovodjob specs" cannot update horovodjobs.khorovod.dev -n pkg-test
 check "SA may not create deployments" cannot create deployments.apps -n pkg-test
 check "SA may not delete services" cannot delete services -n pkg-test
-check "SA may not touch nodes" cannot list nodes
+check "SA may watch nodes (lost-node detection)" can watch nodes
+check "SA may not change nodes" cannot patch nodes
+check "SA may not delete nodes" cannot delete nodes
+check "SA may create PodDisruptionBudgets" can create poddisruptionbudgets.policy -n pkg-test
+check "SA may patch PodDisruptionBudgets" can patch poddisruptionbudgets.policy -n pkg-test
+check "SA may not delete PodDisruptionBudgets" cannot delete poddisruptionbudgets.policy -n pkg-test
 
 sed -e "/^- name: admin/,\$ s|^    client-key: \(.*\)|    client-key: \1\n    as: $sa\n    as-groups: [system:serviceaccounts, system:serviceaccounts:khorovod-system, system:authenticated]|" \
   "$KUBECONFIG" > "$work/as-operator.kubeconfig"

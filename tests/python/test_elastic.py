@@ -36,6 +36,27 @@ def test_kill_and_rejoin():
     assert sorted(int(m.group(2)) for m in done) == [0, 1, 2]
 
 
+def test_sigterm_leaves_at_the_commit_and_the_survivors_roll_nothing_back():
+    job = run_job(worker("elastic_train.py"), 40, 10, 3, np=3,
+                  launcher_args=("--min-np", "2", "--max-np", "3", "--elastic-timeout", "60"),
+                  env={"ELASTIC_TRAIN_SIGTERM": "1"})
+    out = job.output
+    assert job.returncode == 0, out
+    assert "Traceback" not in out, out
+    assert job.lines("worker-1: SIGTERM at the start of step 10"), out
+    assert job.lines("SIGTERM: left the job at a commit; ending"), out
+    # It leaves at the commit of step 10 (of step 11 if the signal reached
+    # the runtime's watch thread only after step 10's agreement).
+    survivors = [l for l in job.lines("re-formed as rank") if re.search(r"of [23] at step 1[01]\b", l)]
+    assert len(survivors) >= 2, out
+    done = {m.group(1): m for m in (re.search(r"(worker-\d+): done: rank \d of 3, step (\d+), resets \d+, "
+                                              r"ran (\d+), .*checksum (\S+)", l) for l in job.lines(": done:")) if m}
+    assert {"worker-0", "worker-2"} <= set(done), out
+    for name in ("worker-0", "worker-2"):
+        assert done[name].group(2) == done[name].group(3), f"{name} ran a step twice:\n{out}"
+    assert len({m.group(4) for m in done.values()}) == 1, "ranks disagree on the parameters"
+
+
 def test_static_job_surfaces_a_dead_peer_as_an_exception():
     job = run_job(worker("peer_dies.py"), np=2, launcher_args=("--grace-period-ms", "30000"),
                   env={"KHOROVOD_TIMEOUT_SECONDS": "10"})

@@ -57,6 +57,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+{{- if .Values.operator.disruptionBudgets }}
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [create, patch]
+{{- end }}
 {{- if .Values.operator.gangScheduling }}
 - apiGroups: [scheduling.x-k8s.io]
   resources: [podgroups]

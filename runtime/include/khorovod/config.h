@@ -112,6 +112,11 @@ struct Config : Placement {
   int slots = 1;
   int local_slot = -1;  // -1: not declared
   std::chrono::milliseconds elastic_timeout{600'000};
+  // KHOROVOD_TERMINATION_GRACE_SECONDS: after SIGTERM, how long an elastic
+  // worker that commits waits for its next commit to leave there (the
+  // survivors then re-form without rolling back); past it, it leaves at
+  // once. Keep it below the pod's terminationGracePeriodSeconds (30 s).
+  std::chrono::milliseconds termination_grace{20'000};
 
   int metrics_port = 0;  // 0: no metrics endpoint
   std::string metrics_host = "0.0.0.0";

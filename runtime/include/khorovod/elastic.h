@@ -117,6 +117,8 @@ void RecordReset(Runtime& runtime, StatusCode cause);
 // From the start of a reset to the end of the sync after it.
 void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed);
 void RecordStateSync(Runtime& runtime, size_t bytes, std::chrono::steady_clock::duration elapsed);
+// A commit took its snapshot: the steps since the last one are kept (goodput).
+void RecordCommit(Runtime& runtime);
 // The training function returned: shutdown() then tells the rendezvous the
 // job's training finished, so late joiners are sent away (docs/elastic.md,
 // "Late joiners at job end").

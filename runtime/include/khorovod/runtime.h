@@ -87,6 +87,13 @@ class Runtime {
   // so the job should re-form at its next commit. Always false outside
   // elastic jobs.
   bool membership_changed() const;
+  // Called by elastic commits (elastic::State::commit, Python's
+  // State.commit) right after every rank agreed whether to re-form. Marks
+  // that this process commits, so a SIGTERM is from then on deferred to the
+  // next commit (docs/elastic.md, "Leaving at a commit"); when a deferred
+  // SIGTERM was part of this commit's agreement, leaves the job and ends the
+  // process as SIGTERM would (the survivors re-form without rolling back).
+  void at_commit_boundary();
 
   int rank() const;
   int size() const;

@@ -37,9 +37,17 @@ class HttpRendezvous final : public Rendezvous {
         // Kubernetes stops a scaled-down pod with SIGTERM: leave at once so
         // the survivors re-form now, not after the grace period and a
         // missed heartbeat.
-        termination_(TerminationWatch::Install([this] { (void)client_.Leave("terminated by SIGTERM"); })) {}
+        termination_grace_(config.termination_grace),
+        termination_(TerminationWatch::Install([this] { OnSigterm(); })) {}
 
-  ~HttpRendezvous() override { StopHeartbeats(); }
+  ~HttpRendezvous() override {
+    {
+      std::lock_guard<std::mutex> lock(term_mu_);
+      term_cancel_ = true;
+    }
+    term_cv_.notify_all();
+    StopHeartbeats();
+  }
 
   StatusOr<Assignment> NextGeneration(int64_t previous) override {
     if (previous < 0) KH_RETURN_IF_ERROR(client_.Register(elastic_timeout_));
@@ -80,7 +88,22 @@ class HttpRendezvous final : public Rendezvous {
     }
   }
 
-  bool MembershipChanged() const override { return changed_.load(); }
+  bool MembershipChanged() const override {
+    if (!term_requested_.load()) return changed_.load();
+    term_announced_.store(true);  // this commit's agreement says "re-form"
+    return true;
+  }
+
+  void AtCommitBoundary() override {
+    commits_seen_.store(true);
+    if (!term_announced_.load()) return;
+    // Every rank agreed to re-form at this commit, which every rank holds:
+    // the survivors go on from it, and nothing is rolled back.
+    StopHeartbeats();
+    (void)client_.Leave("terminated by SIGTERM; left at commit");
+    std::fprintf(stderr, "khorovod elastic: SIGTERM: left the job at a commit; ending\n");
+    TerminationWatch::EndAsSigterm();
+  }
 
   void ReportFailure(int64_t generation, const std::string& reason) override {
     (void)client_.ReportFailure("generation " + std::to_string(generation) + ": " + reason);
@@ -94,6 +117,24 @@ class HttpRendezvous final : public Rendezvous {
   bool elastic() const override { return true; }
 
  private:
+  // On the TerminationWatch's thread. A worker that commits leaves at its
+  // next commit (AtCommitBoundary, on the training thread), within the
+  // grace; otherwise, or past the grace, it leaves now and the process ends
+  // on return (the survivors then roll back to their last commit).
+  void OnSigterm() {
+    if (commits_seen_.load() && termination_grace_.count() > 0) {
+      term_requested_.store(true);
+      std::unique_lock<std::mutex> lock(term_mu_);
+      // The training thread normally ends the process first; the runtime
+      // shutting down (training over) ends the wait early.
+      if (term_cv_.wait_for(lock, termination_grace_, [&] { return term_cancel_; })) return LeaveOnSigterm();
+      std::fprintf(stderr, "khorovod elastic: SIGTERM: no commit within %lld ms; leaving now\n",
+                   static_cast<long long>(termination_grace_.count()));
+    }
+    LeaveOnSigterm();
+  }
+  void LeaveOnSigterm() { (void)client_.Leave("terminated by SIGTERM"); }
+
   void StartHeartbeats() {
     std::lock_guard<std::mutex> lock(mu_);
     if (heartbeat_.joinable()) return;
@@ -119,7 +160,7 @@ class HttpRendezvous final : public Rendezvous {
   // Whether a heartbeat answer means the running generation must re-form.
   bool Outdated(const rendezvous::HeartbeatInfo& info) const {
     const int64_t mine = generation_.load();
-    if (info.job_failed || info.reregistered || info.forgotten || info.generation > mine) return true;
+    if (info.job_failed || info.fenced || info.reregistered || info.forgotten || info.generation > mine) return true;
     return info.generation == mine && (info.membership_changed || !info.active);
   }
 
@@ -128,7 +169,7 @@ class HttpRendezvous final : public Rendezvous {
   // newer generation formed, or the server no longer counts this worker in.
   bool Doomed(const rendezvous::HeartbeatInfo& info) const {
     const int64_t mine = generation_.load();
-    if (info.job_failed || info.reregistered || info.forgotten || info.generation > mine) return true;
+    if (info.job_failed || info.fenced || info.reregistered || info.forgotten || info.generation > mine) return true;
     return info.generation == mine && (info.reforming || !info.active);
   }
 
@@ -181,6 +222,14 @@ class HttpRendezvous final : public Rendezvous {
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread heartbeat_;
+  // SIGTERM deferred to a commit (OnSigterm, AtCommitBoundary).
+  std::atomic<bool> commits_seen_{false};
+  std::atomic<bool> term_requested_{false};
+  mutable std::atomic<bool> term_announced_{false};
+  const std::chrono::milliseconds termination_grace_;
+  std::mutex term_mu_;
+  std::condition_variable term_cv_;
+  bool term_cancel_ = false;  // guarded by term_mu_
   // Last: destroyed first, so its thread never sees a half-destroyed client.
   std::unique_ptr<TerminationWatch> termination_;
 };

@@ -40,8 +40,13 @@ class Rendezvous {
   // Connects a Gloo context among the members of `assignment`.
   virtual StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment& assignment,
                                                           const Config& config) = 0;
-  // The running generation should re-form at the next commit.
+  // The running generation should re-form at the next commit (also when
+  // this worker got SIGTERM and leaves at that commit).
   virtual bool MembershipChanged() const = 0;
+  // At a commit, after the agreement round (Runtime::at_commit_boundary):
+  // from now on SIGTERM is deferred to a commit; a deferred SIGTERM that
+  // MembershipChanged() announced leaves the job and ends the process.
+  virtual void AtCommitBoundary() {}
   // This worker saw generation `generation` fail (a peer died).
   virtual void ReportFailure(int64_t generation, const std::string& reason) = 0;
   // This worker is leaving the job for good; `training_finished`: because

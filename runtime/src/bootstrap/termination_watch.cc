@@ -35,6 +35,8 @@ extern "C" void OnSigterm(int) {
 
 }  // namespace
 
+void TerminationWatch::EndAsSigterm() { TerminateAsSigterm(); }
+
 struct TerminationWatch::State {
   int read_fd = -1;
   int write_fd = -1;

@@ -12,7 +12,9 @@
 // it was installed (a program's own handler always wins), SIGTERM runs
 // `on_term` on the watch's own thread and then ends the process the way
 // SIGTERM would have: by the signal itself, or with exit status 143 where the
-// signal cannot kill (PID 1).
+// signal cannot kill (PID 1). `on_term` may block to defer that end (the
+// elastic rendezvous waits, bounded, for the training's next commit) and
+// another thread may end the process first (EndAsSigterm).
 //
 // Thread-safety: Install and destruction from one thread. At most one watch
 // exists per process (signal dispositions are process-wide); a second
@@ -30,6 +32,9 @@ class TerminationWatch {
   static std::unique_ptr<TerminationWatch> Install(std::function<void()> on_term);
   // Restores SIGTERM's default disposition and stops the watch thread.
   ~TerminationWatch();
+  // Ends the process the way SIGTERM would (the signal, or status 143 where
+  // it cannot kill): for a SIGTERM whose effect was deferred.
+  [[noreturn]] static void EndAsSigterm();
   TerminationWatch(const TerminationWatch&) = delete;
   TerminationWatch& operator=(const TerminationWatch&) = delete;
 

@@ -215,6 +215,7 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   double elastic_s = c.elastic_timeout.count() / 1000.0;
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", 0.001, 1e7, &elastic_s));
   c.elastic_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(elastic_s * 1000.0)));
+  KH_RETURN_IF_ERROR(ReadSeconds(env, "KHOROVOD_TERMINATION_GRACE_SECONDS", 0.0, &c.termination_grace));
 
   int64_t fusion = static_cast<int64_t>(c.fusion_threshold_bytes);
   KH_RETURN_IF_ERROR(env.Int("KHOROVOD_FUSION_THRESHOLD", 0, int64_t{1} << 40, &fusion));

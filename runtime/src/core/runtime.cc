@@ -27,6 +27,7 @@ WorkerMetrics* detail::MetricsOf(Runtime& runtime) { return &runtime.impl_->metr
 void detail::MarkTrainingFinished(Runtime& runtime) { runtime.impl_->MarkTrainingFinished(); }
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
+void Runtime::at_commit_boundary() { impl_->AtCommitBoundary(); }
 bool Runtime::is_initialized() const { return impl_->initialized(); }
 Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
   return impl_->StartTimeline(path, mark_cycles);

@@ -47,6 +47,9 @@ class RuntimeImpl {
   bool initialized() const;
   Topology topology() const;
   bool MembershipChanged() const { return rendezvous_ && rendezvous_->MembershipChanged(); }
+  void AtCommitBoundary() {
+    if (rendezvous_) rendezvous_->AtCommitBoundary();
+  }
 
   // Validates device placement and process sets against the session and
   // enqueues `ops` as one batch; a refused batch returns a failed handle.

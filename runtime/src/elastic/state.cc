@@ -46,6 +46,7 @@ void State::WriteCheckpointIfDue() {
 Status State::commit() {
   ++serial_;
   Snapshot();
+  RecordCommit(runtime_);
   ++commits_;
   WriteCheckpointIfDue();
   // Heartbeats reach ranks at different moments; agreeing on the flag here
@@ -54,6 +55,7 @@ Status State::commit() {
   int32_t changed = runtime_.membership_changed() ? 1 : 0;
   TensorView flag{&changed, DataType::kInt32, {1}, {}};
   KH_RETURN_IF_ERROR(runtime_.allreduce("elastic.membership", flag, flag, {ReduceOp::kMax}));
+  runtime_.at_commit_boundary();  // a worker stopped with SIGTERM leaves here
   if (changed) {
     return Status(StatusCode::kMembershipChanged, "workers joined or left; re-forming at this commit");
   }
@@ -182,6 +184,8 @@ void RecordReset(Runtime& runtime, StatusCode cause) {
 void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed) {
   detail::MetricsOf(runtime)->Recovered(elapsed);
 }
+
+void RecordCommit(Runtime& runtime) { detail::MetricsOf(runtime)->Committed(); }
 
 void RecordStateSync(Runtime& runtime, size_t bytes, std::chrono::steady_clock::duration elapsed) {
   detail::MetricsOf(runtime)->StateSync(bytes, elapsed);

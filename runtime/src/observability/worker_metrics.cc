@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "khorovod/metrics/exposition.h"
+#include "observability/recovery_metrics.h"
 
 namespace khorovod {
 namespace {
@@ -44,6 +45,7 @@ const char* ResetCauseName(ResetCause cause) {
 
 WorkerMetrics::WorkerMetrics()
     : registry_(std::make_unique<prometheus::Registry>()),
+      recovery_(std::make_unique<RecoveryMetrics>(*registry_)),
       rank_(GetGauge(*registry_, "khorovod_worker_rank", "This worker's rank in the current generation.")),
       world_size_(GetGauge(*registry_, "khorovod_worker_world_size", "Workers in the current generation.")),
       generation_(GetGauge(*registry_, "khorovod_worker_generation",
@@ -184,6 +186,7 @@ void WorkerMetrics::StepEnd(int64_t samples) {
   compute_seconds_.Increment(step - comm);
   comm_seconds_.Increment(comm);
   step_duration_.Observe(step);
+  recovery_->StepEnded(step);
   CountAtWorldSize(static_cast<double>(std::max<int64_t>(samples, 0)), step);
   if (step > 0) {
     step_efficiency_.Set((step - comm) / step);
@@ -223,10 +226,14 @@ void WorkerMetrics::NegotiationRound(Clock::duration elapsed) {
 void WorkerMetrics::Reset(ResetCause cause) {
   const size_t i = static_cast<size_t>(cause);
   if (i < resets_.size()) resets_[i]->Increment();
+  recovery_->ResetStarted(cause != ResetCause::kMembershipChanged);
 }
+
+void WorkerMetrics::Committed() { recovery_->Committed(); }
 
 void WorkerMetrics::Recovered(Clock::duration elapsed) {
   recovery_duration_.Observe(Seconds(elapsed));
+  recovery_->Recovered();
   // The recovery is not a training step: the next step starts now.
   StepBegin();
 }
@@ -235,6 +242,7 @@ void WorkerMetrics::StateSync(size_t bytes, Clock::duration elapsed) {
   sync_bytes_.Increment(static_cast<double>(bytes));
   sync_seconds_.Increment(Seconds(elapsed));
   syncs_.Increment();
+  recovery_->StateSynced(elapsed);
 }
 
 }  // namespace khorovod

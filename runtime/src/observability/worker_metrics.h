@@ -46,6 +46,8 @@ class Registry;
 
 namespace khorovod {
 
+class RecoveryMetrics;  // observability/recovery_metrics.h
+
 enum class ResetCause { kPeerFailure, kPeerAborted, kMembershipChanged, kCount };
 const char* ResetCauseName(ResetCause cause);
 
@@ -84,6 +86,8 @@ class WorkerMetrics {
   void Reset(ResetCause cause);
   void Recovered(Clock::duration elapsed);
   void StateSync(size_t bytes, Clock::duration elapsed);
+  // An elastic commit took its snapshot (recovery_metrics.h: goodput).
+  void Committed();
 
  private:
   // Samples and step time while the job had `size` workers.
@@ -102,6 +106,7 @@ class WorkerMetrics {
   };
 
   std::unique_ptr<prometheus::Registry> registry_;  // first: the references below point into it
+  std::unique_ptr<RecoveryMetrics> recovery_;       // registers into registry_
   std::shared_ptr<std::atomic<int64_t>> blocked_ns_ = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<double> baseline_{0};
   std::atomic<double> fusion_threshold_{0};

@@ -37,7 +37,7 @@ TEST(GpuDefaults, ACpuJobKeepsOneSlot) {
   HorovodJob job = Decode("", "");
   EXPECT_EQ(job.spec.gpus_per_worker, 0);
   EXPECT_EQ(job.spec.slots_per_worker, 1);
-  EXPECT_EQ(EffectivePlacement(job.spec), Placement::kNone);
+  EXPECT_EQ(EffectivePlacement(job.spec), Placement::kSpread) << "a lost node should cost a CPU job few ranks";
 }
 
 TEST(GpuDefaults, AnAgreeingSlotsPerWorkerIsAccepted) {

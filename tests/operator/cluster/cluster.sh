@@ -153,7 +153,7 @@ kubectl wait --for condition=Established --timeout 60s crd/horovodjobs.khorovod.
 "$bin/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
   --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
   --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
-  --controllers garbage-collector-controller,serviceaccount-controller,namespace-controller,deployment-controller,replicaset-controller \
+  --controllers garbage-collector-controller,serviceaccount-controller,namespace-controller,deployment-controller,replicaset-controller,disruption-controller \
   --use-service-account-credentials=false --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port 0 --v=1 > "$dir/controller-manager.log" 2>&1 &
 echo $! > "$dir/controller-manager.pid"

@@ -38,15 +38,22 @@ TEST(GpuBuilders, TheTemplatesOwnGpuTolerationWins) {
   EXPECT_EQ(worker["spec"]["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-A100-SXM4-80GB");
 }
 
-TEST(GpuBuilders, ACpuJobGetsNoGpuTolerationNorPlacement) {
-  std::vector<FieldError> errors;
-  HorovodJob job = DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "c", "namespace": "ns"},
-    "spec": {"worker": {"template": {"spec": {"containers": [{"name": "t", "image": "i"}]}}}}})"),
-                                    errors);
-  Json worker = BuildWorkerPod(job, 0);
+TEST(GpuBuilders, ACpuJobGetsNoGpuTolerationAndIsSpreadUnlessItSaysNone) {
+  auto cpu_job = [](const std::string& scheduling) {
+    std::vector<FieldError> errors;
+    return DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "c", "namespace": "ns"},
+      "spec": {)" + scheduling + R"("worker": {"template": {"spec": {"containers": [{"name": "t", "image": "i"}]}}}}})"),
+                            errors);
+  };
+  Json worker = BuildWorkerPod(cpu_job(""), 0);
   EXPECT_FALSE(worker["spec"].contains("tolerations"));
   EXPECT_FALSE(worker["spec"].contains("affinity"));
-  EXPECT_FALSE(worker["spec"].contains("topologySpreadConstraints"));
+  ASSERT_EQ(worker["spec"]["topologySpreadConstraints"].size(), 2u) << "spread by default: a lost node costs few ranks";
+  EXPECT_EQ(worker["spec"]["topologySpreadConstraints"][0]["topologyKey"], "kubernetes.io/hostname");
+  EXPECT_EQ(worker["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"], "ScheduleAnyway");
+  Json none = BuildWorkerPod(cpu_job(R"("schedulingPolicy": {"placement": "None"},)"), 0);
+  EXPECT_FALSE(none["spec"].contains("topologySpreadConstraints"));
+  EXPECT_FALSE(none["spec"].contains("affinity"));
 }
 
 TEST(GpuBuilders, PackPrefersNodesRunningTheJobsWorkers) {

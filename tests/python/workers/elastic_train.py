@@ -11,11 +11,15 @@ FULL_SIZE (bounded by MAX_STEPS), so the replacement is part of the job
 before it ends. The training function registers a process set each time it
 starts (every rank, after every re-formation) and checks that the one from
 before the re-formation was dropped. Usage: elastic_train.py STEPS FAIL_AT
-FULL_SIZE."""
+FULL_SIZE. With ELASTIC_TRAIN_SIGTERM=1, worker-1 sends itself SIGTERM at
+the start of step FAIL_AT instead (as an eviction does): it leaves at that
+step's commit, and the survivors roll nothing back (each prints how many
+steps it started: as many as its final step)."""
 
 import os
 import signal
 import sys
+import time
 
 import torch
 
@@ -66,6 +70,8 @@ def main():
     state.save, state.restore, state.sync = save, restore, sync
 
     sets = {}
+    ran = {"steps": 0}  # steps this process executed, rolled-back ones included
+    sigterm = os.environ.get("ELASTIC_TRAIN_SIGTERM") == "1"
 
     @hvd.elastic.run
     def train(state):
@@ -85,6 +91,13 @@ def main():
             if state.step >= max_steps:
                 raise RuntimeError(f"the world did not grow back to {full_size} workers "
                                    f"within {max_steps} steps")
+            ran["steps"] += 1  # started: a step cut short and run again counts twice
+            if sigterm and state.step + 1 == fail_at and me == "worker-1":
+                # At the start of the step, with compute still to do: a worker
+                # that left at once would fail this step on every survivor.
+                print(f"{me}: SIGTERM at the start of step {state.step + 1}", flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.3)
             r, n = hvd.rank(), hvd.size()
             lo = ((state.step * n + r) * 16) % 512
             opt.zero_grad()
@@ -93,7 +106,7 @@ def main():
             opt.step()
             state.step += 1
             state.commit()
-            if state.step == fail_at and me == "worker-1":
+            if not sigterm and state.step == fail_at and me == "worker-1":
                 print(f"{me}: simulating a crash after committing step {state.step}", flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
         return loss.item()
@@ -105,7 +118,7 @@ def main():
     sums = hvd.allgather_object(checksum)
     assert all(s == sums[0] for s in sums), f"ranks disagree: {sums}"
     print(f"{me}: done: rank {hvd.rank()} of {hvd.size()}, step {state.step}, "
-          f"resets {state.resets}, loss {loss:.4f}, checksum {checksum:.6f}", flush=True)
+          f"resets {state.resets}, ran {ran['steps']}, loss {loss:.4f}, checksum {checksum:.6f}", flush=True)
     hvd.shutdown()
 
 

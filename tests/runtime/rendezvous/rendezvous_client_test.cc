@@ -139,7 +139,9 @@ TEST(RendezvousClient, ErrorsMapToStatusCodes) {
   StatusOr<GenerationInfo> g = a.WaitForNextGeneration(milliseconds(100));
   EXPECT_EQ(g.status().code(), StatusCode::kDeadlineExceeded);
   ASSERT_TRUE(a.ReportFailure("bad disk").ok());
-  s = a.Register();
+  // The name's next process (a restarted pod) is blacklisted; this one is fenced.
+  RendezvousClient restarted(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
+  s = restarted.Register();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(s.message(), "HTTP 429 blacklisted")) << s.message();
   EXPECT_TRUE(Contains(s.message(), "retry after")) << s.message();
@@ -164,26 +166,27 @@ TEST(RendezvousClient, ABlacklistedRegistrationIsRetriedAfterItsCooldown) {
   RendezvousClient a(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
   ASSERT_TRUE(a.Register().ok());
   ASSERT_TRUE(a.ReportFailure("crashed").ok());
+  RendezvousClient restarted(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
 
   auto start = std::chrono::steady_clock::now();
-  Status s = a.Register(milliseconds(100));
+  Status s = restarted.Register(milliseconds(100));
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(s.message(), "blacklisted")) << s.message();
   EXPECT_TRUE(Contains(s.message(), "elastic timeout")) << s.message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(400)) << "it must not sleep past its patience";
 
-  s = a.Register(milliseconds(20000));
+  s = restarted.Register(milliseconds(20000));
   EXPECT_TRUE(s.ok()) << s.message();
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(500)) << "it registered during the cooldown";
-  StatusOr<GenerationInfo> g = a.WaitForNextGeneration(kLong);
+  StatusOr<GenerationInfo> g = restarted.WaitForNextGeneration(kLong);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_EQ(g->size, 1);
 }
 
-// A heartbeat from a worker the server removed and now refuses (blacklist
-// cooldown) reports it as forgotten, so the runtime leaves its generation and
-// the generation wait, which honours retry-after, brings it back.
-TEST(RendezvousClient, AHeartbeatRefusedReRegistrationReportsTheWorkerForgotten) {
+// A heartbeat from a worker the server removed as failed reports it fenced
+// (rendezvous_fencing_test.cc), neither forgotten nor registered again: the
+// runtime leaves its generation, and the process ends.
+TEST(RendezvousClient, AHeartbeatOfAWorkerRemovedAsFailedReportsItFenced) {
   ServerOptions options = testing::DefaultOptions();
   options.service.policy.blacklist_threshold = 1;
   options.service.policy.blacklist_base = milliseconds(60000);
@@ -191,10 +194,11 @@ TEST(RendezvousClient, AHeartbeatRefusedReRegistrationReportsTheWorkerForgotten)
   testing::TestServer server(options);
   RendezvousClient a(server.endpoint(), testing::kJob, {"a", "h", 1}, FastRetry());
   ASSERT_TRUE(a.Register().ok());
-  ASSERT_TRUE(a.ReportFailure("crashed").ok());  // removed and blacklisted
+  ASSERT_TRUE(a.ReportFailure("crashed").ok());  // removed, blacklisted and fenced
   StatusOr<HeartbeatInfo> hb = a.Heartbeat();
   ASSERT_TRUE(hb.ok()) << hb.status().message();
-  EXPECT_TRUE(hb->forgotten);
+  EXPECT_TRUE(hb->fenced);
+  EXPECT_FALSE(hb->forgotten);
   EXPECT_FALSE(hb->reregistered);
 }
 
