@@ -49,6 +49,10 @@ RUN="$DIR/run"
 CP_RUN=$RUN   # RUN names a node's run directory while its configuration is written
 CP_NS=khvc-cp
 CLUSTER_NAME=khorovod-cluster
+# The node lifecycle controller marks a silent node NotReady after this
+# (Kubernetes' default is 40 s): the node-loss scenarios then measure the
+# operator's own bound (runPolicy.nodeLossTimeoutSeconds) on top of 20 s.
+NODE_MONITOR_GRACE=${KHOROVOD_CLUSTER_NODE_MONITOR_GRACE:-20s}
 NODES=${KHOROVOD_CLUSTER_NODES:-3}
 [[ $NODES =~ ^[1-9]$ ]] || { echo "real-cluster: KHOROVOD_CLUSTER_NODES must be 1-9, not '$NODES'" >&2; exit 2; }
 GPUS_SPEC=${KHOROVOD_CLUSTER_GPUS:-2,2,0}

@@ -31,6 +31,7 @@ start_control_plane() {
     --authorization-kubeconfig "$RUN/controller-manager.kubeconfig" \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
     --use-service-account-credentials=true --cluster-name "$CLUSTER_NAME" --leader-elect=false \
+    ${NODE_MONITOR_GRACE:+--node-monitor-grace-period "$NODE_MONITOR_GRACE"} \
     --bind-address 127.0.0.1 --secure-port 10257 --v=1
   start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$RUN/scheduler.kubeconfig" \
     --authentication-kubeconfig "$RUN/scheduler.kubeconfig" --authorization-kubeconfig "$RUN/scheduler.kubeconfig" \
