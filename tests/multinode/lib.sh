@@ -38,6 +38,13 @@ victim_node() {
   local rdv; rdv=$(rdv_node "$1" "$2")
   worker_nodes "$1" "$2" | awk -v rdv="$rdv" '$2 != rdv && $2 != "khvc-n1" {print $2}' | sort | head -1
 }
+# single_worker_node JOB NS: a node other than khvc-n1 and the rendezvous'
+# that runs exactly one worker of the job (a preemption there has one victim).
+single_worker_node() {
+  local rdv; rdv=$(rdv_node "$1" "$2")
+  worker_nodes "$1" "$2" | awk '{print $2}' | sort | uniq -c |
+    awk -v rdv="$rdv" '$1 == 1 && $2 != rdv && $2 != "khvc-n1" {print $2}' | head -1
+}
 worker_on() { worker_nodes "$1" "$2" | awk -v n="$3" '$2 == n {print $1; exit}'; }
 distinct_nodes() { worker_nodes "$1" "$2" | awk '{print $2}' | sort -u | wc -l; }
 # The highest step rank 0 has logged, and the committed steps it resumed from.
@@ -110,7 +117,9 @@ worker_metrics() {  # job ns regex
   local p
   for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
                --field-selector status.phase=Running -o name 2>/dev/null); do
-    k get --raw "/api/v1/namespaces/$2/pods/${p#pod/}:9400/proxy/metrics" 2>/dev/null |
+    # Bounded: the proxy to a pod on a lost node waits for its dial timeout,
+    # and the survivors may finish meanwhile.
+    k get --raw "/api/v1/namespaces/$2/pods/${p#pod/}:9400/proxy/metrics" --request-timeout=5s 2>/dev/null |
       grep -E "^($3)" | sed "s|^|${p#pod/} |"
   done
 }

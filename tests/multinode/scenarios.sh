@@ -189,7 +189,10 @@ scenario_evictions() {
 # step boundary, and is replaced on another node.
 evict_by() {
   local how=$1 job=$2 ns=$3 node pod last t0 t0_epoch
-  node=$(victim_node "$job" "$ns")
+  # A node with one worker of the job, so that the pod followed is the one
+  # the drain or the scheduler's preemption takes.
+  node=$(single_worker_node "$job" "$ns")
+  [ -n "$node" ] || node=$(victim_node "$job" "$ns")
   [ -n "$node" ] || node=$(worker_nodes "$job" "$ns" | awk '{print $2}' | sort | head -1)
   pod=$(worker_on "$job" "$ns" "$node")
   [ -n "$pod" ] || { fail "$job: no worker to $how"; return 1; }
