@@ -227,7 +227,9 @@ YAML
     preempted() { [ "$(jp pod preemptor -n "$ns" -o jsonpath='{.status.phase}')" = Running ]; }
     expect "$job: a higher-priority pod on $node preempted $pod and runs" 120 preempted || return 1
   fi
-  sleep 3  # the evicted process's last output reaches its log follower
+  # The evicted process's last output reaches its log follower within a
+  # moment; wait for that line (bounded) rather than a fixed time.
+  wait_for 15 grep -q 'left the job at a commit' "$work/$job-$how-$pod.log"
   grep -q 'left the job at a commit' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep 'left the job at a commit' "$work/$job-$how-$pod.log" | tail -1)" \
     || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
   check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
