@@ -231,8 +231,13 @@ class ElasticPolicy {
     // rendezvous' line (its own registration keeps it): a generation of
     // newcomers is then ranked in spawn order, host by host, as Horovod's
     // driver ranks it, whichever process comes up first. Not ready until the
-    // worker asks for a generation itself; expires as usual if it never does.
-    (void)service_.Register(rendezvous::WorkerSpec{WorkerName(id), WorkerAddress(host), opts_.max_np});
+    // worker asks for a generation itself. As spawned, it is awaited (up to
+    // the rendezvous' spawn timeout, however long its framework takes to
+    // import): the members hear of the change at once and the next
+    // generation includes it, as with Horovod's driver.
+    rendezvous::WorkerSpec spawned{WorkerName(id), WorkerAddress(host), opts_.max_np};
+    spawned.spawned = true;
+    (void)service_.Register(spawned);
     return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
   }
 

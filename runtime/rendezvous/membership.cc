@@ -26,6 +26,7 @@ std::string MembershipPolicy::Validate() const {
     return "blacklist cooldowns must satisfy 0 < base <= max";
   }
   if (reset_limit < -1) return "reset-limit must be -1 (unlimited) or >= 0";
+  if (spawn_timeout.count() < 0) return "spawn-timeout must not be negative";
   return "";
 }
 
@@ -94,7 +95,10 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   if (it != workers_.end() && !IsMember(it->second)) {
     // A new process under a pending name replaced the old one: fence it.
     if (it->second.spec.incarnation != spec.incarnation) FenceIncarnation(spec.name, it->second.spec.incarnation);
+    const bool spawned_before = it->second.spawned_at.has_value();
     it->second.spec = spec;  // a retried registration keeps its place in line
+    it->second.spec.spawned = spec.spawned || spawned_before;
+    if (!spec.spawned) it->second.process_registered = true;
     it->second.last_seen = now;
     Advance(now);
     return {};
@@ -104,6 +108,8 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   w.spec = spec;
   w.seq = next_seq_++;
   w.last_seen = now;
+  if (spec.spawned) w.spawned_at = now;
+  else w.process_registered = true;
   workers_.emplace(spec.name, std::move(w));
   ++joins_;
   Advance(now);
@@ -120,7 +126,8 @@ MembershipResult Membership::Heartbeat(const std::string& name, TimePoint now, H
   out->member = IsMember(it->second);
   if (out->member) {
     Outlook o = ComputeOutlook();
-    out->membership_changed = o.reforming || (o.newcomer_admissible && !ResetsExhausted());
+    out->membership_changed =
+        o.reforming || ((o.newcomer_admissible || o.awaiting_spawned) && !ResetsExhausted());
     // A finishing job's last collectives still complete: members that left
     // with kLeaveFinished had finished theirs.
     out->reforming = o.reforming && !finishing_;
@@ -232,10 +239,18 @@ void Membership::Fail(std::string reason) {
   settle_started_.reset();
 }
 
+bool Membership::IsAwaited(const Worker& w) const {
+  return w.spawned_at && !w.ready && !IsMember(w) && now_ - *w.spawned_at < policy_.spawn_timeout;
+}
+
 void Membership::Advance(TimePoint now) {
+  now_ = std::max(now_, now);
   if (failed_) return;
   std::vector<std::string> expired;
   for (const auto& [name, w] : workers_) {
+    // A spawned process that has not registered yet (still importing its
+    // framework) sends no heartbeats: spawn_timeout bounds it instead.
+    if (IsAwaited(w) && !w.process_registered) continue;
     if (now - w.last_seen >= policy_.heartbeat_timeout) expired.push_back(name);
   }
   for (const auto& name : expired) Remove(name, /*failure=*/true, now, LossReason::kHeartbeat);
@@ -274,7 +289,7 @@ Membership::Outlook Membership::ComputeOutlook() const {
       o.survivors.push_back(&w);
       if (w.ready) o.reforming = true;
       else o.all_survivors_ready = false;
-    } else if (w.ready) {
+    } else if (w.ready || IsAwaited(w)) {
       newcomers.push_back(&w);
     }
   }
@@ -284,17 +299,26 @@ Membership::Outlook Membership::ComputeOutlook() const {
   std::sort(newcomers.begin(), newcomers.end(), [](const Worker* a, const Worker* b) { return a->seq < b->seq; });
 
   std::map<std::string, int> used;
+  int admitted = 0;  // selected, plus awaited workers holding their places
   auto admit = [&](const Worker* w) {
-    if (static_cast<int>(o.selected.size()) >= policy_.max_workers) return false;
+    if (admitted >= policy_.max_workers) return false;
     int& n = used[w->spec.address];
     if (n >= cap[w->spec.address]) return false;
     ++n;
-    o.selected.push_back(w);
+    ++admitted;
     return true;
   };
-  for (const Worker* w : o.survivors) admit(w);
+  for (const Worker* w : o.survivors) {
+    if (admit(w)) o.selected.push_back(w);
+  }
   for (const Worker* w : newcomers) {
-    if (admit(w)) o.newcomer_admissible = true;
+    if (!admit(w)) continue;
+    if (w->ready) {
+      o.selected.push_back(w);
+      o.newcomer_admissible = true;
+    } else {
+      o.awaiting_spawned = true;  // awaited: holds its place, not in this generation yet
+    }
   }
   return o;
 }
@@ -303,10 +327,14 @@ void Membership::TryForm(TimePoint now) {
   Outlook o = ComputeOutlook();
   bool initial = generation_ == 0;
   bool wanted = (initial && !o.selected.empty()) || o.reforming;
-  bool changing = wanted || (o.newcomer_admissible && !ResetsExhausted());
+  bool changing = wanted || ((o.newcomer_admissible || o.awaiting_spawned) && !ResetsExhausted());
   if (!changing) change_detected_.reset();  // e.g. the newcomer left again
   else if (!change_detected_) change_detected_ = now;
-  if (!wanted || !o.all_survivors_ready || static_cast<int>(o.selected.size()) < policy_.min_workers) {
+  // A spawned worker that would be admitted is waited for (bounded by
+  // spawn_timeout), as Horovod's rendezvous waits for every worker it spawned.
+  const bool awaiting = o.awaiting_spawned && !(!initial && ResetsExhausted());
+  if (!wanted || !o.all_survivors_ready || awaiting ||
+      static_cast<int>(o.selected.size()) < policy_.min_workers) {
     settle_started_.reset();
     return;
   }
@@ -335,6 +363,7 @@ void Membership::Freeze(const std::vector<const Worker*>& selected, TimePoint no
     w.member_of = generation_;
     w.prev_rank = a.rank;
     w.ready = false;
+    w.spawned_at.reset();
   }
   world_ = std::move(world);
   member_lost_ = false;

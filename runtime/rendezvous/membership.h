@@ -49,6 +49,16 @@
 //    its children) is not checked. The fence lives in memory: a restarted
 //    server fences nobody, and the kFenced check is by incarnation, so a
 //    zombie of an earlier server could register again there.
+//  * Spawned workers. A launcher that starts the workers itself (khorovodrun)
+//    registers each one as it starts its process (spec.spawned), as Horovod's
+//    driver assigns a rank to every worker it spawns. Until that worker is
+//    ready (its process registered and asked for a generation; a framework
+//    import may take seconds), or spawn_timeout after its registration, it
+//    is *awaited*: if it would be admitted, members see membership_changed at
+//    once (Horovod's driver notifies on discovery, not on the worker's start)
+//    and no generation freezes without it. It is not removed for missing
+//    heartbeats before its process registered; after spawn_timeout it is an
+//    ordinary pending worker (expiring as usual).
 //  * A failed job stays failed: every call then returns kJobFailed.
 //
 // Thread-safety: not thread-safe. RendezvousService serializes all calls.
@@ -81,6 +91,7 @@ struct MembershipPolicy {
   Millis blacklist_base{1000};
   Millis blacklist_max{60000};
   int reset_limit = -1;  // -1: unlimited
+  Millis spawn_timeout{60000};  // how long a spawned worker is awaited (see Spawned workers)
 
   // Empty when valid, else what is wrong.
   std::string Validate() const;
@@ -195,6 +206,9 @@ class Membership {
     int64_t member_of = 0;     // generation it was admitted to (0: never)
     int prev_rank = -1;        // rank in member_of
     bool ready = false;
+    // Registered with spec.spawned and not ready yet: when, else nullopt.
+    std::optional<TimePoint> spawned_at;
+    bool process_registered = false;  // its own registration arrived (after spawned_at)
   };
   struct Outlook {
     std::vector<const Worker*> survivors;  // members, by previous rank
@@ -202,12 +216,15 @@ class Membership {
     bool reforming = false;                // a member was lost or asked for the next generation
     bool all_survivors_ready = true;
     bool newcomer_admissible = false;      // selected includes a pending worker
+    bool awaiting_spawned = false;         // a spawned worker not ready yet would be admitted
   };
 
   bool IsFenced(const std::string& name, const std::string& incarnation) const;
   void FenceIncarnation(const std::string& name, const std::string& incarnation);
   bool IsMember(const Worker& w) const { return generation_ > 0 && w.member_of == generation_; }
   bool ResetsExhausted() const { return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit; }
+  // Awaited: spawned, not ready, within spawn_timeout (see Spawned workers).
+  bool IsAwaited(const Worker& w) const;
   Outlook ComputeOutlook() const;
   void Remove(const std::string& name, bool failure, TimePoint now, LossReason reason = LossReason::kReported);
   void Fail(std::string reason);
@@ -225,6 +242,7 @@ class Membership {
   std::vector<Loss> losses_;
   std::map<std::string, std::vector<std::string>> fenced_;
   uint64_t next_seq_ = 0;
+  TimePoint now_{};  // the latest time a call passed in (for IsAwaited in const views)
 
   int64_t generation_ = 0;
   std::shared_ptr<const World> world_;

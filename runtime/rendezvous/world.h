@@ -38,6 +38,10 @@ struct WorkerSpec {
   // incarnation tells the replacement from a lost predecessor (Membership's
   // fencing).
   std::string incarnation{};
+  // Registered by the launcher as it starts the worker's process (in-process
+  // only; the HTTP API never sets it): the process is expected to register
+  // and ask for a generation itself (Membership's "Spawned workers").
+  bool spawned = false;
 };
 
 // One member's place in the world, with who it is.
