@@ -263,7 +263,10 @@ class ElasticPolicy {
       const std::string host = running_[id];
       control.message("host " + host + " is gone or has fewer slots; stopping worker " + std::to_string(id));
       control.stop(id);
-      (void)service_.Leave(WorkerName(id), "host " + host + " removed by host discovery");
+      // Fenced too: its process must not rejoin the next generation under
+      // its name before the SIGTERM ends it (Horovod's removed worker fails
+      // its next rendezvous).
+      (void)service_.Evict(WorkerName(id), "host " + host + " removed by host discovery");
       stopping_.insert(id);
       running_.erase(id);
     }

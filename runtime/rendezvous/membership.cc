@@ -79,8 +79,8 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
     return Error(MembershipError::kInvalidArgument, "slots must be between 1 and 4096");
   }
   if (IsFenced(spec.name, spec.incarnation)) {
-    return Error(MembershipError::kFenced, "worker '" + spec.name + "' (incarnation " + spec.incarnation +
-                                               ") was declared lost; this process may not join again");
+    return Error(MembershipError::kFenced, "worker '" + spec.name + "' (incarnation " + spec.incarnation + ") " +
+                                               FencedWhy(spec.incarnation) + "; this process may not join again");
   }
   Millis left = blacklist_.Remaining(spec.name, now);
   if (left.count() > 0) {
@@ -154,6 +154,18 @@ MembershipResult Membership::ReportFailure(const std::string& name, const std::s
   return {};
 }
 
+MembershipResult Membership::Evict(const std::string& name, TimePoint now) {
+  if (failed_) return FailedResult();
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  const std::string incarnation = it->second.spec.incarnation;
+  FenceIncarnation(name, incarnation);
+  if (!incarnation.empty() && evicted_.size() < kMaxLosses) evicted_.insert(incarnation);
+  Remove(name, /*failure=*/false, now);
+  Advance(now);
+  return {};
+}
+
 MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, TimePoint now, NextView* out) {
   *out = NextView{};
   Advance(now);
@@ -210,10 +222,15 @@ MembershipResult Membership::CheckIncarnation(const std::string& name, const std
   const bool superseded = it != workers_.end() && !it->second.spec.incarnation.empty() &&
                           it->second.spec.incarnation != incarnation;
   if (!superseded && !IsFenced(name, incarnation)) return {};
-  return Error(MembershipError::kFenced, "worker '" + name + "' (incarnation " + incarnation +
-                                             ") was declared lost" +
+  return Error(MembershipError::kFenced, "worker '" + name + "' (incarnation " + incarnation + ") " +
+                                             FencedWhy(incarnation) +
                                              (superseded ? " and another process registered under its name" : "") +
                                              "; this process may not take part any more");
+}
+
+std::string Membership::FencedWhy(const std::string& incarnation) const {
+  return evicted_.count(incarnation) ? "was removed from the job by its launcher (its host went away)"
+                                     : "was declared lost";
 }
 
 void Membership::Remove(const std::string& name, bool failure, TimePoint now, LossReason reason) {

@@ -69,6 +69,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,11 @@ class Membership {
   // `finished`: the worker's training finished (see Finishing in the policy).
   MembershipResult Leave(const std::string& name, TimePoint now, bool finished = false);
   MembershipResult ReportFailure(const std::string& name, const std::string& reason, TimePoint now);
+  // The launcher removed the worker (its host went away): it leaves (no
+  // failure) and its process is fenced, so it cannot rejoin under its name;
+  // it ends at its next rendezvous call, as Horovod ends a worker whose host
+  // is no longer in the assignment ("has been removed from elastic job").
+  MembershipResult Evict(const std::string& name, TimePoint now);
 
   // "Give me the generation after `after`." A member of the current
   // generation G with after < G gets G at once; with after == G it becomes
@@ -221,6 +227,7 @@ class Membership {
 
   bool IsFenced(const std::string& name, const std::string& incarnation) const;
   void FenceIncarnation(const std::string& name, const std::string& incarnation);
+  std::string FencedWhy(const std::string& incarnation) const;  // "was declared lost" or evicted
   bool IsMember(const Worker& w) const { return generation_ > 0 && w.member_of == generation_; }
   bool ResetsExhausted() const { return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit; }
   // Awaited: spawned, not ready, within spawn_timeout (see Spawned workers).
@@ -241,6 +248,7 @@ class Membership {
   static constexpr size_t kMaxLosses = 1024;
   std::vector<Loss> losses_;
   std::map<std::string, std::vector<std::string>> fenced_;
+  std::set<std::string> evicted_;  // fenced incarnations that were evicted, not lost (for messages)
   uint64_t next_seq_ = 0;
   TimePoint now_{};  // the latest time a call passed in (for IsAwaited in const views)
 

@@ -197,6 +197,16 @@ Reply RendezvousService::Leave(const std::string& name, const std::string& reaso
   return reply;
 }
 
+Reply RendezvousService::Evict(const std::string& name, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  MembershipResult r = membership_.Evict(name, Clock::now());
+  AfterChange();
+  if (r.ok()) Log("worker '" + name + "' removed" + (reason.empty() ? "" : ": " + reason));
+  Reply reply = FromMembership(r);
+  if (r.ok()) reply.body["removed"] = true;
+  return reply;
+}
+
 Reply RendezvousService::ReportFailure(const std::string& name, const std::string& reason,
                                        const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -74,6 +74,8 @@ class RendezvousService {
   // one is answered 410 worker_fenced (Membership's Fencing).
   Reply Heartbeat(const std::string& name, const std::string& incarnation = "");
   Reply Leave(const std::string& name, const std::string& reason, const std::string& incarnation = "");
+  // The launcher removes a worker whose host went away (Membership::Evict).
+  Reply Evict(const std::string& name, const std::string& reason);
   Reply ReportFailure(const std::string& name, const std::string& reason, const std::string& incarnation = "");
   Reply AwaitNext(const std::string& name, int64_t after, Millis timeout, const std::string& incarnation = "");
   Reply JobStatus();

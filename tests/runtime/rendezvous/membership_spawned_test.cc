@@ -110,3 +110,31 @@ TEST_F(SpawnedTest, OnceResetsAreUsedUpASpawnedNewcomerIsNotAnnounced) {
 
 }  // namespace
 }  // namespace khorovod::rendezvous
+
+namespace khorovod::rendezvous {
+namespace {
+
+TEST_F(MembershipTest, AnEvictedWorkerLeavesAndCannotRejoinUnderItsName) {
+  Start(Policy());
+  Register("a");
+  ASSERT_TRUE(m_->Register({"b", "10.0.0.1", 8, -1, "inc-b"}, now_).ok());
+  Await("a", 0);
+  Await("b", 0);
+  Advance(100);
+  m_->Tick(now_);
+  ASSERT_EQ(m_->generation(), 1);
+  ASSERT_TRUE(m_->Evict("b", now_).ok());
+  EXPECT_TRUE(Beat("a").reforming);
+  MembershipResult again = m_->Register({"b", "10.0.0.1", 8, -1, "inc-b"}, now_);
+  EXPECT_EQ(again.error, MembershipError::kFenced);
+  EXPECT_NE(again.message.find("removed from the job by its launcher"), std::string::npos) << again.message;
+  EXPECT_EQ(m_->Stats(now_).failures, 0) << "an eviction is not a failure";
+  EXPECT_EQ(Await("a", 1), -1);
+  Advance(100);
+  m_->Tick(now_);
+  ASSERT_EQ(m_->generation(), 2);
+  EXPECT_EQ(WorldNames(), (std::vector<std::string>{"a"}));
+}
+
+}  // namespace
+}  // namespace khorovod::rendezvous
