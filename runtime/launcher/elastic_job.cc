@@ -67,12 +67,57 @@ class ElasticPolicy {
 
   std::vector<WorkerSpec> initial_workers() {
     std::vector<WorkerSpec> specs;
-    while (auto host = FreeHost()) specs.push_back(Place(*host));
+    while (auto host = FreeHost()) specs.push_back(Place(*host, Awaited::kYes));
     if (specs.empty()) empty_since_ = Clock::now();
     return specs;
   }
 
   bool on_exit(const WorkerExit& exit, JobControl& control) {
+    const bool handled = HandleExit(exit, control);
+    // Only now, with its host blacklisted and its other workers evicted if
+    // it failed, may the rendezvous form the next generation without it.
+    service_.Exited(WorkerName(exit.rank));
+    return handled;
+  }
+
+  void on_tick(JobControl& control) {
+    if (finishing_) return;
+    if (opts_.host_discovery_script.empty() && uses_blacklist()) Reconcile(control, Awaited::kYes);  // cooldowns end
+    if (!opts_.host_discovery_script.empty()) {
+      DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
+      if (auto* error = std::get_if<std::string>(&found)) {
+        if (*error != last_error_) control.message("host discovery: " + *error + "; keeping the last host list");
+        last_error_ = *error;
+      } else {
+        last_error_.clear();
+        std::vector<DiscoveredHost> hosts;
+        for (auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
+          if (Status usable = plan_.AddDiscoveredHost(h.name); usable.ok()) {
+            hosts.push_back(std::move(h));
+          } else if (reported_unusable_.insert(h.name).second) {
+            control.message("host discovery: " + usable.message() + "; ignoring it");
+          }
+        }
+        hosts_ = std::move(hosts);
+      }
+      Reconcile(control, Awaited::kYes);
+    }
+    if (running_.empty() && empty_since_ && Clock::now() - *empty_since_ >= opts_.elastic_timeout) {
+      control.fail("no worker has been running for " + std::to_string(opts_.elastic_timeout.count()) +
+                       " s (--elastic-timeout); giving up",
+                   1);
+    }
+  }
+
+  // With discovery, a job whose hosts all went away waits for new ones; so
+  // does one whose hosts are all cooling down.
+  bool hold_open() const {
+    return !finishing_ && (!opts_.host_discovery_script.empty() || (uses_blacklist() && opts_.cooldown_min_s > 0));
+  }
+
+ private:
+  // The policy's decision on one exit (see on_exit).
+  bool HandleExit(const WorkerExit& exit, JobControl& control) {
     const int id = exit.rank;
     const auto where = running_.find(id);
     const std::string host = where == running_.end() ? std::string() : where->second;
@@ -118,47 +163,11 @@ class ElasticPolicy {
     control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
                     exit.status.describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
                     std::to_string(opts_.reset_limit) + ")");
-    Reconcile(control);
+    Reconcile(control, Awaited::kNo);  // the survivors go on without waiting for the replacement
     AfterLoss(control);
     return true;
   }
 
-  void on_tick(JobControl& control) {
-    if (finishing_) return;
-    if (opts_.host_discovery_script.empty() && uses_blacklist()) Reconcile(control);  // cooldowns end
-    if (!opts_.host_discovery_script.empty()) {
-      DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
-      if (auto* error = std::get_if<std::string>(&found)) {
-        if (*error != last_error_) control.message("host discovery: " + *error + "; keeping the last host list");
-        last_error_ = *error;
-      } else {
-        last_error_.clear();
-        std::vector<DiscoveredHost> hosts;
-        for (auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
-          if (Status usable = plan_.AddDiscoveredHost(h.name); usable.ok()) {
-            hosts.push_back(std::move(h));
-          } else if (reported_unusable_.insert(h.name).second) {
-            control.message("host discovery: " + usable.message() + "; ignoring it");
-          }
-        }
-        hosts_ = std::move(hosts);
-      }
-      Reconcile(control);
-    }
-    if (running_.empty() && empty_since_ && Clock::now() - *empty_since_ >= opts_.elastic_timeout) {
-      control.fail("no worker has been running for " + std::to_string(opts_.elastic_timeout.count()) +
-                       " s (--elastic-timeout); giving up",
-                   1);
-    }
-  }
-
-  // With discovery, a job whose hosts all went away waits for new ones; so
-  // does one whose hosts are all cooling down.
-  bool hold_open() const {
-    return !finishing_ && (!opts_.host_discovery_script.empty() || (uses_blacklist() && opts_.cooldown_min_s > 0));
-  }
-
- private:
   int DefaultSlots() const { return opts_.slots_per_host > 0 ? opts_.slots_per_host : 1; }
 
   // -H / --hostfile in elastic mode: the fixed host list (Horovod's FixedHosts).
@@ -211,9 +220,16 @@ class ElasticPolicy {
     return std::nullopt;
   }
 
+  // Whether the rendezvous awaits a new worker (Membership's spawned
+  // workers): the members hear of it at once and re-form with it, as
+  // Horovod's driver does for the hosts it discovers. A replacement for a
+  // failed worker of a plain -np job (khorovod's own, Horovod has none) is
+  // not: the survivors re-form without it and it joins once it is up.
+  enum class Awaited { kNo, kYes };
+
   // Starts worker `id` on the lowest slot of `host` no running worker holds,
   // with the placement Horovod's driver would export for that slot.
-  WorkerSpec Place(const std::string& host) {
+  WorkerSpec Place(const std::string& host, Awaited awaited) {
     const int id = next_id_++;
     std::set<int> held;
     for (const auto& [other, other_host] : running_) {
@@ -231,12 +247,12 @@ class ElasticPolicy {
     // rendezvous' line (its own registration keeps it): a generation of
     // newcomers is then ranked in spawn order, host by host, as Horovod's
     // driver ranks it, whichever process comes up first. Not ready until the
-    // worker asks for a generation itself. As spawned, it is awaited (up to
-    // the rendezvous' spawn timeout, however long its framework takes to
-    // import): the members hear of the change at once and the next
-    // generation includes it, as with Horovod's driver.
+    // worker asks for a generation itself; as spawned, it does not expire
+    // for silence before its process is up (a framework import may take
+    // longer than the heartbeat timeout), and it may be awaited (Awaited).
     rendezvous::WorkerSpec spawned{WorkerName(id), WorkerAddress(host), opts_.max_np};
     spawned.spawned = true;
+    spawned.awaited = awaited == Awaited::kYes;
     (void)service_.Register(spawned);
     return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
   }
@@ -252,7 +268,7 @@ class ElasticPolicy {
 
   // Stops workers on hosts that went away or shrank (newest first), then
   // starts workers on free slots up to the target.
-  void Reconcile(JobControl& control) {
+  void Reconcile(JobControl& control, Awaited awaited) {
     if (finishing_) return;
     std::map<std::string, int> kept;
     std::vector<int> to_stop;
@@ -271,7 +287,7 @@ class ElasticPolicy {
       running_.erase(id);
     }
     while (auto host = FreeHost()) {
-      WorkerSpec spec = Place(*host);
+      WorkerSpec spec = Place(*host, awaited);
       control.message("starting worker " + std::to_string(spec.rank) + " on " + *host);
       control.start(std::move(spec));
     }

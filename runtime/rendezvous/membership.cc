@@ -95,9 +95,12 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   if (it != workers_.end() && !IsMember(it->second)) {
     // A new process under a pending name replaced the old one: fence it.
     if (it->second.spec.incarnation != spec.incarnation) FenceIncarnation(spec.name, it->second.spec.incarnation);
-    const bool spawned_before = it->second.spawned_at.has_value();
+    // The process' own registration keeps what its launcher said about it.
+    const bool spawned = spec.spawned || it->second.spec.spawned;
+    const bool awaited = spec.awaited || it->second.spec.awaited;
     it->second.spec = spec;  // a retried registration keeps its place in line
-    it->second.spec.spawned = spec.spawned || spawned_before;
+    it->second.spec.spawned = spawned;
+    it->second.spec.awaited = awaited;
     if (!spec.spawned) it->second.process_registered = true;
     it->second.last_seen = now;
     Advance(now);
@@ -140,6 +143,7 @@ MembershipResult Membership::Leave(const std::string& name, TimePoint now, bool 
   auto it = workers_.find(name);
   if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   if (finished && IsMember(it->second)) finishing_ = true;
+  if (!finished && it->second.spec.spawned) exiting_[name] = now;
   Remove(name, /*failure=*/false, now);
   Advance(now);
   return {};
@@ -148,7 +152,9 @@ MembershipResult Membership::Leave(const std::string& name, TimePoint now, bool 
 MembershipResult Membership::ReportFailure(const std::string& name, const std::string& reason, TimePoint now) {
   (void)reason;  // the HTTP layer logs it
   if (failed_) return FailedResult();
-  if (!workers_.count(name)) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (it->second.spec.spawned) exiting_[name] = now;
   Remove(name, /*failure=*/true, now, LossReason::kReported);
   Advance(now);
   return {};
@@ -164,6 +170,11 @@ MembershipResult Membership::Evict(const std::string& name, TimePoint now) {
   Remove(name, /*failure=*/false, now);
   Advance(now);
   return {};
+}
+
+void Membership::Exited(const std::string& name, TimePoint now) {
+  exiting_.erase(name);
+  Advance(now);
 }
 
 MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, TimePoint now, NextView* out) {
@@ -256,8 +267,12 @@ void Membership::Fail(std::string reason) {
   settle_started_.reset();
 }
 
+bool Membership::IsStarting(const Worker& w) const {
+  return w.spawned_at && !w.process_registered && now_ - *w.spawned_at < policy_.spawn_timeout;
+}
+
 bool Membership::IsAwaited(const Worker& w) const {
-  return w.spawned_at && !w.ready && !IsMember(w) && now_ - *w.spawned_at < policy_.spawn_timeout;
+  return w.spawned_at && w.spec.awaited && !w.ready && !IsMember(w) && now_ - *w.spawned_at < policy_.spawn_timeout;
 }
 
 void Membership::Advance(TimePoint now) {
@@ -267,7 +282,7 @@ void Membership::Advance(TimePoint now) {
   for (const auto& [name, w] : workers_) {
     // A spawned process that has not registered yet (still importing its
     // framework) sends no heartbeats: spawn_timeout bounds it instead.
-    if (IsAwaited(w) && !w.process_registered) continue;
+    if (IsStarting(w)) continue;
     if (now - w.last_seen >= policy_.heartbeat_timeout) expired.push_back(name);
   }
   for (const auto& name : expired) Remove(name, /*failure=*/true, now, LossReason::kHeartbeat);
@@ -350,7 +365,10 @@ void Membership::TryForm(TimePoint now) {
   // A spawned worker that would be admitted is waited for (bounded by
   // spawn_timeout), as Horovod's rendezvous waits for every worker it spawned.
   const bool awaiting = o.awaiting_spawned && !(!initial && ResetsExhausted());
-  if (!wanted || !o.all_survivors_ready || awaiting ||
+  for (auto it = exiting_.begin(); it != exiting_.end();) {
+    it = now - it->second >= policy_.spawn_timeout ? exiting_.erase(it) : std::next(it);
+  }
+  if (!wanted || !o.all_survivors_ready || awaiting || !exiting_.empty() ||
       static_cast<int>(o.selected.size()) < policy_.min_workers) {
     settle_started_.reset();
     return;

@@ -51,14 +51,19 @@
 //    zombie of an earlier server could register again there.
 //  * Spawned workers. A launcher that starts the workers itself (khorovodrun)
 //    registers each one as it starts its process (spec.spawned), as Horovod's
-//    driver assigns a rank to every worker it spawns. Until that worker is
-//    ready (its process registered and asked for a generation; a framework
-//    import may take seconds), or spawn_timeout after its registration, it
-//    is *awaited*: if it would be admitted, members see membership_changed at
-//    once (Horovod's driver notifies on discovery, not on the worker's start)
-//    and no generation freezes without it. It is not removed for missing
-//    heartbeats before its process registered; after spawn_timeout it is an
-//    ordinary pending worker (expiring as usual).
+//    driver assigns a rank to every worker it spawns. Until its process
+//    registered too (a framework import may take longer than the heartbeat
+//    timeout), or spawn_timeout passed, it is not removed for silence. With
+//    spec.awaited, until it is ready (asked for a generation) or
+//    spawn_timeout passed, it is *awaited*: if it would be admitted, members
+//    see membership_changed at once (Horovod's driver notifies on discovery,
+//    not on the worker's start) and no generation freezes without it. After
+//    spawn_timeout it is an ordinary pending worker. A spawned worker that
+//    leaves or reports a failure itself is *exiting* until its launcher
+//    reports its process' exit (Exited) or spawn_timeout passes: no
+//    generation freezes meanwhile, so the launcher's verdict on that exit
+//    (e.g. a host blacklisted, its other workers evicted) shapes the next
+//    generation, as Horovod's driver records every exit before it resumes.
 //  * A failed job stays failed: every call then returns kJobFailed.
 //
 // Thread-safety: not thread-safe. RendezvousService serializes all calls.
@@ -169,6 +174,10 @@ class Membership {
   // it ends at its next rendezvous call, as Horovod ends a worker whose host
   // is no longer in the assignment ("has been removed from elastic job").
   MembershipResult Evict(const std::string& name, TimePoint now);
+  // The launcher saw the process of spawned worker `name` exit (and acted
+  // on it): the worker no longer holds a formation back (see Spawned
+  // workers). Always ok; unknown names are ignored.
+  void Exited(const std::string& name, TimePoint now);
 
   // "Give me the generation after `after`." A member of the current
   // generation G with after < G gets G at once; with after == G it becomes
@@ -230,7 +239,9 @@ class Membership {
   std::string FencedWhy(const std::string& incarnation) const;  // "was declared lost" or evicted
   bool IsMember(const Worker& w) const { return generation_ > 0 && w.member_of == generation_; }
   bool ResetsExhausted() const { return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit; }
-  // Awaited: spawned, not ready, within spawn_timeout (see Spawned workers).
+  // Spawned, its process not registered yet, within spawn_timeout.
+  bool IsStarting(const Worker& w) const;
+  // Awaited: spawned with `awaited`, not ready, within spawn_timeout.
   bool IsAwaited(const Worker& w) const;
   Outlook ComputeOutlook() const;
   void Remove(const std::string& name, bool failure, TimePoint now, LossReason reason = LossReason::kReported);
@@ -248,6 +259,7 @@ class Membership {
   static constexpr size_t kMaxLosses = 1024;
   std::vector<Loss> losses_;
   std::map<std::string, std::vector<std::string>> fenced_;
+  std::map<std::string, TimePoint> exiting_;  // spawned workers gone, their exit not yet seen
   std::set<std::string> evicted_;  // fenced incarnations that were evicted, not lost (for messages)
   uint64_t next_seq_ = 0;
   TimePoint now_{};  // the latest time a call passed in (for IsAwaited in const views)

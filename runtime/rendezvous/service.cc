@@ -207,6 +207,12 @@ Reply RendezvousService::Evict(const std::string& name, const std::string& reaso
   return reply;
 }
 
+void RendezvousService::Exited(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  membership_.Exited(name, Clock::now());
+  AfterChange();
+}
+
 Reply RendezvousService::ReportFailure(const std::string& name, const std::string& reason,
                                        const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);

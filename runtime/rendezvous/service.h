@@ -76,6 +76,8 @@ class RendezvousService {
   Reply Leave(const std::string& name, const std::string& reason, const std::string& incarnation = "");
   // The launcher removes a worker whose host went away (Membership::Evict).
   Reply Evict(const std::string& name, const std::string& reason);
+  // The launcher saw worker `name`'s process exit (Membership::Exited).
+  void Exited(const std::string& name);
   Reply ReportFailure(const std::string& name, const std::string& reason, const std::string& incarnation = "");
   Reply AwaitNext(const std::string& name, int64_t after, Millis timeout, const std::string& incarnation = "");
   Reply JobStatus();

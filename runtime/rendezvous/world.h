@@ -39,9 +39,11 @@ struct WorkerSpec {
   // fencing).
   std::string incarnation{};
   // Registered by the launcher as it starts the worker's process (in-process
-  // only; the HTTP API never sets it): the process is expected to register
-  // and ask for a generation itself (Membership's "Spawned workers").
+  // only; the HTTP API never sets them): the process is expected to register
+  // and ask for a generation itself; `awaited`: the members are told at once
+  // and the next generation waits for it (Membership's "Spawned workers").
   bool spawned = false;
+  bool awaited = false;
 };
 
 // One member's place in the world, with who it is.

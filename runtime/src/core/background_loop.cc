@@ -91,11 +91,15 @@ LoopEnd RunOneRound(Session& s, Clock::time_point start, Negotiator::Round& roun
 // then see EOF at once instead of waiting for their timeout, so one failure
 // reaches every rank quickly.
 void EndSession(Session& s, const LoopEnd& end) {
-  // After a stall shutdown later calls fail as the pending ones did
-  // (kAborted: Python's HorovodInternalError, so elastic run() recovers).
-  s.queue.Close(end.fatal.code() == StatusCode::kAborted && !end.stall_shutdown
-                    ? Status::FailedPrecondition("khorovod was shut down; call init() again")
-                    : end.fatal);
+  // After shutdown() later calls are refused. After a failure (a peer lost,
+  // the generation abandoned while it re-forms, a stall shutdown) they fail
+  // as the pending ones did (kAborted/kUnavailable: Python's
+  // HorovodInternalError), so elastic run() recovers whichever op of a step
+  // (a tf.function's second collective, say) comes after the failure.
+  const bool user_shutdown = end.fatal.code() == StatusCode::kAborted && !end.stall_shutdown &&
+                             s.queue.shutdown_requested();
+  s.queue.Close(user_shutdown ? Status::FailedPrecondition("khorovod was shut down; call init() again")
+                              : end.fatal);
   s.negotiator->FailAll(end.fatal);
   std::vector<PendingOp> late;
   s.queue.PopAll(&late);

@@ -15,9 +15,10 @@ class SpawnedTest : public MembershipTest {
     p.spawn_timeout = Millis(60000);
     return p;
   }
-  void Spawn(const std::string& name, const std::string& address = "10.0.0.1") {
+  void Spawn(const std::string& name, const std::string& address = "10.0.0.1", bool awaited = true) {
     WorkerSpec spec{name, address, 8};
     spec.spawned = true;
+    spec.awaited = awaited;
     MembershipResult r = m_->Register(spec, now_);
     ASSERT_TRUE(r.ok()) << name << ": " << r.message;
   }
@@ -97,6 +98,48 @@ TEST_F(SpawnedTest, AnAwaitedWorkerBeyondMaxWorkersIsNotAnnounced) {
   FormFirst({"a", "b"});
   Spawn("c");
   EXPECT_FALSE(Beat("a").membership_changed);
+}
+
+TEST_F(SpawnedTest, ANotAwaitedSpawnedWorkerOutlivesTheHeartbeatTimeoutButIsNotWaitedFor) {
+  Start(SpawnPolicy());
+  FormFirst({"a", "b"});
+  Spawn("c", "10.0.0.1", /*awaited=*/false);
+  EXPECT_FALSE(Beat("a").membership_changed);
+  for (int i = 0; i < 3; ++i) {  // 9 s: longer than the heartbeat timeout
+    Advance(3000);
+    Beat("a");
+    Beat("b");
+  }
+  EXPECT_FALSE(Beat("a").membership_changed);
+  EXPECT_EQ(ComeUp("c"), -1);
+  EXPECT_TRUE(Beat("a").membership_changed) << "announced once it is ready";
+  Await("a", 1);
+  Await("b", 1);
+  Advance(100);
+  m_->Tick(now_);
+  ASSERT_EQ(m_->generation(), 2);
+  EXPECT_EQ(WorldNames(), (std::vector<std::string>{"a", "b", "c"})) << "c kept its place in line";
+}
+
+TEST_F(SpawnedTest, ASpawnedWorkerThatLeftHoldsTheNextGenerationUntilItsExitIsSeen) {
+  Start(SpawnPolicy());
+  for (const char* n : {"w0", "w1", "w2"}) Spawn(n);
+  for (const char* n : {"w0", "w1", "w2"}) ComeUp(n);
+  Advance(100);
+  m_->Tick(now_);
+  ASSERT_EQ(m_->generation(), 1);
+  ASSERT_TRUE(m_->Leave("w0", now_).ok());  // its process is still exiting
+  Await("w1", 1);
+  Await("w2", 1);
+  Advance(1000);
+  m_->Tick(now_);
+  EXPECT_EQ(m_->generation(), 1) << "formed before the launcher saw w0's exit";
+  ASSERT_TRUE(m_->Evict("w1", now_).ok());  // the launcher's verdict: w0's host is gone
+  m_->Exited("w0", now_);
+  Advance(100);
+  m_->Tick(now_);
+  ASSERT_EQ(m_->generation(), 2);
+  EXPECT_EQ(WorldNames(), (std::vector<std::string>{"w2"}));
 }
 
 TEST_F(SpawnedTest, OnceResetsAreUsedUpASpawnedNewcomerIsNotAnnounced) {
