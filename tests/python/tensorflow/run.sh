@@ -14,7 +14,9 @@
 #      imports there;
 #   4. tests/python/tensorflow/test_tensorflow.py and test_keras_metrics.py
 #      through the venv's own khorovodrun and python, with no PYTHONPATH
-#      (the TensorFlow+torch case adds the pip-install stage's torch venv).
+#      (the TensorFlow+torch case adds the pip-install stage's torch venv);
+#   5. with KHOROVOD_HOROVOD_SOURCE (a Horovod checkout), Horovod's elastic
+#      TensorFlow scenarios (see below).
 # Prints "tensorflow: N passed, M failed" last; exit 0 iff all passed.
 # Usage: tests/python/tensorflow/run.sh [--download-only] [-- pytest args]
 set -uo pipefail
@@ -89,10 +91,37 @@ env PATH="$venv/bin:/usr/bin:/bin" KHOROVODRUN="$venv/bin/khorovodrun" KHOROVOD_
   KHOROVOD_TEST_TORCH_SITE="$torch_site" OMP_NUM_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1 \
   timeout 1500 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rfEs test_tensorflow.py test_keras_metrics.py \
   "$@" | tee /tmp/khorovod-tf-stage.$$
-summary=$(grep -E "^[0-9]+ (passed|failed)|^(=+ )?[0-9]+ (passed|failed)" /tmp/khorovod-tf-stage.$$ | tail -1)
+# Counts of the last pytest summary line in file $1 ("P F"; F=1 when there is none).
+pytest_counts() {
+  local summary p f
+  summary=$(grep -E "^[0-9]+ (passed|failed)|^(=+ )?[0-9]+ (passed|failed)" "$1" | tail -1)
+  p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
+  f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$summary" | awk '{n += $1} END {print n + 0}')
+  [ -n "$summary" ] || f=1
+  echo "${p:-0} ${f:-0}"
+}
+read -r p f < <(pytest_counts /tmp/khorovod-tf-stage.$$)
+
+# 5. Horovod's elastic TensorFlow scenarios (test/integration/
+#    test_elastic_tensorflow2.py, test_elastic_tensorflow_keras.py, their
+#    data/ scripts) through the venv's khorovodrun, when a Horovod checkout
+#    is given (KHOROVOD_HOROVOD_SOURCE; nothing of Horovod is vendored or
+#    downloaded). The scripts use Keras 2 (optimizer.lr): tf-keras. The
+#    Keras one opens a TF1 session, renamed to tf.compat.v1 (the runner's
+#    KHOROVOD_HVD_TF1_COMPAT); each file is bounded to 900 s.
+if [ -n "${KHOROVOD_HOROVOD_SOURCE:-}" ]; then
+  for framework in tensorflow2 tensorflow_keras; do
+    env PATH="$venv/bin:/usr/bin:/bin" KHOROVODRUN="$venv/bin/khorovodrun" KHOROVOD_TEST_PYTHON="$venv/bin/python" \
+      TF_USE_LEGACY_KERAS=1 KHOROVOD_HVD_TF1_COMPAT=1 TF_CPP_MIN_LOG_LEVEL=2 KHOROVOD_ACCEPTANCE_TIMEOUT=900 \
+      bash "$root/tests/python/horovod_acceptance/run_test_elastic.sh" "$KHOROVOD_HOROVOD_SOURCE" "$framework" \
+      "$venv" 2>&1 | tee /tmp/khorovod-tf-stage.$$ | grep -E "^(test_elastic|FAILED|ERROR|SKIP|=+ .*(passed|failed))"
+    read -r ep ef < <(pytest_counts /tmp/khorovod-tf-stage.$$)
+    echo "tensorflow: Horovod's test_elastic_$framework.py: $ep passed, $ef failed"
+    p=$((p + ep)); f=$((f + ef))
+  done
+else
+  echo "tensorflow: Horovod's elastic TensorFlow scenarios skipped (set KHOROVOD_HOROVOD_SOURCE to a Horovod checkout)"
+fi
 rm -f /tmp/khorovod-tf-stage.$$
-p=$(grep -oE '[0-9]+ passed' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
-f=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$summary" | awk '{n += $1} END {print n + 0}')
-[ -n "$summary" ] || f=1
 echo "tensorflow: ${p:-0} passed, ${f:-0} failed"
 [ "${f:-0}" -eq 0 ] && [ "${p:-0}" -gt 0 ]
