@@ -228,6 +228,9 @@ def _reset(resets, reset_limit, cause):
             exit_job_finished(e)
         except KhorovodError as e:
             if e.code not in _RETRYABLE_RESET:
+                if e.code == "FAILED_PRECONDITION" and "worker_fenced" in e.runtime_message:
+                    raise KhorovodError(e.code, "the rendezvous no longer counts this worker in "
+                                        f"the job: {e.runtime_message}") from e
                 if e.code == "FAILED_PRECONDITION":
                     raise KhorovodError(e.code, "the rendezvous ended the job (its reset limit or "
                                         f"elastic timeout, see the reason): {e.runtime_message}") from e

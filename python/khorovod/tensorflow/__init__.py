@@ -25,6 +25,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, alltoa
                       broadcast, broadcast_, grouped_allgather, join, local_rank_op,
                       local_size_op, process_set_included_op, rank_op, size_op)
 from .optimizer import DistributedOptimizer
+from .sync_batch_norm import SyncBatchNormalization
 from .util import _executing_eagerly
 from . import util
 from . import elastic  # noqa: E402  (khorovod.tensorflow.elastic)

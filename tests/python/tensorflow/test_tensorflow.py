@@ -110,3 +110,12 @@ def test_tensorflow_and_torch_in_one_process():
     job = run_job(worker("tf_and_torch.py"), np=2, timeout=240, env={"KHOROVOD_TEST_TORCH_SITE": torch_site})
     assert job.returncode == 0, job.output
     assert sorted(job.lines(": OK")) == [f"[{r}]<stdout>:rank {r}: OK" for r in range(2)], job.output
+
+
+@pytest.mark.parametrize("np,keras", [(2, 3), (3, 3), (2, 2)], ids=["np2-keras3", "np3-keras3", "np2-keras2"])
+def test_sync_batch_normalization(np, keras):
+    skip_without_tf_keras(keras)
+    job = run_job(worker("tf_sync_batch_norm.py"), np=np, timeout=240,
+                  env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"})
+    assert job.returncode == 0, job.output
+    assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), job.output
