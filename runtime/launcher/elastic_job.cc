@@ -346,6 +346,10 @@ rendezvous::ServerOptions ServerOptionsFor(const LaunchOptions& opts, const std:
   service.policy.heartbeat_timeout = std::chrono::milliseconds(5000);
   service.policy.elastic_timeout = opts.elastic_timeout;
   service.policy.reset_limit = opts.reset_limit;
+  // The workers it starts are waited for as horovodrun waits for them: up
+  // to the elastic timeout (a loaded machine may take a minute to import
+  // a framework); one that dies is reported on its exit at once.
+  service.policy.spawn_timeout = opts.elastic_timeout;
   if (ports.enabled()) server_options.metrics_port = ports.server();
   return server_options;
 }

@@ -10,8 +10,10 @@ Contract: as khorovod.elastic (commit, restore, re-form, sync), plus:
   values, restore() assigns them back, sync() broadcasts them (and the
   plain attributes) from rank 0.
 - TensorFlowKerasState(model, optimizer, **kwargs): the same over the
-  model's and the optimizer's variables (Keras 3 creates an optimizer's
-  variables on its first step; they are synced once they exist).
+  model's and the optimizer's variables. Keras creates an optimizer's slots
+  on its first step, so sync() first builds the optimizer of a rank that
+  has fewer variables than rank 0 (a newcomer joining trained survivors);
+  counts that still differ raise ValueError on that rank.
 Thread-safety: a State belongs to the training thread.
 """
 
@@ -108,9 +110,27 @@ class TensorFlowKerasState(_VariablesState):
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
         super().__init__(**kwargs)
 
+    def _optimizer_variables(self):
+        if self.optimizer is None:
+            return []
+        opt_vars = self.optimizer.variables
+        return list(opt_vars() if callable(opt_vars) else opt_vars)
+
     def _variables(self):
-        variables = list(self.model.variables)
-        if self.optimizer is not None:
-            opt_vars = self.optimizer.variables
-            variables += list(opt_vars() if callable(opt_vars) else opt_vars)
-        return variables
+        return list(self.model.variables) + self._optimizer_variables()
+
+    def sync(self):
+        """As _VariablesState's, after building this rank's optimizer when
+        rank 0's has built its slots (a Keras optimizer creates them on its
+        first step, so a newcomer has fewer variables than the survivors and
+        the broadcasts would not pair up)."""
+        local = len(self._optimizer_variables())
+        root = functions.broadcast_object(local, root_rank=0, name="elastic.optimizer_variables")
+        if local < root and hasattr(self.optimizer, "build"):
+            self.optimizer.build(self.model.trainable_variables)
+            local = len(self._optimizer_variables())
+        if local != root:
+            raise ValueError(f"khorovod: this rank's optimizer has {local} variables and rank 0's has {root}; "
+                             "the elastic state cannot be synchronized (build the optimizer the same way on "
+                             "every rank, e.g. optimizer.build(model.trainable_variables) before training)")
+        super().sync()
