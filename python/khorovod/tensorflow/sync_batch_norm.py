@@ -6,8 +6,9 @@ Contract (as Horovod's): in training, each rank computes its batch's mean
 and variance, then one allreduce (Sum, divided by the world size) of the
 stacked [mean, mean of squares] gives the global mean and the variance
 E[X^2] - E[X]^2, with every rank's batch weighted equally; the moving
-statistics are updated from them, so they agree on every rank. Inference and
-a one-rank job use the local statistics. ``fused=True`` (or None) is refused
+statistics are updated from them, so they agree on every rank. Inference
+uses the moving statistics; at one rank the allreduce returns the local
+ones. ``fused=True`` (or None) is refused
 with ValueError. Works with tf-keras (Keras 2: ``_moments(inputs,
 reduction_axes, keep_dims)``) and Keras 3 (``_moments(inputs, mask)``, which
 has no ``fused`` argument: only False is accepted and not passed on).
@@ -16,8 +17,7 @@ Thread-safety: a Keras layer; call it from one thread at a time.
 
 import tensorflow as tf
 
-from ..basics import size
-from .mpi_ops import Sum, _allreduce
+from .mpi_ops import Average, _allreduce
 
 
 def _is_keras3():
@@ -39,12 +39,12 @@ class SyncBatchNormalization(tf.keras.layers.BatchNormalization):
 
     def _moments(self, inputs, *args, **kwargs):
         worker_mean, worker_variance = super()._moments(inputs, *args, **kwargs)
-        world = size()
-        if world <= 1:
-            return worker_mean, worker_variance
         # Var[X] = E[X^2] - E[X]^2, from the averages of both over the ranks.
+        # Always one allreduce, averaged over the size when it runs: a
+        # tf.function traced at one rank stays right after an elastic job
+        # grows (Horovod tests size() > 1 when it traces).
         worker_mean_of_square = worker_variance + tf.math.square(worker_mean)
         stacked = tf.stack([worker_mean, worker_mean_of_square])
-        group = _allreduce(stacked, op=Sum) / tf.cast(world, stacked.dtype)
+        group = _allreduce(stacked, op=Average)
         group_mean, group_mean_of_square = tf.unstack(group)
         return group_mean, group_mean_of_square - tf.math.square(group_mean)
