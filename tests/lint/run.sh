@@ -4,7 +4,7 @@
 #                 clang-format 14, installed by scripts/install-deps.sh)
 #   ruff          `ruff check` and `ruff format --check` with ruff.toml
 #                 (ruff pinned below, from PyPI into a venv cached outside the clone)
-#   shellcheck    every tracked shell script, warnings and errors (-S warning)
+#   scripts       every tracked shell script through shellcheck, warnings and errors (-S warning)
 # Each gate is one check; the closing line is the stage's summary.
 # Fix what a gate reports with: tests/lint/run.sh --fix (formats C++ and
 # Python; shellcheck findings are fixed by hand).
