@@ -106,7 +106,7 @@ spec:
         containers: [{name: trainer, image: khorovod/runtime:sim, command: [khorovod-example-trainer]}]
 YAML
 }
-running_workers() { k get pods --chunk-size=0 -n sim -l "khorovod.dev/role=worker${1:+,khorovod.dev/job-name=$1}" --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l; }
+running_workers() { k get pods --chunk-size=0 -n sim -l khorovod.dev/role=worker --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l; }
 phase_count() { k get hvdjob -n sim -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c "^$1$" || true; }
 cpu_seconds() { awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$op_pid/stat"; }
 rss_mib() { awk '/VmRSS/{printf "%.1f", $2 / 1024}' "/proc/$op_pid/status"; }

@@ -43,7 +43,7 @@ if ! ls "$wheels"/horovod-*.whl >/dev/null 2>&1; then
   # setup.py passes -j8 to make unless MAKEFLAGS is set: this machine has 2 cores.
   HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 \
   HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITH_GLOO=1 HOROVOD_CPU_OPERATIONS=GLOO \
-  HOROVOD_GPU_OPERATIONS= HOROVOD_WITHOUT_GPU=1 MAKEFLAGS=-j2 \
+  HOROVOD_GPU_OPERATIONS="" HOROVOD_WITHOUT_GPU=1 MAKEFLAGS=-j2 \
     nice -n 10 "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
       --no-build-isolation -w "$wheels" "$src"
 fi

@@ -81,8 +81,20 @@ build() {
   podman build "${build_flags[@]}" -f "$dockerfile" -t "$name" "$@" "$context" > "$log" 2>&1 \
     || { tail -40 "$log" >&2; die "building $name failed (log: $log)"; }
   mkdir -p "$cache/stamps"
-  echo "$hash $(podman image inspect --format '{{.Id}}' "$name")" > "$stamp"
+  local new_id; new_id=$(podman image inspect --format '{{.Id}}' "$name")
+  echo "$hash $new_id" > "$stamp"
   say "built $name in $((SECONDS - t0))s"
+  drop_replaced_podman_image "$id" "$new_id"
+}
+
+# drop_replaced_podman_image OLD_ID NEW_ID: a rebuilt image leaves its
+# predecessor untagged, and for the PyTorch image that is gigabytes per code
+# change; it goes unless something still tags or uses it.
+drop_replaced_podman_image() {
+  local old=$1 new=$2
+  [ -n "$old" ] && [ "$old" != "$new" ] || return 0
+  [ "$(podman image inspect --format '{{len .RepoTags}}' "$old" 2>/dev/null)" = 0 ] || return 0
+  podman rmi "$old" >/dev/null 2>&1 || true
 }
 
 bases() { bash "$root/scripts/base-image.sh" >/dev/null; }
@@ -221,6 +233,14 @@ load() {
     say "loading $name into containerd"
     local full="$name"   # containerd names images in full, as the kubelet asks for them
     case "$name" in localhost/*|*.*/*) ;; *) full="docker.io/library/$name" ;; esac
+    # An import over an existing name only updates the record, which does not
+    # wake containerd's garbage collector: the replaced image's blobs and
+    # snapshots (15 GB for the PyTorch image) stayed on disk after every code
+    # change. Removing it first, synchronously, frees them (snapshots that a
+    # running container still uses stay until it ends).
+    if [ -n "$(ctr --address "$SOCK" -n k8s.io images ls -q "name==$full" 2>/dev/null)" ]; then
+      ctr --address "$SOCK" -n k8s.io images rm --sync "$full" >/dev/null 2>&1 || true
+    fi
     TMPDIR=$save_tmp podman save --format docker-archive "$name" \
       | ctr --address "$SOCK" -n k8s.io images import - >/dev/null \
       || die "importing $name into containerd failed ($(free_bytes "$save_tmp") bytes free on $save_tmp)"

@@ -1,4 +1,4 @@
-#include "elastic_job.h"
+#include "launcher/elastic_job.h"
 
 #include <algorithm>
 #include <iostream>
@@ -8,15 +8,15 @@
 #include <set>
 
 #include "khorovod/util/random_hex.h"
-#include "host_blacklist.h"
-#include "host_discovery.h"
-#include "horovod_messages.h"
-#include "http_server.h"
-#include "protocol.h"
-#include "job_supervisor.h"
-#include "metrics_ports.h"
-#include "spawn_placement.h"
-#include "worker_env.h"
+#include "launcher/host_blacklist.h"
+#include "launcher/host_discovery.h"
+#include "launcher/horovod_messages.h"
+#include "rendezvous/http_server.h"
+#include "rendezvous/protocol.h"
+#include "launcher/job_supervisor.h"
+#include "launcher/metrics_ports.h"
+#include "launcher/spawn_placement.h"
+#include "launcher/worker_env.h"
 #include "launcher/remote_hosts.h"
 
 namespace khorovod::launcher {
@@ -43,11 +43,11 @@ class ElasticPolicy {
 
   // Hosts named by the user (-H, --hostfile, discovery) are blacklisted when
   // a worker fails there, as Horovod; a plain -np job replaces it in place.
-  bool uses_blacklist() const { return !opts_.host_discovery_script.empty() || !opts_.hosts.empty(); }
+  bool UsesBlacklist() const { return !opts_.host_discovery_script.empty() || !opts_.hosts.empty(); }
 
   // Sets the first host list: the discovery script's or -np slots here.
   // Returns an error message when the job cannot start.
-  std::optional<std::string> init_hosts() {
+  std::optional<std::string> InitHosts() {
     if (opts_.host_discovery_script.empty() && opts_.hosts.empty()) {
       hosts_ = {{opts_.hostname, opts_.num_proc}};
       target_cap_ = opts_.num_proc;
@@ -56,7 +56,7 @@ class ElasticPolicy {
     target_cap_ = opts_.max_np;
     DiscoveryResult found = opts_.host_discovery_script.empty()
                                 ? FixedHosts()
-                                : run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
+                                : RunDiscoveryScript(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
     if (auto* error = std::get_if<std::string>(&found)) return "host discovery: " + *error;
     for (const auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
       if (Status usable = plan_.AddDiscoveredHost(h.name); !usable.ok()) return "host discovery: " + usable.message();
@@ -65,14 +65,14 @@ class ElasticPolicy {
     return std::nullopt;
   }
 
-  std::vector<WorkerSpec> initial_workers() {
+  std::vector<WorkerSpec> InitialWorkers() {
     std::vector<WorkerSpec> specs;
     while (auto host = FreeHost()) specs.push_back(Place(*host, Awaited::kYes));
     if (specs.empty()) empty_since_ = Clock::now();
     return specs;
   }
 
-  bool on_exit(const WorkerExit& exit, JobControl& control) {
+  bool OnExit(const WorkerExit& exit, JobControl& control) {
     const bool handled = HandleExit(exit, control);
     // Only now, with its host blacklisted and its other workers evicted if
     // it failed, may the rendezvous form the next generation without it.
@@ -80,11 +80,11 @@ class ElasticPolicy {
     return handled;
   }
 
-  void on_tick(JobControl& control) {
+  void OnTick(JobControl& control) {
     if (finishing_) return;
-    if (opts_.host_discovery_script.empty() && uses_blacklist()) Reconcile(control, Awaited::kYes);  // cooldowns end
+    if (opts_.host_discovery_script.empty() && UsesBlacklist()) Reconcile(control, Awaited::kYes);  // cooldowns end
     if (!opts_.host_discovery_script.empty()) {
-      DiscoveryResult found = run_discovery_script(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
+      DiscoveryResult found = RunDiscoveryScript(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
       if (auto* error = std::get_if<std::string>(&found)) {
         if (*error != last_error_) control.message("host discovery: " + *error + "; keeping the last host list");
         last_error_ = *error;
@@ -112,11 +112,11 @@ class ElasticPolicy {
   // With discovery, a job whose hosts all went away waits for new ones; so
   // does one whose hosts are all cooling down.
   bool hold_open() const {
-    return !finishing_ && (!opts_.host_discovery_script.empty() || (uses_blacklist() && opts_.cooldown_min_s > 0));
+    return !finishing_ && (!opts_.host_discovery_script.empty() || (UsesBlacklist() && opts_.cooldown_min_s > 0));
   }
 
  private:
-  // The policy's decision on one exit (see on_exit).
+  // The policy's decision on one exit (see OnExit).
   bool HandleExit(const WorkerExit& exit, JobControl& control) {
     const int id = exit.rank;
     const auto where = running_.find(id);
@@ -126,7 +126,7 @@ class ElasticPolicy {
       AfterLoss(control);
       return true;  // we stopped it because its host went away
     }
-    if (exit.status.success()) {
+    if (exit.status.Success()) {
       // The program's training loop returned: the job is ending. Nobody is
       // started any more (a newcomer would wait for a generation that never
       // forms); the others are waited for.
@@ -139,29 +139,29 @@ class ElasticPolicy {
       return true;
     }
     // Survivors re-form now instead of after a heartbeat timeout.
-    (void)service_.ReportFailure(WorkerName(id), exit.status.describe());
+    (void)service_.ReportFailure(WorkerName(id), exit.status.Describe());
     const std::string what = "worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
-                             exit.status.describe();
+                             exit.status.Describe();
     if (first_failure_.empty()) first_failure_ = "worker " + std::to_string(id) + (host.empty() ? "" : " on " + host);
     if (auto reason = RendezvousFailure()) {  // e.g. its reset limit: nothing to replace
-      control.fail(what + "; " + *reason, exit.status.shell_code());
+      control.fail(what + "; " + *reason, exit.status.ShellCode());
       return true;
     }
     if (finishing_ || failures_ >= opts_.reset_limit) return false;  // fails the job
     ++failures_;
-    if (uses_blacklist() && !host.empty()) {
+    if (UsesBlacklist() && !host.empty()) {
       BlacklistHost(host, control);
       if (!hosts_.empty() && std::all_of(hosts_.begin(), hosts_.end(), [&](const DiscoveredHost& h) {
             return blacklist_.IsBlacklisted(h.name, Clock::now());
           })) {  // Horovod's driver stops here too (registration.py)
         control.fail(what + "; every host is blacklisted; " +
-                         ProcessesFailedMessage(first_failure_, exit.status.shell_code()),
-                     exit.status.shell_code());
+                         ProcessesFailedMessage(first_failure_, exit.status.ShellCode()),
+                     exit.status.ShellCode());
         return true;
       }
     }
     control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
-                    exit.status.describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
+                    exit.status.Describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
                     std::to_string(opts_.reset_limit) + ")");
     Reconcile(control, Awaited::kNo);  // the survivors go on without waiting for the replacement
     AfterLoss(control);
@@ -174,7 +174,7 @@ class ElasticPolicy {
   DiscoveryResult FixedHosts() const {
     std::string lines = opts_.hosts;
     std::replace(lines.begin(), lines.end(), ',', '\n');
-    return parse_discovery_output(lines, DefaultSlots());
+    return ParseDiscoveryOutput(lines, DefaultSlots());
   }
 
   void BlacklistHost(const std::string& host, JobControl& control) {
@@ -319,7 +319,7 @@ class ElasticPolicy {
 // first answer (a failing script is reported by the policy's own first run).
 std::vector<std::string> InitialHostNames(const LaunchOptions& opts) {
   if (opts.host_discovery_script.empty()) return HostNamesOf(opts.hosts);
-  DiscoveryResult found = run_discovery_script(opts.host_discovery_script, kScriptTimeout, 1);
+  DiscoveryResult found = RunDiscoveryScript(opts.host_discovery_script, kScriptTimeout, 1);
   std::vector<std::string> names;
   if (auto* hosts = std::get_if<std::vector<DiscoveredHost>>(&found)) {
     for (const DiscoveredHost& h : *hosts) names.push_back(h.name);
@@ -382,14 +382,14 @@ class WorkerSpecs {
     const bool remote = plan_.IsRemote(host);
     vars.push_back({"KHOROVOD_HOSTNAME", opts_.hosts_run_locally ? opts_.hostname : plan_.AdvertisedAddress(host)});
     // Horovod's HOROVOD_HOSTNAME: the host's name as listed.
-    const std::string listed = opts_.hosts_run_locally || remote ? host : plan_.launcher_address();
-    for (EnvVar& v : elastic_horovod_variables(listed, spawn)) vars.push_back(std::move(v));
+    const std::string listed = opts_.hosts_run_locally || remote ? host : plan_.LauncherAddress();
+    for (EnvVar& v : ElasticHorovodVariables(listed, spawn)) vars.push_back(std::move(v));
     for (EnvVar& v : plan_.NetworkVariables()) vars.push_back(std::move(v));
     vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts_.elastic_timeout.count())});
     WorkerSpec spec;
     spec.rank = id;
     spec.argv = opts_.command;
-    spec.env = merge_environment(base_env_, vars);
+    spec.env = MergeEnvironment(base_env_, vars);
     return remote ? plan_.RemoteWorker(spec, host) : spec;
   }
 
@@ -419,15 +419,15 @@ class WorkerSpecs {
 // on every exit, tick and empty moment.
 JobConfig ElasticJobConfig(const LaunchOptions& opts, ElasticPolicy& policy, WorkerSpecs& specs) {
   JobConfig config;
-  config.workers = policy.initial_workers();
+  config.workers = policy.InitialWorkers();
   config.grace_period = opts.grace_period;
   config.on_exit = [&policy, &specs](const WorkerExit& exit, JobControl& control) {
     specs.Release(exit.rank);  // before the policy may start a replacement
-    return policy.on_exit(exit, control);
+    return policy.OnExit(exit, control);
   };
   config.hold_open = [&policy] { return policy.hold_open(); };
   if (!opts.host_discovery_script.empty() || !opts.hosts.empty()) {
-    config.on_tick = [&policy](JobControl& control) { policy.on_tick(control); };
+    config.on_tick = [&policy](JobControl& control) { policy.OnTick(control); };
     config.tick_interval = opts.discovery_interval;
   }
   return config;
@@ -435,7 +435,7 @@ JobConfig ElasticJobConfig(const LaunchOptions& opts, ElasticPolicy& policy, Wor
 
 }  // namespace
 
-int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
+int RunElasticJob(const LaunchOptions& opts, SignalPipe& signals) {
   // Remote hosts are checked before anything starts; the rendezvous then
   // listens where they can reach it.
   StatusOr<RemotePlan> plan = PlanRemoteHosts(opts, InitialHostNames(opts), std::cerr);
@@ -448,29 +448,29 @@ int run_elastic_job(const LaunchOptions& opts, SignalPipe& signals) {
     std::cerr << "khorovodrun: rendezvous token: " << token.status().message() << "\n";
     return 1;
   }
-  const auto launcher_env = current_environment();
+  const auto launcher_env = CurrentEnvironment();
   // With host discovery up to --max-np workers run at once.
-  const StatusOr<MetricsPorts> ports = metrics_ports_from_env(launcher_env, std::max(opts.num_proc, opts.max_np));
+  const StatusOr<MetricsPorts> ports = MetricsPortsFromEnv(launcher_env, std::max(opts.num_proc, opts.max_np));
   if (!ports.ok()) {
     std::cerr << "khorovodrun: " << ports.status().message() << '\n';
     return 2;
   }
-  rendezvous::RendezvousServer server(ServerOptionsFor(opts, plan->launcher_address(), *token, *ports));
+  rendezvous::RendezvousServer server(ServerOptionsFor(opts, plan->LauncherAddress(), *token, *ports));
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << "khorovodrun: cannot start the rendezvous server: " << s.message() << '\n';
     return 1;
   }
-  ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, launcher_env);
+  ResolvedExtraEnv extra = ResolveExtraEnv(opts.extra_env, launcher_env);
   for (const auto& name : extra.missing) {
     std::cerr << "khorovodrun: warning: -x " << name << " is not set here; not passing it\n";
   }
-  const std::string address = plan->launcher_address() + ":" + std::to_string(server.port());
+  const std::string address = plan->LauncherAddress() + ":" + std::to_string(server.port());
   WorkerSpecs specs(opts, *plan, launcher_env, std::move(extra.vars), *ports, address, *token);
   ElasticPolicy policy(opts, server.service(), *plan,
                        [&specs](int id, const std::string& host, const std::optional<Placement>& spawn) {
                          return specs.For(id, host, spawn);
                        });
-  if (auto problem = policy.init_hosts()) {
+  if (auto problem = policy.InitHosts()) {
     std::cerr << "khorovodrun: " << *problem << '\n';
     server.Stop();
     return 2;

@@ -1,4 +1,4 @@
-// elastic_job.h - khorovodrun's elastic mode (--min-np / --max-np).
+// Elastic job: khorovodrun's elastic mode (--min-np / --max-np).
 //
 // The launcher runs the job's rendezvous server in-process (on --hostname,
 // or with remote hosts on an address they reach, remote_hosts.h;
@@ -31,11 +31,11 @@
 // Thread-safety: run on the main thread; the server runs its own threads.
 #pragma once
 
-#include "launch_options.h"
-#include "signal_pipe.h"
+#include "launcher/launch_options.h"
+#include "launcher/signal_pipe.h"
 
 namespace khorovod::launcher {
 
-int run_elastic_job(const LaunchOptions& options, SignalPipe& signals);
+int RunElasticJob(const LaunchOptions& options, SignalPipe& signals);
 
 }  // namespace khorovod::launcher

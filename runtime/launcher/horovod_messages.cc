@@ -1,4 +1,4 @@
-#include "horovod_messages.h"
+#include "launcher/horovod_messages.h"
 
 namespace khorovod::launcher {
 

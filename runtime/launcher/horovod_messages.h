@@ -1,4 +1,4 @@
-// horovod_messages.h - horovodrun's wording for how an elastic job failed.
+// Horovod messages: horovodrun's wording for how an elastic job failed.
 //
 // Scripts and tests written for horovodrun match its error messages (Horovod's
 // own elastic tests do: pytest.raises(RuntimeError, match=...)). khorovodrun

@@ -1,4 +1,4 @@
-#include "horovodrun_flags.h"
+#include "launcher/horovodrun_flags.h"
 
 #include <cctype>
 #include <chrono>
@@ -8,7 +8,7 @@
 namespace khorovod::launcher {
 namespace {
 
-bool is_number(const std::string& s) {
+bool IsNumber(const std::string& s) {
   if (s.empty()) return false;
   char* end = nullptr;
   std::strtod(s.c_str(), &end);
@@ -17,17 +17,17 @@ bool is_number(const std::string& s) {
 
 // horovodrun's stall-check flags (horovod/runner/launch.py) as the runtime's
 // KHOROVOD_STALL_* variables.
-std::optional<std::string> apply_stall_flags(const HorovodrunFlags& f,
+std::optional<std::string> ApplyStallFlags(const HorovodrunFlags& f,
                                              const std::function<void(const char*, const std::string&)>& set) {
   if (f.no_stall_check) set("KHOROVOD_STALL_CHECK_DISABLE", "1");
   if (!f.stall_warning_seconds.empty()) {
-    if (!is_number(f.stall_warning_seconds) || std::strtod(f.stall_warning_seconds.c_str(), nullptr) <= 0) {
+    if (!IsNumber(f.stall_warning_seconds) || std::strtod(f.stall_warning_seconds.c_str(), nullptr) <= 0) {
       return "--stall-check-warning-time-seconds expects a number > 0";
     }
     set("KHOROVOD_STALL_CHECK_TIME_SECONDS", f.stall_warning_seconds);
   }
   if (!f.stall_shutdown_seconds.empty()) {
-    if (!is_number(f.stall_shutdown_seconds) || std::strtod(f.stall_shutdown_seconds.c_str(), nullptr) < 0) {
+    if (!IsNumber(f.stall_shutdown_seconds) || std::strtod(f.stall_shutdown_seconds.c_str(), nullptr) < 0) {
       return "--stall-check-shutdown-time-seconds expects a number >= 0";
     }
     set("KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", f.stall_shutdown_seconds);
@@ -37,7 +37,7 @@ std::optional<std::string> apply_stall_flags(const HorovodrunFlags& f,
 
 }  // namespace
 
-void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
+void AddHorovodrunFlags(CLI::App& app, HorovodrunFlags& f) {
   app.add_flag("--gloo", f.gloo, "horovodrun: accepted; Gloo is khorovod's CPU transport");
   app.add_flag("--verbose", f.verbose, "Print each worker's command and settings");
   app.add_option("--start-timeout", f.start_timeout_s,
@@ -66,7 +66,7 @@ void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& f) {
                  "Sets KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS (default 0: never)");
 }
 
-std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, LaunchOptions& opts) {
+std::optional<std::string> ApplyHorovodrunFlags(const HorovodrunFlags& f, LaunchOptions& opts) {
   std::string names = f.network_interface;
   for (std::size_t comma = names.find(','); !names.empty(); comma = names.find(',')) {
     const std::string name = names.substr(0, comma);
@@ -83,19 +83,19 @@ std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, Laun
     opts.extra_env.push_back(EnvSpec{name, value});
   };
   if (!f.fusion_threshold_mb.empty()) {
-    if (!is_number(f.fusion_threshold_mb)) return "--fusion-threshold-mb expects a number";
+    if (!IsNumber(f.fusion_threshold_mb)) return "--fusion-threshold-mb expects a number";
     const double mb = std::strtod(f.fusion_threshold_mb.c_str(), nullptr);
     if (mb < 0) return "--fusion-threshold-mb must be >= 0";
     set("KHOROVOD_FUSION_THRESHOLD", std::to_string(static_cast<long long>(mb * 1024 * 1024)));
   }
   if (!f.cycle_time_ms.empty()) {
-    if (!is_number(f.cycle_time_ms)) return "--cycle-time-ms expects a number";
+    if (!IsNumber(f.cycle_time_ms)) return "--cycle-time-ms expects a number";
     set("KHOROVOD_CYCLE_TIME", f.cycle_time_ms);
   }
   if (!f.cache_capacity.empty()) set("KHOROVOD_CACHE_CAPACITY", f.cache_capacity);
   if (!f.timeline_filename.empty()) set("KHOROVOD_TIMELINE", f.timeline_filename);
   if (!f.gloo_timeout_seconds.empty()) {
-    if (!is_number(f.gloo_timeout_seconds) || std::strtod(f.gloo_timeout_seconds.c_str(), nullptr) <= 0) {
+    if (!IsNumber(f.gloo_timeout_seconds) || std::strtod(f.gloo_timeout_seconds.c_str(), nullptr) <= 0) {
       return "--gloo-timeout-seconds expects a number > 0";
     }
     set("KHOROVOD_TIMEOUT_SECONDS", f.gloo_timeout_seconds);
@@ -110,7 +110,7 @@ std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& f, Laun
              "TRACE, DEBUG, INFO and WARNING show every message, as they would here)";
     }
   }
-  return apply_stall_flags(f, set);
+  return ApplyStallFlags(f, set);
 }
 
 

@@ -33,7 +33,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "launch_options.h"
+#include "launcher/launch_options.h"
 
 namespace khorovod::launcher {
 
@@ -57,7 +57,7 @@ struct HorovodrunFlags {
   std::string log_level;
 };
 
-void add_horovodrun_flags(CLI::App& app, HorovodrunFlags& flags);
-std::optional<std::string> apply_horovodrun_flags(const HorovodrunFlags& flags, LaunchOptions& opts);
+void AddHorovodrunFlags(CLI::App& app, HorovodrunFlags& flags);
+std::optional<std::string> ApplyHorovodrunFlags(const HorovodrunFlags& flags, LaunchOptions& opts);
 
 }  // namespace khorovod::launcher

@@ -1,4 +1,4 @@
-// host_address.h - the IPv4 addresses a multi-host khorovodrun job uses.
+// Host address: the IPv4 addresses a multi-host khorovodrun job uses.
 //
 // Remote workers and the launcher's rendezvous server must meet on addresses
 // every host can reach. khorovodrun names a remote host's workers by the

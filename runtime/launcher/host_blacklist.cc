@@ -1,4 +1,4 @@
-#include "host_blacklist.h"
+#include "launcher/host_blacklist.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// host_blacklist.h - Horovod's elastic host blacklist, for khorovodrun.
+// Host blacklist: Horovod's elastic host blacklist, for khorovodrun.
 //
 // When a worker fails, Horovod's elastic driver blacklists its host: no
 // worker runs there any more. Without --blacklist-cooldown-range that is

@@ -1,4 +1,4 @@
-#include "host_discovery.h"
+#include "launcher/host_discovery.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,8 +12,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "process_group.h"
-#include "unique_fd.h"
+#include "launcher/process_group.h"
+#include "launcher/unique_fd.h"
 
 namespace khorovod::launcher {
 namespace {
@@ -28,7 +28,7 @@ std::string trim(const std::string& s) {
   return s.substr(begin, end - begin + 1);
 }
 
-bool is_loopback_ipv4(const std::string& host) {
+bool IsLoopbackIpv4(const std::string& host) {
   int octets[4];
   char tail = 0;
   if (std::sscanf(host.c_str(), "%d.%d.%d.%d%c", &octets[0], &octets[1], &octets[2], &octets[3], &tail) !=
@@ -43,7 +43,7 @@ bool is_loopback_ipv4(const std::string& host) {
 
 }  // namespace
 
-DiscoveryResult parse_discovery_output(const std::string& text, int default_slots) {
+DiscoveryResult ParseDiscoveryOutput(const std::string& text, int default_slots) {
   std::vector<DiscoveredHost> hosts;
   std::istringstream in(text);
   int line_number = 0;
@@ -77,17 +77,17 @@ DiscoveryResult parse_discovery_output(const std::string& text, int default_slot
   return hosts;
 }
 
-bool is_local_host(const std::string& host, const std::string& this_host) {
-  return host == "localhost" || is_loopback_ipv4(host) || (!this_host.empty() && host == this_host);
+bool IsLocalHost(const std::string& host, const std::string& this_host) {
+  return host == "localhost" || IsLoopbackIpv4(host) || (!this_host.empty() && host == this_host);
 }
 
-std::string local_hostname() {
+std::string LocalHostname() {
   char buf[HOST_NAME_MAX + 1] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "";
   return buf;
 }
 
-DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout,
+DiscoveryResult RunDiscoveryScript(const std::string& path, std::chrono::milliseconds timeout,
                                      int default_slots) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
@@ -147,14 +147,14 @@ DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milli
     ::usleep(1000);  // the script closed stdout; its exit is imminent
   }
   if (!problem.empty()) return "discovery script " + path + " " + problem;
-  const ExitStatus exit = ExitStatus::from_wait_status(status);
-  if (!exit.success()) {
+  const ExitStatus exit = ExitStatus::FromWaitStatus(status);
+  if (!exit.Success()) {
     std::string hint;
     if (!exit.signaled && exit.code == 127) hint = " (not found?)";
     if (!exit.signaled && exit.code == 126) hint = " (not executable?)";
-    return "discovery script " + path + " " + exit.describe() + hint;
+    return "discovery script " + path + " " + exit.Describe() + hint;
   }
-  return parse_discovery_output(output, default_slots);
+  return ParseDiscoveryOutput(output, default_slots);
 }
 
 }  // namespace khorovod::launcher

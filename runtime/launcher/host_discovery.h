@@ -1,4 +1,4 @@
-// host_discovery.h - horovodrun's --host-discovery-script, for khorovodrun.
+// Host discovery: horovodrun's --host-discovery-script, for khorovodrun.
 //
 // The script is an executable that prints the hosts available now, one per
 // line, as `host:slots` (or `host`, meaning one slot); blank lines are
@@ -6,11 +6,11 @@
 // start and then every --discovery-interval-ms, and adds or removes workers
 // to match (see elastic_job.h).
 //
-// is_local_host() names the hosts that are this machine without asking the
+// IsLocalHost() names the hosts that are this machine without asking the
 // resolver: `localhost`, an address in 127.0.0.0/8, or this machine's
 // hostname. Other hosts run their workers over ssh (remote_hosts.h).
 //
-// Contract of run_discovery_script(): it never blocks longer than `timeout`
+// Contract of RunDiscoveryScript(): it never blocks longer than `timeout`
 // (the script's process group is SIGKILLed past it), returns the script's
 // stdout when it exits 0, and an error naming the cause otherwise (not
 // executable, non-zero exit, killed, timed out, output over 1 MiB). The
@@ -38,17 +38,17 @@ using DiscoveryResult = std::variant<std::vector<DiscoveredHost>, std::string>;
 
 // Parses the script's output (see above). Slot counts must be 1..1000000.
 // A line without slots gets `default_slots` (--slots-per-host; Horovod's meaning).
-DiscoveryResult parse_discovery_output(const std::string& text, int default_slots = 1);
+DiscoveryResult ParseDiscoveryOutput(const std::string& text, int default_slots = 1);
 
 // True for hosts whose workers can run here (see above). `this_host` is this
 // machine's hostname (gethostname()).
-bool is_local_host(const std::string& host, const std::string& this_host);
+bool IsLocalHost(const std::string& host, const std::string& this_host);
 
 // This machine's hostname, or "" if it cannot be read.
-std::string local_hostname();
+std::string LocalHostname();
 
 // Runs the script (argv[0] = `path`, no arguments) and parses its output.
-DiscoveryResult run_discovery_script(const std::string& path, std::chrono::milliseconds timeout,
+DiscoveryResult RunDiscoveryScript(const std::string& path, std::chrono::milliseconds timeout,
                                      int default_slots = 1);
 
 }  // namespace khorovod::launcher

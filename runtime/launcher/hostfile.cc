@@ -1,4 +1,4 @@
-#include "hostfile.h"
+#include "launcher/hostfile.h"
 
 #include <charconv>
 #include <fstream>

@@ -1,4 +1,4 @@
-// hostfile.h - horovodrun's --hostfile, for khorovodrun.
+// Hostfile: horovodrun's --hostfile, for khorovodrun.
 //
 // A hostfile lists one host per line as `<host> slots=<N>` (Horovod's
 // horovod/runner/common/util/hosts.py: parse_host_files). Blank lines and

@@ -1,4 +1,4 @@
-#include "job_supervisor.h"
+#include "launcher/job_supervisor.h"
 
 #include <poll.h>
 #include <unistd.h>
@@ -9,12 +9,12 @@
 #include <csignal>
 #include <cstring>
 
-#include "output_mux.h"
+#include "launcher/output_mux.h"
 
 namespace khorovod::launcher {
 namespace {
 
-std::string signal_name(int sig) {
+std::string SignalName(int sig) {
   switch (sig) {
     case SIGINT:
       return "SIGINT";
@@ -31,7 +31,7 @@ std::string signal_name(int sig) {
 // output that is merely still in flight.
 constexpr std::chrono::milliseconds kMinDrainWindow{500};
 
-std::string workers_text(std::size_t n) {
+std::string WorkersText(std::size_t n) {
   return std::to_string(n) + (n == 1 ? " worker" : " workers");
 }
 
@@ -42,11 +42,11 @@ class JobSupervisor::Control : public JobControl {
   Control(JobSupervisor& supervisor, ProcessGroup& group) : s_(supervisor), group_(group) {}
   void start(WorkerSpec spec) override { s_.to_spawn_.push_back(std::move(spec)); }
   void stop(int id) override {
-    if (group_.signal_rank(id, SIGTERM)) {
+    if (group_.SignalRank(id, SIGTERM)) {
       s_.stop_deadlines_.emplace(id, Clock::now() + s_.config_.grace_period);
     }
   }
-  void fail(const std::string& why, int exit_code) override { s_.fail_job(why, exit_code, group_); }
+  void fail(const std::string& why, int exit_code) override { s_.FailJob(why, exit_code, group_); }
   void message(const std::string& line) override { s_.message(line); }
 
  private:
@@ -57,14 +57,14 @@ class JobSupervisor::Control : public JobControl {
 JobSupervisor::JobSupervisor(JobConfig config, SignalPipe& signals)
     : config_(std::move(config)), signals_(signals) {}
 
-void JobSupervisor::fail_job(const std::string& why, int exit_code, ProcessGroup& group) {
+void JobSupervisor::FailJob(const std::string& why, int exit_code, ProcessGroup& group) {
   if (result_) return;
   result_ = exit_code;
-  const std::size_t others = group.signal_running(SIGTERM);
+  const std::size_t others = group.SignalRunning(SIGTERM);
   std::string line = why;
-  if (others > 0) line += "; terminating the other " + workers_text(others);
+  if (others > 0) line += "; terminating the other " + WorkersText(others);
   message(line);
-  start_grace_period();
+  StartGracePeriod();
 }
 
 void JobSupervisor::message(const std::string& line) const {
@@ -82,11 +82,11 @@ void JobSupervisor::message(const std::string& line) const {
   }
 }
 
-void JobSupervisor::start_grace_period() {
+void JobSupervisor::StartGracePeriod() {
   if (!kill_deadline_) kill_deadline_ = Clock::now() + config_.grace_period;
 }
 
-void JobSupervisor::handle_exit(const WorkerExit& exit, ProcessGroup& group) {
+void JobSupervisor::HandleExit(const WorkerExit& exit, ProcessGroup& group) {
   // Exits after the job already failed or was interrupted are the expected
   // fallout of our own SIGTERM; only the first failure is reported.
   stop_deadlines_.erase(exit.rank);
@@ -95,21 +95,21 @@ void JobSupervisor::handle_exit(const WorkerExit& exit, ProcessGroup& group) {
     Control control(*this, group);
     if (config_.on_exit(exit, control)) return;
   }
-  if (exit.status.success() || result_) return;
-  fail_job("rank " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) + ") " +
-               exit.status.describe(),
-           exit.status.shell_code(), group);
+  if (exit.status.Success() || result_) return;
+  FailJob("rank " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) + ") " +
+               exit.status.Describe(),
+           exit.status.ShellCode(), group);
 }
 
-void JobSupervisor::handle_signal(int sig, ProcessGroup& group) {
+void JobSupervisor::HandleSignal(int sig, ProcessGroup& group) {
   if (sig != SIGINT && sig != SIGTERM) return;  // SIGCHLD only wakes the loop
-  const std::size_t n = group.signal_running(sig);
-  message("received " + signal_name(sig) + "; forwarded it to " + workers_text(n));
+  const std::size_t n = group.SignalRunning(sig);
+  message("received " + SignalName(sig) + "; forwarded it to " + WorkersText(n));
   if (!result_) result_ = 128 + sig;
-  start_grace_period();
+  StartGracePeriod();
 }
 
-int JobSupervisor::poll_timeout_ms() const {
+int JobSupervisor::PollTimeoutMs() const {
   std::optional<Clock::time_point> next;
   for (const auto& d : {kill_deadline_, drain_deadline_, next_tick_}) {
     if (d && (!next || *d < *next)) next = d;
@@ -122,34 +122,36 @@ int JobSupervisor::poll_timeout_ms() const {
   return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
 }
 
-void JobSupervisor::start_worker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux) {
-  WorkerPipes pipes = group.spawn(spec);
+Status JobSupervisor::StartWorker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux) {
+  StatusOr<WorkerPipes> spawned = group.Spawn(spec);
+  if (!spawned.ok()) return spawned.status();
+  WorkerPipes pipes = std::move(*spawned);
   RankOutputFiles files;
   if (auto it = config_.output_files.find(spec.rank); it != config_.output_files.end()) {
     files = std::move(it->second);
     config_.output_files.erase(it);
   }
-  mux.add_stream(std::move(pipes.stdout_read), LinePrefixer::stdout_prefix(spec.rank), config_.stdout_fd,
+  mux.AddStream(std::move(pipes.stdout_read), LinePrefixer::StdoutPrefix(spec.rank), config_.stdout_fd,
                  std::move(files.stdout_file));
-  mux.add_stream(std::move(pipes.stderr_read), LinePrefixer::stderr_prefix(spec.rank), config_.stderr_fd,
+  mux.AddStream(std::move(pipes.stderr_read), LinePrefixer::StderrPrefix(spec.rank), config_.stderr_fd,
                  std::move(files.stderr_file));
+  return Status::Ok();
 }
 
-void JobSupervisor::spawn_requested(ProcessGroup& group, OutputMux& mux) {
+void JobSupervisor::SpawnRequested(ProcessGroup& group, OutputMux& mux) {
   for (const WorkerSpec& spec : to_spawn_) {
-    try {
-      if (!result_) start_worker(spec, group, mux);
-    } catch (const SpawnError& e) {
-      message(e.what());
-      result_ = e.exit_code();
-      group.signal_running(SIGTERM);
-      start_grace_period();
+    if (result_) break;
+    if (Status started = StartWorker(spec, group, mux); !started.ok()) {
+      message(started.message());
+      result_ = SpawnFailureExitCode(started);
+      group.SignalRunning(SIGTERM);
+      StartGracePeriod();
     }
   }
   to_spawn_.clear();
 }
 
-bool JobSupervisor::tick_due(Clock::time_point now, ProcessGroup& group) {
+bool JobSupervisor::TickDue(Clock::time_point now, ProcessGroup& group) {
   if (!config_.on_tick || config_.tick_interval.count() <= 0 || result_) {
     next_tick_.reset();
     return false;
@@ -162,7 +164,7 @@ bool JobSupervisor::tick_due(Clock::time_point now, ProcessGroup& group) {
   return true;
 }
 
-void JobSupervisor::enforce_kill_deadlines(Clock::time_point now, ProcessGroup& group) {
+void JobSupervisor::EnforceKillDeadlines(Clock::time_point now, ProcessGroup& group) {
   for (auto it = stop_deadlines_.begin(); it != stop_deadlines_.end();) {
     if (now < it->second) {
       ++it;
@@ -170,23 +172,23 @@ void JobSupervisor::enforce_kill_deadlines(Clock::time_point now, ProcessGroup& 
     }
     message("worker " + std::to_string(it->first) + " still running " +
             std::to_string(config_.grace_period.count()) + " ms after SIGTERM; sending SIGKILL");
-    group.signal_rank(it->first, SIGKILL);
+    group.SignalRank(it->first, SIGKILL);
     it = stop_deadlines_.erase(it);
   }
   if (kill_deadline_ && now >= *kill_deadline_) {
     kill_deadline_.reset();
-    if (!group.all_exited()) {
-      message(workers_text(group.running_count()) + " still running after the " +
+    if (!group.AllExited()) {
+      message(WorkersText(group.RunningCount()) + " still running after the " +
               std::to_string(config_.grace_period.count()) + " ms grace period; sending SIGKILL");
-      group.signal_all_groups(SIGKILL);
+      group.SignalAllGroups(SIGKILL);
     }
   }
 }
 
-bool JobSupervisor::job_over(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux) {
+bool JobSupervisor::JobOver(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux) {
   const bool held = !result_ && config_.hold_open && config_.hold_open();
-  if (!group.all_exited() || held) return false;
-  if (!mux.has_open_streams()) return true;
+  if (!group.AllExited() || held) return false;
+  if (!mux.HasOpenStreams()) return true;
   if (!drain_deadline_) {
     drain_deadline_ = now + std::max(config_.grace_period, kMinDrainWindow);
     return false;
@@ -196,11 +198,11 @@ bool JobSupervisor::job_over(Clock::time_point now, const ProcessGroup& group, c
   return true;
 }
 
-bool JobSupervisor::wait_for_events(ProcessGroup& group, OutputMux& mux, std::vector<pollfd>& fds) {
+bool JobSupervisor::WaitForEvents(ProcessGroup& group, OutputMux& mux, std::vector<pollfd>& fds) {
   fds.clear();
   fds.push_back(pollfd{signals_.fd(), POLLIN, 0});
-  mux.append_pollfds(fds);
-  const int ready = ::poll(fds.data(), fds.size(), poll_timeout_ms());
+  mux.AppendPollfds(fds);
+  const int ready = ::poll(fds.data(), fds.size(), PollTimeoutMs());
   if (ready < 0) {
     if (errno == EINTR) return true;
     message(std::string("poll failed: ") + std::strerror(errno));
@@ -208,7 +210,7 @@ bool JobSupervisor::wait_for_events(ProcessGroup& group, OutputMux& mux, std::ve
     return false;  // the ProcessGroup destructor kills and reaps the workers
   }
   if (fds[0].revents != 0) {
-    for (int sig : signals_.drain()) handle_signal(sig, group);
+    for (int sig : signals_.drain()) HandleSignal(sig, group);
   }
   mux.service(fds);
   return true;
@@ -219,33 +221,33 @@ int JobSupervisor::run() {
   // first, then `group` kills and reaps whatever is left.
   ProcessGroup group;
   OutputMux mux;
-  try {
-    for (const auto& spec : config_.workers) start_worker(spec, group, mux);
-  } catch (const SpawnError& e) {
-    // Workers already started cannot form a complete job; stop them now.
-    message(e.what());
-    group.signal_running(SIGKILL);
-    mux.drain_and_close_all();
-    return e.exit_code();
+  for (const auto& spec : config_.workers) {
+    if (Status started = StartWorker(spec, group, mux); !started.ok()) {
+      // Workers already started cannot form a complete job; stop them now.
+      message(started.message());
+      group.SignalRunning(SIGKILL);
+      mux.DrainAndCloseAll();
+      return SpawnFailureExitCode(started);
+    }
   }
 
   std::vector<pollfd> fds;
   for (;;) {
-    for (const auto& exit : group.poll_exits()) handle_exit(exit, group);
-    spawn_requested(group, mux);
-    if (tick_due(Clock::now(), group)) continue;  // start what on_tick asked for before sleeping
+    for (const auto& exit : group.PollExits()) HandleExit(exit, group);
+    SpawnRequested(group, mux);
+    if (TickDue(Clock::now(), group)) continue;  // start what on_tick asked for before sleeping
     const auto now = Clock::now();
-    enforce_kill_deadlines(now, group);
-    if (job_over(now, group, mux)) break;
-    if (!wait_for_events(group, mux, fds)) break;
+    EnforceKillDeadlines(now, group);
+    if (JobOver(now, group, mux)) break;
+    if (!WaitForEvents(group, mux, fds)) break;
   }
 
   // The job is over: nothing in the workers' process groups may outlive it
   // (the unreaped zombies keep those group ids from being reused, so this
   // cannot hit unrelated processes).
-  group.signal_all_groups(SIGKILL);
-  mux.drain_and_close_all();
-  group.reap_exited();
+  group.SignalAllGroups(SIGKILL);
+  mux.DrainAndCloseAll();
+  group.ReapExited();
   return result_.value_or(0);
 }
 

@@ -1,9 +1,9 @@
-// job_supervisor.h - run one job to completion: the launcher's event loop.
+// Job supervisor: run one job to completion: the launcher's event loop.
 //
 // Policy (horovodrun on one host):
 //  * All workers are started up front. If one cannot be started (program
 //    not found, ...), the ones already running are killed and run() returns
-//    SpawnError::exit_code() (127 for "not found").
+//    SpawnError::ExitCode() (127 for "not found").
 //  * The first worker that exits non-zero or dies from a signal fails the
 //    job: one line on stderr names the rank and how it ended, the other
 //    workers get SIGTERM, and whatever still runs after the grace period gets
@@ -24,7 +24,7 @@
 //    an exit (host discovery). A worker stopped through JobControl::stop()
 //    gets SIGTERM, and SIGKILL if it still runs a grace period later.
 //
-// Single-threaded: everything happens in run() on the calling thread, woken
+// Thread-safety: none needed; everything happens in run() on the calling thread, woken
 // by poll(2) on the worker pipes and the SignalPipe (which must be watching
 // SIGCHLD as well as the signals to forward).
 #pragma once
@@ -38,10 +38,10 @@
 #include <string>
 #include <vector>
 
-#include "output_mux.h"
-#include "process_group.h"
-#include "rank_output_files.h"
-#include "signal_pipe.h"
+#include "launcher/output_mux.h"
+#include "launcher/process_group.h"
+#include "launcher/rank_output_files.h"
+#include "launcher/signal_pipe.h"
 
 namespace khorovod::launcher {
 
@@ -94,18 +94,18 @@ class JobSupervisor {
 
   class Control;
   // One turn of run()'s loop, in order.
-  void start_worker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux);
-  void spawn_requested(ProcessGroup& group, OutputMux& mux);
-  bool tick_due(Clock::time_point now, ProcessGroup& group);  // true: on_tick ran
-  void enforce_kill_deadlines(Clock::time_point now, ProcessGroup& group);
-  bool job_over(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux);
+  Status StartWorker(const WorkerSpec& spec, ProcessGroup& group, OutputMux& mux);
+  void SpawnRequested(ProcessGroup& group, OutputMux& mux);
+  bool TickDue(Clock::time_point now, ProcessGroup& group);  // true: on_tick ran
+  void EnforceKillDeadlines(Clock::time_point now, ProcessGroup& group);
+  bool JobOver(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux);
   // Polls signals and output; false when the loop must end (poll failed).
-  bool wait_for_events(ProcessGroup& group, OutputMux& mux, std::vector<pollfd>& fds);
-  void handle_exit(const WorkerExit& exit, ProcessGroup& group);
-  void fail_job(const std::string& why, int exit_code, ProcessGroup& group);
-  void handle_signal(int sig, ProcessGroup& group);
-  void start_grace_period();
-  int poll_timeout_ms() const;
+  bool WaitForEvents(ProcessGroup& group, OutputMux& mux, std::vector<pollfd>& fds);
+  void HandleExit(const WorkerExit& exit, ProcessGroup& group);
+  void FailJob(const std::string& why, int exit_code, ProcessGroup& group);
+  void HandleSignal(int sig, ProcessGroup& group);
+  void StartGracePeriod();
+  int PollTimeoutMs() const;
   void message(const std::string& line) const;
 
   JobConfig config_;

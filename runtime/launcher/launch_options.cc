@@ -1,4 +1,4 @@
-#include "launch_options.h"
+#include "launcher/launch_options.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -6,23 +6,23 @@
 #include <cstdint>
 #include <limits>
 
-#include "horovodrun_flags.h"
-#include "hostfile.h"
-#include "refused_flags.h"
+#include "launcher/horovodrun_flags.h"
+#include "launcher/hostfile.h"
+#include "launcher/refused_flags.h"
 #include "khorovod/util/random_hex.h"
-#include "worker_env.h"
+#include "launcher/worker_env.h"
 
 namespace khorovod::launcher {
 namespace {
 
-bool is_env_name_char(char c, bool first) {
+bool IsEnvNameChar(char c, bool first) {
   const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
   return first ? alpha : alpha || (c >= '0' && c <= '9');
 }
 
 // Job ids end up in file names and store keys, so keep them to a charset
 // that is safe in both without quoting.
-std::string validate_job_id(const std::string& id) {
+std::string ValidateJobId(const std::string& id) {
   if (id.empty()) return "job id must not be empty";
   const bool ok = std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -33,7 +33,7 @@ std::string validate_job_id(const std::string& id) {
 
 // CLI11's numeric range validators print their bounds as huge doubles; say
 // what is wrong instead. Non-numbers pass here and fail CLI11's conversion.
-CLI::Validator in_range(long long minimum, long long maximum, const std::string& what) {
+CLI::Validator InRange(long long minimum, long long maximum, const std::string& what) {
   return CLI::Validator(
       [=](const std::string& text) {
         long long value = 0;
@@ -53,19 +53,19 @@ constexpr long long kMaxGracePeriodMs = 24LL * 60 * 60 * 1000;
 
 // CLI11 only allows one-character names after a single dash, but horovodrun
 // users type `-np 4`. Rewrite that spelling to `--np` before parsing.
-std::string normalize_launcher_token(const std::string& token) { return NormalizeSingleDashFlag(token); }
+std::string NormalizeLauncherToken(const std::string& token) { return NormalizeSingleDashFlag(token); }
 
 // Index of the program name in `args`, or args.size() when there is none.
 // The split is done here rather than by CLI11 because CLI11 post-processes
 // positional values (it splits "[a,b]" and treats "{}" as an empty vector),
 // and the program's arguments must reach it byte for byte. Arity comes from
 // the CLI11 app itself, so the option table stays the single source of truth.
-std::size_t find_program_index(const CLI::App& app, const std::vector<std::string>& args,
+std::size_t FindProgramIndex(const CLI::App& app, const std::vector<std::string>& args,
                                bool& explicit_separator) {
   explicit_separator = false;
   std::size_t i = 0;
   while (i < args.size()) {
-    const std::string token = normalize_launcher_token(args[i]);
+    const std::string token = NormalizeLauncherToken(args[i]);
     if (token == "--") {
       explicit_separator = true;
       return i + 1;
@@ -84,31 +84,31 @@ std::size_t find_program_index(const CLI::App& app, const std::vector<std::strin
 
 }  // namespace
 
-Status validate_env_spec(const std::string& spec) {
+Status ValidateEnvSpec(const std::string& spec) {
   const std::string name = spec.substr(0, spec.find('='));
   if (name.empty()) return Status::InvalidArgument("-x needs NAME or NAME=VALUE, got '" + spec + "'");
   for (std::size_t i = 0; i < name.size(); ++i) {
-    if (!is_env_name_char(name[i], i == 0)) {
+    if (!IsEnvNameChar(name[i], i == 0)) {
       return Status::InvalidArgument("'" + name + "' is not a valid environment variable name");
     }
   }
-  if (is_contract_variable(name)) {
+  if (IsContractVariable(name)) {
     return Status::InvalidArgument(name + " is set by khorovodrun itself and cannot be overridden with -x");
   }
   return Status::Ok();
 }
 
-EnvSpec parse_env_spec(const std::string& spec) {
+EnvSpec ParseEnvSpec(const std::string& spec) {
   const auto eq = spec.find('=');
   if (eq == std::string::npos) return EnvSpec{spec, std::nullopt};
   return EnvSpec{spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
-StatusOr<std::string> generate_job_id() { return RandomHex(16); }
+StatusOr<std::string> GenerateJobId() { return RandomHex(16); }
 
 // -H host:slots,... as horovodrun: names (local or remote, remote_hosts.h)
 // with a positive slot count each, enough for the job.
-Status check_host_slots(const std::string& hosts, int needed) {
+Status CheckHostSlots(const std::string& hosts, int needed) {
   long long slots = 0;
   std::size_t start = 0;
   while (start <= hosts.size()) {
@@ -152,12 +152,12 @@ struct RawFlags {
   RefusedFlags refused;
 };
 
-void add_job_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
+void AddJobOptions(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
   app.add_option("--np,--num-proc", opts.num_proc, "Number of worker processes (-np N)")
       ->required()
-      ->check(in_range(1, std::numeric_limits<int>::max(), "number of workers"));
+      ->check(InRange(1, std::numeric_limits<int>::max(), "number of workers"));
   app.add_option("--job-id", opts.job_id, "Job id shared by all ranks (default: random hex)")
-      ->check(CLI::Validator(validate_job_id, "ID"));
+      ->check(CLI::Validator(ValidateJobId, "ID"));
   app.add_option("--hostname", opts.hostname, "Address the workers advertise to each other")
       ->capture_default_str()
       ->check([](const std::string& h) {
@@ -166,30 +166,30 @@ void add_job_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
   app.add_option("--grace-period-ms", raw.grace_ms,
                  "Time between SIGTERM and SIGKILL when tearing the job down")
       ->capture_default_str()
-      ->check(in_range(0, kMaxGracePeriodMs, "grace period"));
+      ->check(InRange(0, kMaxGracePeriodMs, "grace period"));
   // Repeatable, but each -x takes exactly one value (allow_extra_args off),
   // so `-x FOO ./prog` never swallows the program name.
   app.add_option("-x,--env", raw.env_specs, "Set NAME=VALUE, or pass NAME through, in workers")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false)
       ->type_name("NAME[=VALUE]")
-      ->check([](const std::string& s) { return validate_env_spec(s).message(); });
+      ->check([](const std::string& s) { return ValidateEnvSpec(s).message(); });
   app.add_option("program", raw.program, "Program to run, followed by its arguments")->required();
 }
 
-void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
+void AddElasticOptions(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
   app.add_option("--min-np,--min-num-proc", opts.min_np, "Elastic: fewest workers the job runs with")
-      ->check(in_range(1, std::numeric_limits<int>::max(), "--min-np"));
+      ->check(InRange(1, std::numeric_limits<int>::max(), "--min-np"));
   app.add_option("--max-np,--max-num-proc", opts.max_np, "Elastic: most workers the job runs with")
-      ->check(in_range(1, std::numeric_limits<int>::max(), "--max-np"));
+      ->check(InRange(1, std::numeric_limits<int>::max(), "--max-np"));
   app.add_option("--reset-limit", opts.reset_limit,
                  "Elastic: worker replacements and re-formations before the job fails")
       ->capture_default_str()
-      ->check(in_range(0, 1000000, "--reset-limit"));
+      ->check(InRange(0, 1000000, "--reset-limit"));
   app.add_option("--elastic-timeout", raw.elastic_timeout_s,
                  "Elastic: seconds to wait for min-np workers before failing")
       ->capture_default_str()
-      ->check(in_range(1, 86400 * 7, "--elastic-timeout"));
+      ->check(InRange(1, 86400 * 7, "--elastic-timeout"));
   auto* hosts_option =
       app.add_option("-H,--hosts", opts.hosts, "host:slots,... (hosts other than this one run over ssh)");
   app.add_option("--host-discovery-script", opts.host_discovery_script,
@@ -199,7 +199,7 @@ void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
   app.add_option("--hostfile", raw.hostfile, "File of '<host> slots=<N>' lines (as -H)")->excludes(hosts_option);
   app.add_option("--slots-per-host,--slots", opts.slots_per_host,
                  "Slots of a discovered host whose line gives none")
-      ->check(in_range(1, 1000000, "--slots-per-host"));
+      ->check(InRange(1, 1000000, "--slots-per-host"));
   app.add_option("--blacklist-cooldown-range", raw.cooldown_range,
                  "Elastic: MIN MAX seconds a host whose worker failed stays out (doubling per failure)")
       ->expected(2);
@@ -209,17 +209,17 @@ void add_elastic_options(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
                  "Also write each rank's output to DIR/rank.<rank>/stdout and stderr");
   app.add_option("--discovery-interval-ms", raw.discovery_ms, "Elastic: how often the discovery script runs")
       ->capture_default_str()
-      ->check(in_range(10, 3600000, "--discovery-interval-ms"));
+      ->check(InRange(10, 3600000, "--discovery-interval-ms"));
 }
 
 // What CLI11 sees: the launcher's own tokens plus the program name (behind
 // "--" if it starts with '-', so it is still taken literally), reversed as
 // CLI11 expects; the program's arguments never go through CLI11.
-std::vector<std::string> tokens_for_cli(const std::vector<std::string>& args, std::size_t program_index,
+std::vector<std::string> TokensForCli(const std::vector<std::string>& args, std::size_t program_index,
                                         bool explicit_separator) {
   std::vector<std::string> for_cli;
   const std::size_t launcher_end = explicit_separator ? program_index - 1 : program_index;
-  for (std::size_t i = 0; i < launcher_end; ++i) for_cli.push_back(normalize_launcher_token(args[i]));
+  for (std::size_t i = 0; i < launcher_end; ++i) for_cli.push_back(NormalizeLauncherToken(args[i]));
   if (program_index < args.size()) {
     if (args[program_index].rfind('-', 0) == 0) for_cli.push_back("--");
     for_cli.push_back(args[program_index]);
@@ -264,10 +264,10 @@ Status ApplyCooldownRange(const std::vector<int>& range, LaunchOptions& opts) {
 }
 
 // The checks that span several options, then the conversions.
-Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
+Status FinishOptions(LaunchOptions& opts, const RawFlags& raw) {
   opts.elastic_timeout = std::chrono::seconds(raw.elastic_timeout_s);
   KH_RETURN_IF_ERROR(RefusalOf(raw.refused));
-  if (auto problem = apply_horovodrun_flags(raw.horovodrun, opts)) return Status::InvalidArgument(*problem);
+  if (auto problem = ApplyHorovodrunFlags(raw.horovodrun, opts)) return Status::InvalidArgument(*problem);
   KH_RETURN_IF_ERROR(ApplyCooldownRange(raw.cooldown_range, opts));
   if (!raw.hostfile.empty()) {
     StatusOr<std::string> hosts = HostfileToHosts(raw.hostfile);
@@ -291,16 +291,16 @@ Status finish_options(LaunchOptions& opts, const RawFlags& raw) {
     }
   }
   if (!opts.hosts.empty()) {
-    KH_RETURN_IF_ERROR(check_host_slots(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc));
+    KH_RETURN_IF_ERROR(CheckHostSlots(opts.hosts, opts.elastic() ? opts.max_np : opts.num_proc));
   }
   opts.grace_period = std::chrono::milliseconds(raw.grace_ms);
-  for (const auto& spec : raw.env_specs) opts.extra_env.push_back(parse_env_spec(spec));
+  for (const auto& spec : raw.env_specs) opts.extra_env.push_back(ParseEnvSpec(spec));
   return Status::Ok();
 }
 
 }  // namespace
 
-ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
+ParseOutcome ParseLaunchOptions(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err) {
   LaunchOptions opts;
   RawFlags raw;
@@ -312,20 +312,20 @@ ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ost
   app.footer(
       "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
       "is passed to the program unchanged; '--' may separate it explicitly.");
-  add_job_options(app, opts, raw);
-  add_elastic_options(app, opts, raw);
-  add_horovodrun_flags(app, raw.horovodrun);
+  AddJobOptions(app, opts, raw);
+  AddElasticOptions(app, opts, raw);
+  AddHorovodrunFlags(app, raw.horovodrun);
   AddRefusedFlags(app, raw.refused);
   app.set_version_flag("-v,--version", "khorovodrun (khorovod)");
 
   bool explicit_separator = false;
-  const std::size_t program_index = find_program_index(app, args, explicit_separator);
+  const std::size_t program_index = FindProgramIndex(app, args, explicit_separator);
   try {
-    app.parse(tokens_for_cli(args, program_index, explicit_separator));
+    app.parse(TokensForCli(args, program_index, explicit_separator));
   } catch (const CLI::ParseError& e) {
     return ParseOutcome{std::nullopt, app.exit(e, out, err)};
   }
-  if (Status s = finish_options(opts, raw); !s.ok()) {
+  if (Status s = FinishOptions(opts, raw); !s.ok()) {
     err << "khorovodrun: " << s.message() << "\n";
     return ParseOutcome{std::nullopt, 2};
   }

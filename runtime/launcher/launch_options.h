@@ -1,4 +1,4 @@
-// launch_options.h - the khorovodrun command line, parsed in one place.
+// Launch options: the khorovodrun command line, parsed in one place.
 //
 //   khorovodrun -np N [--job-id ID] [--hostname HOST] [--grace-period-ms MS]
 //               [--min-np N] [--max-np N] [--reset-limit N] [--elastic-timeout S]
@@ -15,6 +15,8 @@
 //
 // Parsing is pure (no environment access, no process state) so it can be unit
 // tested; errors and --help text go to the streams the caller provides.
+//
+// Thread-safety: pure functions over their arguments; safe from any thread.
 #pragma once
 
 #include <chrono>
@@ -39,7 +41,7 @@ struct EnvSpec {
 
 struct LaunchOptions {
   int num_proc = 0;
-  // Empty means "generate a random one" (see generate_job_id()); the
+  // Empty means "generate a random one" (see GenerateJobId()); the
   // launcher resolves it before starting workers so all ranks agree.
   std::string job_id;
   std::string hostname = "127.0.0.1";
@@ -101,17 +103,17 @@ struct ParseOutcome {
 };
 
 // `args` excludes argv[0].
-ParseOutcome parse_launch_options(const std::vector<std::string>& args, std::ostream& out,
+ParseOutcome ParseLaunchOptions(const std::vector<std::string>& args, std::ostream& out,
                                   std::ostream& err);
 
 // Checks a -H list's syntax and that it offers `needed` slots (kInvalidArgument).
-Status check_host_slots(const std::string& hosts, int needed);
+Status CheckHostSlots(const std::string& hosts, int needed);
 
 // Checks one `-x` value (kInvalidArgument for an invalid spec).
-Status validate_env_spec(const std::string& spec);
-EnvSpec parse_env_spec(const std::string& spec);  // precondition: validate_env_spec passed
+Status ValidateEnvSpec(const std::string& spec);
+EnvSpec ParseEnvSpec(const std::string& spec);  // precondition: validate_env_spec passed
 
 // 16 lowercase hex digits from std::random_device.
-StatusOr<std::string> generate_job_id();
+StatusOr<std::string> GenerateJobId();
 
 }  // namespace khorovod::launcher

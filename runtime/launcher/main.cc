@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "elastic_job.h"
-#include "job_supervisor.h"
-#include "launch_options.h"
-#include "scoped_temp_dir.h"
-#include "signal_pipe.h"
-#include "metrics_ports.h"
-#include "worker_env.h"
+#include "launcher/elastic_job.h"
+#include "launcher/job_supervisor.h"
+#include "launcher/launch_options.h"
+#include "launcher/scoped_temp_dir.h"
+#include "launcher/signal_pipe.h"
+#include "launcher/metrics_ports.h"
+#include "launcher/worker_env.h"
 #include "launcher/multi_host_job.h"
 #include "launcher/remote_hosts.h"
 
@@ -33,7 +33,7 @@ using namespace khorovod::launcher;
 
 // A launcher started with fd 0/1/2 closed would hand those numbers to its
 // own pipes, and workers would then write into the wrong places.
-void ensure_standard_fds_open() {
+void EnsureStandardFdsOpen() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) < 0) {
       // open returns the lowest free number, i.e. exactly `fd`.
@@ -42,10 +42,10 @@ void ensure_standard_fds_open() {
   }
 }
 
-std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::string& store_path,
+std::vector<WorkerSpec> MakeWorkerSpecs(const LaunchOptions& opts, const std::string& store_path,
                                           const MetricsPorts& ports, const std::vector<EnvVar>& network) {
-  const std::vector<std::string> base_env = current_environment();
-  const ResolvedExtraEnv extra = resolve_extra_env(opts.extra_env, base_env);
+  const std::vector<std::string> base_env = CurrentEnvironment();
+  const ResolvedExtraEnv extra = ResolveExtraEnv(opts.extra_env, base_env);
   for (const auto& name : extra.missing) {
     std::cerr << "khorovodrun: warning: -x " << name
               << ": not set in the launcher's environment; not passed to workers\n";
@@ -54,20 +54,20 @@ std::vector<WorkerSpec> make_worker_specs(const LaunchOptions& opts, const std::
   specs.reserve(static_cast<std::size_t>(opts.num_proc));
   for (int rank = 0; rank < opts.num_proc; ++rank) {
     std::vector<EnvVar> overrides = extra.vars;
-    const ContractParams params = single_host_params(rank, opts.num_proc, store_path, opts.job_id, opts.hostname);
-    const auto contract = contract_variables(params);
-    const auto horovod = horovod_variables(params);
+    const ContractParams params = SingleHostParams(rank, opts.num_proc, store_path, opts.job_id, opts.hostname);
+    const auto contract = ContractVariables(params);
+    const auto horovod = HorovodVariables(params);
     overrides.insert(overrides.end(), contract.begin(), contract.end());
     overrides.insert(overrides.end(), horovod.begin(), horovod.end());
     overrides.insert(overrides.end(), network.begin(), network.end());
     if (ports.enabled()) overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
-    specs.push_back(WorkerSpec{rank, opts.command, merge_environment(base_env, overrides), {}});
+    specs.push_back(WorkerSpec{rank, opts.command, MergeEnvironment(base_env, overrides), {}});
   }
   return specs;
 }
 
 // --verbose: what each worker runs, with the settings khorovodrun gives it.
-void print_worker_specs(const std::vector<WorkerSpec>& specs) {
+void PrintWorkerSpecs(const std::vector<WorkerSpec>& specs) {
   for (const WorkerSpec& spec : specs) {
     std::cerr << "khorovodrun: worker " << spec.rank << ":";
     for (const std::string& var : spec.env) {
@@ -83,13 +83,13 @@ void print_worker_specs(const std::vector<WorkerSpec>& specs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ensure_standard_fds_open();
+  EnsureStandardFdsOpen();
   const std::vector<std::string> args(argv + 1, argv + argc);
-  ParseOutcome parsed = parse_launch_options(args, std::cout, std::cerr);
+  ParseOutcome parsed = ParseLaunchOptions(args, std::cout, std::cerr);
   if (!parsed.options) return parsed.exit_code;
   LaunchOptions opts = std::move(*parsed.options);
   if (opts.job_id.empty()) {
-    khorovod::StatusOr<std::string> id = generate_job_id();
+    khorovod::StatusOr<std::string> id = GenerateJobId();
     if (!id.ok()) {
       std::cerr << "khorovodrun: job id: " << id.status().message() << '\n';
       return 1;
@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
 
   try {
     SignalPipe signals({SIGINT, SIGTERM, SIGCHLD});
-    if (opts.elastic()) return run_elastic_job(opts, signals);
-    const auto ports = metrics_ports_from_env(current_environment(), opts.num_proc);
+    if (opts.elastic()) return RunElasticJob(opts, signals);
+    const auto ports = MetricsPortsFromEnv(CurrentEnvironment(), opts.num_proc);
     if (!ports.ok()) {
       std::cerr << "khorovodrun: " << ports.status().message() << '\n';
       return 2;
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     ScopedTempDir store("khorovod-store-");
     JobConfig config;
     MultiHostStaticJob multi_host;  // its store serves the workers until the supervisor returns
-    if (plan->has_remote_hosts()) {
+    if (plan->HasRemoteHosts()) {
       khorovod::StatusOr<MultiHostStaticJob> prepared = PrepareMultiHostStaticJob(opts, *plan, *ports);
       if (!prepared.ok()) {
         std::cerr << "khorovodrun: " << prepared.status().message() << '\n';
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
       multi_host = std::move(*prepared);
       config.workers = multi_host.workers;
     } else {
-      config.workers = make_worker_specs(opts, store.path(), *ports, plan->NetworkVariables());
+      config.workers = MakeWorkerSpecs(opts, store.path(), *ports, plan->NetworkVariables());
     }
     config.grace_period = opts.grace_period;
     for (int rank = 0; rank < opts.num_proc && !opts.output_filename.empty(); ++rank) {
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
       }
       config.output_files.emplace(rank, std::move(*files));
     }
-    if (opts.verbose) print_worker_specs(config.workers);
+    if (opts.verbose) PrintWorkerSpecs(config.workers);
     JobSupervisor supervisor(std::move(config), signals);
     return supervisor.run();
   } catch (const std::exception& e) {

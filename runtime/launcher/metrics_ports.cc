@@ -1,10 +1,10 @@
-#include "metrics_ports.h"
+#include "launcher/metrics_ports.h"
 
 #include <charconv>
 
 namespace khorovod::launcher {
 
-StatusOr<MetricsPorts> metrics_ports_from_env(const std::vector<std::string>& env, int slots) {
+StatusOr<MetricsPorts> MetricsPortsFromEnv(const std::vector<std::string>& env, int slots) {
   const std::string prefix = "KHOROVOD_METRICS_PORT=";
   std::string value;
   for (const std::string& entry : env) {

@@ -27,6 +27,6 @@ struct MetricsPorts {
 // Reads KHOROVOD_METRICS_PORT from `env` ("NAME=VALUE" entries).
 // kInvalidArgument, naming the variable, when the value is not an integer
 // or B + slots > 65535.
-StatusOr<MetricsPorts> metrics_ports_from_env(const std::vector<std::string>& env, int slots);
+StatusOr<MetricsPorts> MetricsPortsFromEnv(const std::vector<std::string>& env, int slots);
 
 }  // namespace khorovod::launcher

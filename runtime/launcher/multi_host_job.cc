@@ -40,20 +40,20 @@ StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& opti
                                                        const MetricsPorts& ports) {
   std::string lines = options.hosts;
   std::replace(lines.begin(), lines.end(), ',', '\n');
-  DiscoveryResult parsed = parse_discovery_output(lines, 1);
+  DiscoveryResult parsed = ParseDiscoveryOutput(lines, 1);
   if (auto* error = std::get_if<std::string>(&parsed)) return Status::InvalidArgument("-H: " + *error);
   const std::vector<DiscoveredHost>& hosts = std::get<std::vector<DiscoveredHost>>(parsed);
 
   StatusOr<std::string> token = RandomHex(32);
   if (!token.ok()) return token.status();
   MultiHostStaticJob job;
-  StatusOr<std::unique_ptr<rendezvous::RendezvousServer>> store = StartStore(options, plan.launcher_address(), *token);
+  StatusOr<std::unique_ptr<rendezvous::RendezvousServer>> store = StartStore(options, plan.LauncherAddress(), *token);
   if (!store.ok()) return store.status();
   job.store = std::move(*store);
-  const std::string store_addr = plan.launcher_address() + ":" + std::to_string(job.store->port());
+  const std::string store_addr = plan.LauncherAddress() + ":" + std::to_string(job.store->port());
 
-  const std::vector<std::string> base_env = current_environment();
-  const ResolvedExtraEnv extra = resolve_extra_env(options.extra_env, base_env);
+  const std::vector<std::string> base_env = CurrentEnvironment();
+  const ResolvedExtraEnv extra = ResolveExtraEnv(options.extra_env, base_env);
   for (const DiscoveredHost& host : hosts) {
     for (int local = 0; static_cast<int>(job.workers.size()) < options.num_proc; ++local) {
       StatusOr<Placement> placement = SpawnPlacement(hosts, options.num_proc, host.name, local);
@@ -63,14 +63,14 @@ StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& opti
       params.job_id = options.job_id;
       params.hostname = plan.AdvertisedAddress(host.name);
       std::vector<EnvVar> vars = extra.vars;
-      for (EnvVar& v : contract_variables(params)) vars.push_back(std::move(v));
+      for (EnvVar& v : ContractVariables(params)) vars.push_back(std::move(v));
       params.hostname = host.name;  // Horovod's HOROVOD_HOSTNAME: the name as listed
-      for (EnvVar& v : horovod_variables(params)) vars.push_back(std::move(v));
+      for (EnvVar& v : HorovodVariables(params)) vars.push_back(std::move(v));
       for (EnvVar& v : plan.NetworkVariables()) vars.push_back(std::move(v));
       vars.push_back({"KHOROVOD_STORE_ADDR", store_addr});
       vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", *token});
       if (ports.enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(placement->rank))});
-      WorkerSpec spec{placement->rank, options.command, merge_environment(base_env, vars), {}};
+      WorkerSpec spec{placement->rank, options.command, MergeEnvironment(base_env, vars), {}};
       job.workers.push_back(plan.IsRemote(host.name) ? plan.RemoteWorker(spec, host.name) : std::move(spec));
     }
   }

@@ -1,4 +1,4 @@
-// multi_host_job.h - a static (non-elastic) khorovodrun job whose -H or
+// Multi host job: a static (non-elastic) khorovodrun job whose -H or
 // --hostfile list names remote hosts, as horovodrun's gloo_run runs it.
 //
 // Ranks are assigned host by host in list order, each host contributing its
@@ -23,7 +23,7 @@
 #include <memory>
 #include <vector>
 
-#include "http_server.h"
+#include "rendezvous/http_server.h"
 #include "khorovod/status.h"
 #include "launcher/launch_options.h"
 #include "launcher/metrics_ports.h"

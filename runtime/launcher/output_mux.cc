@@ -1,4 +1,4 @@
-#include "output_mux.h"
+#include "launcher/output_mux.h"
 
 #include <unistd.h>
 
@@ -23,14 +23,14 @@ LinePrefixer::LinePrefixer(std::string prefix, std::size_t max_line_bytes)
 
 // Built by appending: GCC 12's -Wrestrict misfires on `"[" + std::string&&`
 // in Release builds, and the newcomer's first build must print no warnings.
-std::string LinePrefixer::stdout_prefix(int rank) {
+std::string LinePrefixer::StdoutPrefix(int rank) {
   std::string prefix = "[";
   prefix += std::to_string(rank);
   prefix += "]<stdout>:";
   return prefix;
 }
 
-std::string LinePrefixer::stderr_prefix(int rank) {
+std::string LinePrefixer::StderrPrefix(int rank) {
   std::string prefix = "[";
   prefix += std::to_string(rank);
   prefix += "]<stderr>:";
@@ -88,12 +88,12 @@ void LinePrefixer::finish(std::string& out) {
 OutputMux::OutputMux(std::size_t max_line_bytes)
     : max_line_bytes_(max_line_bytes), read_buffer_(kReadChunkBytes) {}
 
-void OutputMux::add_stream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy) {
+void OutputMux::AddStream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy) {
   streams_.push_back(Stream{std::move(source), LinePrefixer(std::move(prefix), max_line_bytes_), sink_fd,
                             std::move(copy)});
 }
 
-void OutputMux::append_pollfds(std::vector<pollfd>& fds) const {
+void OutputMux::AppendPollfds(std::vector<pollfd>& fds) const {
   for (const auto& s : streams_) {
     if (s.source) fds.push_back(pollfd{s.source.get(), POLLIN, 0});
   }
@@ -109,16 +109,16 @@ void OutputMux::service(const std::vector<pollfd>& fds) {
   std::erase_if(streams_, [](const Stream& s) { return !s.source; });
 }
 
-void OutputMux::drain_and_close_all() {
+void OutputMux::DrainAndCloseAll() {
   for (auto& s : streams_) {
     if (!s.source) continue;
     pump(s, kMaxReadsWhenDraining);
-    if (s.source) close_stream(s);
+    if (s.source) CloseStream(s);
   }
   streams_.clear();
 }
 
-bool OutputMux::has_open_streams() const {
+bool OutputMux::HasOpenStreams() const {
   return std::any_of(streams_.begin(), streams_.end(),
                      [](const Stream& s) { return s.source.valid(); });
 }
@@ -130,28 +130,28 @@ void OutputMux::pump(Stream& stream, int max_reads) {
     if (n > 0) {
       out.clear();
       if (stream.copy) {
-        write_to_sink(stream.copy.get(), std::string(read_buffer_.data(), static_cast<std::size_t>(n)));
+        WriteToSink(stream.copy.get(), std::string(read_buffer_.data(), static_cast<std::size_t>(n)));
       }
       stream.prefixer.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)), out);
-      write_to_sink(stream.sink_fd, out);
+      WriteToSink(stream.sink_fd, out);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    close_stream(stream);  // EOF, or an error that makes the pipe useless
+    CloseStream(stream);  // EOF, or an error that makes the pipe useless
     return;
   }
 }
 
-void OutputMux::close_stream(Stream& stream) {
+void OutputMux::CloseStream(Stream& stream) {
   std::string out;
   stream.prefixer.finish(out);
-  write_to_sink(stream.sink_fd, out);
+  WriteToSink(stream.sink_fd, out);
   stream.source.reset();
   stream.copy.reset();
 }
 
-void OutputMux::write_to_sink(int sink_fd, const std::string& data) {
+void OutputMux::WriteToSink(int sink_fd, const std::string& data) {
   if (data.empty()) return;
   if (std::find(broken_sinks_.begin(), broken_sinks_.end(), sink_fd) != broken_sinks_.end()) {
     return;

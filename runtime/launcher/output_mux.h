@@ -1,4 +1,4 @@
-// output_mux.h - merge the workers' output into the launcher's, line by line.
+// Output mux: merge the workers' output into the launcher's, line by line.
 //
 // Each worker's stdout and stderr arrive on their own pipe. Every complete
 // line is re-emitted with a horovodrun-style prefix:
@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "unique_fd.h"
+#include "launcher/unique_fd.h"
 
 namespace khorovod::launcher {
 
@@ -39,11 +39,11 @@ class LinePrefixer {
   // Emits the unfinished tail, if any, as a last line (end of stream).
   void finish(std::string& out);
 
-  bool has_partial_line() const { return !partial_.empty(); }
+  bool HasPartialLine() const { return !partial_.empty(); }
   const std::string& prefix() const { return prefix_; }
 
-  static std::string stdout_prefix(int rank);  // "[<rank>]<stdout>:"
-  static std::string stderr_prefix(int rank);  // "[<rank>]<stderr>:"
+  static std::string StdoutPrefix(int rank);  // "[<rank>]<stdout>:"
+  static std::string StderrPrefix(int rank);  // "[<rank>]<stderr>:"
 
  private:
   void emit(std::string_view line, std::string& out) const;
@@ -62,19 +62,19 @@ class OutputMux {
   // owned and must outlive the mux. When `copy` is open (owned), the
   // stream's bytes are also written to it unchanged, without the prefix
   // (khorovodrun --output-filename).
-  void add_stream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy = UniqueFd());
+  void AddStream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy = UniqueFd());
 
   // Appends a POLLIN entry for every stream not yet at EOF.
-  void append_pollfds(std::vector<pollfd>& fds) const;
+  void AppendPollfds(std::vector<pollfd>& fds) const;
   // Handles the poll results for this mux's descriptors (others ignored):
   // reads what is available, writes complete lines, closes streams at EOF.
   void service(const std::vector<pollfd>& fds);
   // Reads whatever is still buffered in every open pipe without waiting,
   // flushes partial lines and closes all streams. Used when the launcher
   // stops waiting for EOF (e.g. a worker's descendant holds a pipe open).
-  void drain_and_close_all();
+  void DrainAndCloseAll();
 
-  bool has_open_streams() const;
+  bool HasOpenStreams() const;
 
  private:
   struct Stream {
@@ -86,8 +86,8 @@ class OutputMux {
   // Reads until EAGAIN/EOF, at most `max_reads` chunks so one chatty
   // worker cannot starve the others (or the signal pipe).
   void pump(Stream& stream, int max_reads);
-  void close_stream(Stream& stream);
-  void write_to_sink(int sink_fd, const std::string& data);
+  void CloseStream(Stream& stream);
+  void WriteToSink(int sink_fd, const std::string& data);
 
   std::size_t max_line_bytes_;
   std::vector<Stream> streams_;

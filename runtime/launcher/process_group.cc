@@ -1,4 +1,4 @@
-#include "process_group.h"
+#include "launcher/process_group.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -14,46 +14,65 @@ extern char** environ;  // POSIX: the application declares it
 namespace khorovod::launcher {
 namespace {
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string ErrnoText(int e) { return std::strerror(e); }
+
+// Resources the launcher itself could not get (pipes, fork): nothing about
+// the worker's command, so the shell's generic failure code.
+Status ResourceFailure(const std::string& what, int e) {
+  return Status::Unavailable(what + ": " + ErrnoText(e));
+}
 
 struct Pipe {
   UniqueFd read;
   UniqueFd write;
 };
 
-Pipe make_pipe() {
+StatusOr<Pipe> MakePipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    const int e = errno;
-    throw SpawnError("cannot create pipe: " + errno_text(e), e, false);
-  }
+  if (::pipe2(fds, O_CLOEXEC) != 0) return ResourceFailure("cannot create pipe", errno);
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 // A pipe already holding `data`, large enough that the write never blocks
 // (Linux pipes hold 64 KiB by default; an environment is far smaller).
-Pipe StdinHolding(const std::string& data) {
-  Pipe p = make_pipe();
+StatusOr<Pipe> StdinHolding(const std::string& data) {
+  StatusOr<Pipe> made = MakePipe();
+  if (!made.ok()) return made.status();
+  Pipe p = std::move(*made);
   if (data.size() > 60000) ::fcntl(p.write.get(), F_SETPIPE_SZ, static_cast<int>(data.size() + 4096));
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(p.write.get(), data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      throw SpawnError("cannot write the worker's stdin: " + errno_text(e), e, false);
-    }
+    if (n <= 0) return ResourceFailure("cannot write the worker's stdin", errno);
     done += static_cast<std::size_t>(n);
   }
   return p;
 }
 
-void set_nonblocking(int fd) {
+void SetNonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-std::vector<char*> c_string_array(const std::vector<std::string>& strings) {
+// The child's exec: the O_CLOEXEC pipe closes without data when exec
+// worked, and carries the child's errno when it did not (the child is then
+// reaped here). Not found is the caller's input (127, as a shell says);
+// found but not executable is the file's state (126).
+Status ExecOutcome(pid_t pid, int exec_error_read, const std::string& program) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(exec_error_read, &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof child_errno)) return Status::Ok();
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  const std::string what = "cannot execute '" + program + "': " + ErrnoText(child_errno);
+  return child_errno == ENOENT ? Status::InvalidArgument(what) : Status::FailedPrecondition(what);
+}
+
+std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
   for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
@@ -118,20 +137,23 @@ struct ChildSetup {
 
 }  // namespace
 
-ExitStatus ExitStatus::from_wait_status(int status) {
+ExitStatus ExitStatus::FromWaitStatus(int status) {
   if (WIFSIGNALED(status)) return ExitStatus{true, WTERMSIG(status)};
   return ExitStatus{false, WEXITSTATUS(status)};
 }
 
-std::string ExitStatus::describe() const {
+std::string ExitStatus::Describe() const {
   if (!signaled) return "exited with code " + std::to_string(code);
   const char* name = ::strsignal(code);
   return "was killed by signal " + std::to_string(code) + " (" + (name ? name : "unknown") + ")";
 }
 
-int SpawnError::exit_code() const {
-  if (!exec_failed_) return 1;
-  return errno_ == ENOENT ? 127 : 126;
+int SpawnFailureExitCode(const Status& failure) {
+  switch (failure.code()) {
+    case StatusCode::kInvalidArgument: return 127;
+    case StatusCode::kFailedPrecondition: return 126;
+    default: return 1;
+  }
 }
 
 ProcessGroup::~ProcessGroup() {
@@ -148,60 +170,50 @@ ProcessGroup::~ProcessGroup() {
   }
 }
 
-WorkerPipes ProcessGroup::spawn(const WorkerSpec& spec) {
-  if (spec.argv.empty()) throw SpawnError("empty command", EINVAL, false);
-  std::vector<char*> argv = c_string_array(spec.argv);
-  std::vector<char*> envp = c_string_array(spec.env);
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
-  Pipe exec_error = make_pipe();
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!dev_null) {
-    const int e = errno;
-    throw SpawnError("cannot open /dev/null: " + errno_text(e), e, false);
+StatusOr<WorkerPipes> ProcessGroup::Spawn(const WorkerSpec& spec) {
+  if (spec.argv.empty()) return Status::InvalidArgument("empty command");
+  std::vector<char*> argv = CStringArray(spec.argv);
+  std::vector<char*> envp = CStringArray(spec.env);
+  StatusOr<Pipe> out = MakePipe();
+  StatusOr<Pipe> err = MakePipe();
+  StatusOr<Pipe> exec_error = MakePipe();
+  for (const StatusOr<Pipe>* p : {&out, &err, &exec_error}) {
+    if (!p->ok()) return p->status();
   }
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null) return ResourceFailure("cannot open /dev/null", errno);
   Pipe in;
-  if (!spec.stdin_data.empty()) in = StdinHolding(spec.stdin_data);
+  if (!spec.stdin_data.empty()) {
+    StatusOr<Pipe> holding = StdinHolding(spec.stdin_data);
+    if (!holding.ok()) return holding.status();
+    in = std::move(*holding);
+  }
   const int stdin_fd = in.read ? in.read.get() : dev_null.get();
 
-  const ChildSetup setup{::getpid(),      stdin_fd,               out.write.get(),
-                         err.write.get(), exec_error.write.get(), argv.data(),
+  const ChildSetup setup{::getpid(),        stdin_fd,                 out->write.get(),
+                         err->write.get(), exec_error->write.get(), argv.data(),
                          envp.data()};
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    throw SpawnError("fork failed: " + errno_text(e), e, false);
-  }
+  if (pid < 0) return ResourceFailure("fork failed", errno);
   if (pid == 0) exec_child(setup);
 
   // Also set the group from the parent: whichever runs first wins, and the
-  // group exists before spawn() returns, so an immediate signal_running()
+  // group exists before Spawn() returns, so an immediate SignalRunning()
   // cannot miss it. EACCES (child already exec'd) is expected and harmless.
   ::setpgid(pid, pid);
-  out.write.reset();
-  err.write.reset();
-  exec_error.write.reset();
+  out->write.reset();
+  err->write.reset();
+  exec_error->write.reset();
   in.read.reset();
 
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(exec_error.read.get(), &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    throw SpawnError("cannot execute '" + spec.argv[0] + "': " + errno_text(child_errno),
-                     child_errno, true);
-  }
-
-  set_nonblocking(out.read.get());
-  set_nonblocking(err.read.get());
+  if (Status exec = ExecOutcome(pid, exec_error->read.get(), spec.argv[0]); !exec.ok()) return exec;
+  SetNonblocking(out->read.get());
+  SetNonblocking(err->read.get());
   workers_.push_back(Worker{spec.rank, pid, false, false, std::move(in.write)});
-  return WorkerPipes{std::move(out.read), std::move(err.read)};
+  return WorkerPipes{std::move(out->read), std::move(err->read)};
 }
 
-std::vector<WorkerExit> ProcessGroup::poll_exits() {
+std::vector<WorkerExit> ProcessGroup::PollExits() {
   std::vector<WorkerExit> exits;
   for (auto& w : workers_) {
     if (w.exited) continue;
@@ -226,7 +238,7 @@ std::vector<WorkerExit> ProcessGroup::poll_exits() {
   return exits;
 }
 
-std::size_t ProcessGroup::signal_running(int sig) {
+std::size_t ProcessGroup::SignalRunning(int sig) {
   std::size_t count = 0;
   for (const auto& w : workers_) {
     if (w.exited) continue;
@@ -237,7 +249,7 @@ std::size_t ProcessGroup::signal_running(int sig) {
   return count;
 }
 
-bool ProcessGroup::signal_rank(int rank, int sig) {
+bool ProcessGroup::SignalRank(int rank, int sig) {
   for (const auto& w : workers_) {
     if (w.exited || w.rank != rank) continue;
     if (::kill(-w.pid, sig) != 0 && errno == ESRCH) ::kill(w.pid, sig);
@@ -246,7 +258,7 @@ bool ProcessGroup::signal_rank(int rank, int sig) {
   return false;
 }
 
-std::size_t ProcessGroup::signal_all_groups(int sig) {
+std::size_t ProcessGroup::SignalAllGroups(int sig) {
   std::size_t count = 0;
   for (const auto& w : workers_) {
     if (w.reaped) continue;
@@ -256,13 +268,13 @@ std::size_t ProcessGroup::signal_all_groups(int sig) {
   return count;
 }
 
-std::size_t ProcessGroup::running_count() const {
+std::size_t ProcessGroup::RunningCount() const {
   std::size_t count = 0;
   for (const auto& w : workers_) count += w.exited ? 0 : 1;
   return count;
 }
 
-void ProcessGroup::reap_exited() {
+void ProcessGroup::ReapExited() {
   for (auto& w : workers_) {
     if (!w.exited || w.reaped) continue;
     while (::waitpid(w.pid, nullptr, 0) < 0 && errno == EINTR) {

@@ -1,7 +1,7 @@
-// process_group.h - spawn, track, signal and reap the worker processes.
+// Process group: spawn, track, signal and reap the worker processes.
 //
 // Contract:
-//  * spawn() forks and execs one worker. The worker runs in its own process
+//  * Spawn() forks and execs one worker. The worker runs in its own process
 //    group (pgid == its pid) so that signals reach everything it starts
 //    (shell pipelines, data-loader subprocesses) and a terminal's Ctrl-C is
 //    delivered once, by the launcher, instead of twice. Its stdin is
@@ -9,11 +9,13 @@
 //    O_NONBLOCK) are returned to the caller (stdin: WorkerSpec::stdin_data). The worker also gets
 //    PR_SET_PDEATHSIG=SIGKILL so it does not outlive a launcher that was
 //    itself SIGKILLed.
-//  * If exec fails (program not found, not executable) spawn() reports it
-//    synchronously by throwing SpawnError: an O_CLOEXEC pipe carries the
-//    child's errno back, so the caller never has to guess from an exit code.
-//  * poll_exits() notices exits with waitid(WNOWAIT): an exited worker stays
-//    a zombie until reap_exited()/the destructor. Keeping the zombie reserves
+//  * If exec fails (program not found, not executable) Spawn() reports it
+//    synchronously in its Status: an O_CLOEXEC pipe carries the child's
+//    errno back, so the caller never has to guess from an exit code.
+//    kInvalidArgument: not found; kFailedPrecondition: not executable;
+//    kUnavailable: the launcher's own resources (pipe, fork) ran out.
+//  * PollExits() notices exits with waitid(WNOWAIT): an exited worker stays
+//    a zombie until ReapExited()/the destructor. Keeping the zombie reserves
 //    its pid and therefore its process-group id, which is what makes it safe
 //    to signal the group later (to clean up stragglers the worker left
 //    behind) without ever hitting an unrelated process that reused the pid.
@@ -21,18 +23,18 @@
 //    them, so no exit path leaves orphans or zombies.
 //
 // Thread-safety: none. One thread owns a ProcessGroup and makes all calls.
-// spawn() only uses async-signal-safe calls between fork and exec, so it is
+// Spawn() only uses async-signal-safe calls between fork and exec, so it is
 // also correct in a multi-threaded process, but concurrent calls are not.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "unique_fd.h"
+#include "khorovod/status.h"
+#include "launcher/unique_fd.h"
 
 namespace khorovod::launcher {
 
@@ -41,30 +43,18 @@ struct ExitStatus {
   bool signaled = false;  // false: exited normally
   int code = 0;           // exit code, or the signal number when `signaled`
 
-  bool success() const { return !signaled && code == 0; }
+  bool Success() const { return !signaled && code == 0; }
   // Shell convention: the exit code, or 128 + signal number.
-  int shell_code() const { return signaled ? 128 + code : code; }
+  int ShellCode() const { return signaled ? 128 + code : code; }
   // "exited with code 3" / "was killed by signal 9 (Killed)"
-  std::string describe() const;
+  std::string Describe() const;
 
-  static ExitStatus from_wait_status(int status);  // as returned by waitpid
+  static ExitStatus FromWaitStatus(int status);  // as returned by waitpid
 };
 
-class SpawnError : public std::runtime_error {
- public:
-  SpawnError(const std::string& what, int error_number, bool exec_failed)
-      : std::runtime_error(what), errno_(error_number), exec_failed_(exec_failed) {}
-  int error_number() const { return errno_; }
-  // True if fork worked but exec did not (as opposed to pipe/fork failing).
-  bool exec_failed() const { return exec_failed_; }
-  // 127 when the program was not found, 126 when it could not be executed
-  // (shell convention), 1 for resource failures before exec.
-  int exit_code() const;
-
- private:
-  int errno_;
-  bool exec_failed_;
-};
+// The shell's exit code for a failed Spawn(): 127 when the program was not
+// found, 126 when it could not be executed, 1 for the launcher's resources.
+int SpawnFailureExitCode(const Status& failure);
 
 struct WorkerSpec {
   int rank = 0;
@@ -95,32 +85,32 @@ class ProcessGroup {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
   ~ProcessGroup();
 
-  // Starts one worker; throws SpawnError. Ranks need not be unique or
-  // ordered; they are only carried through to WorkerExit.
-  WorkerPipes spawn(const WorkerSpec& spec);
+  // Starts one worker. Ranks need not be unique or ordered; they are only
+  // carried through to WorkerExit.
+  StatusOr<WorkerPipes> Spawn(const WorkerSpec& spec);
 
   // Workers whose exit was noticed since the previous call (non-blocking).
-  std::vector<WorkerExit> poll_exits();
+  std::vector<WorkerExit> PollExits();
 
   // Sends `sig` to the process group of every worker that has not exited.
   // Returns how many groups were signalled.
-  std::size_t signal_running(int sig);
+  std::size_t SignalRunning(int sig);
   // Sends `sig` to the process group of the running worker with this rank
   // (id); returns false if none runs.
-  bool signal_rank(int rank, int sig);
+  bool SignalRank(int rank, int sig);
   // Same as signal_running, but also to groups of exited-but-unreaped workers, to reach any
   // processes they left behind.
-  std::size_t signal_all_groups(int sig);
+  std::size_t SignalAllGroups(int sig);
 
   std::size_t size() const { return workers_.size(); }
-  std::size_t running_count() const;
-  bool all_exited() const { return running_count() == 0; }
-  pid_t pid_of(std::size_t index) const { return workers_.at(index).pid; }
+  std::size_t RunningCount() const;
+  bool AllExited() const { return RunningCount() == 0; }
+  pid_t PidOf(std::size_t index) const { return workers_.at(index).pid; }
 
   // Reaps every exited worker (their zombies go away, and with them the
   // guarantee that their group ids are not reused: signal stragglers first).
   // Workers still running are left alone; the destructor kills those.
-  void reap_exited();
+  void ReapExited();
 
  private:
   struct Worker {

@@ -1,4 +1,4 @@
-#include "rank_output_files.h"
+#include "launcher/rank_output_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

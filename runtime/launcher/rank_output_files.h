@@ -1,4 +1,4 @@
-// rank_output_files.h - horovodrun's --output-filename layout.
+// Rank output files: horovodrun's --output-filename layout.
 //
 // Horovod (horovod/runner/gloo_run.py) writes each rank's stdout and stderr
 // to <dir>/rank.<rank>/stdout and <dir>/rank.<rank>/stderr, the rank padded
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "khorovod/status.h"
-#include "unique_fd.h"
+#include "launcher/unique_fd.h"
 
 namespace khorovod::launcher {
 

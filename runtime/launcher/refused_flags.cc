@@ -1,4 +1,4 @@
-#include "refused_flags.h"
+#include "launcher/refused_flags.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,4 +1,4 @@
-// refused_flags.h - horovodrun flags that khorovodrun cannot honour.
+// Refused flags: horovodrun flags that khorovodrun cannot honour.
 //
 // Every flag of horovodrun's parser (horovod/runner/launch.py) is either
 // honoured by khorovodrun with Horovod's meaning (launch_options.h,

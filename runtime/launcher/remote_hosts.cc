@@ -17,7 +17,7 @@ constexpr std::chrono::seconds kDefaultStartTimeout{30};  // horovodrun's
 constexpr std::chrono::seconds kResolveRetry{60};
 
 bool IsThisMachine(const std::string& host, const std::vector<std::string>& local_addresses) {
-  if (is_local_host(host, local_hostname())) return true;
+  if (IsLocalHost(host, LocalHostname())) return true;
   StatusOr<std::string> address = ResolveIpv4(host);
   return address.ok() && std::find(local_addresses.begin(), local_addresses.end(), *address) != local_addresses.end();
 }
@@ -127,7 +127,7 @@ WorkerSpec RemotePlan::RemoteWorker(const WorkerSpec& spec, const std::string& h
   WorkerSpec remote;
   remote.rank = spec.rank;
   remote.argv = SshArgv(ssh_, host, launch.command, /*keepalive=*/true);
-  remote.env = current_environment();  // ssh's own
+  remote.env = CurrentEnvironment();  // ssh's own
   remote.stdin_data = launch.stdin_payload;
   return remote;
 }

@@ -1,4 +1,4 @@
-// remote_hosts.h - running a job's workers on other machines over ssh, as
+// Remote hosts: running a job's workers on other machines over ssh, as
 // horovodrun does: which hosts are remote, the start-up checks, the
 // addresses everybody meets on, and each remote worker's ssh command.
 //
@@ -45,12 +45,12 @@ namespace khorovod::launcher {
 
 class RemotePlan {
  public:
-  bool has_remote_hosts() const { return !address_of_.empty(); }
+  bool HasRemoteHosts() const { return !address_of_.empty(); }
   bool IsRemote(const std::string& host) const { return address_of_.count(host) > 0; }
   // The address workers on `host` advertise: a remote host's IPv4 address,
   // the launcher's address for this machine.
   std::string AdvertisedAddress(const std::string& host) const;
-  const std::string& launcher_address() const { return launcher_address_; }
+  const std::string& LauncherAddress() const { return launcher_address_; }
   // KHOROVOD_NETWORK_INTERFACE, HOROVOD_GLOO_IFACE (the chosen interface)
   // and NCCL_SOCKET_IFNAME (every requested one all hosts have), as
   // horovodrun's gloo_run; none without --network-interface(s).

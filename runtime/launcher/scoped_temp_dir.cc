@@ -1,4 +1,4 @@
-#include "scoped_temp_dir.h"
+#include "launcher/scoped_temp_dir.h"
 
 #include <cerrno>
 #include <cstdlib>

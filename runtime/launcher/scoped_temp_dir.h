@@ -1,4 +1,4 @@
-// scoped_temp_dir.h - a private directory that disappears with its owner.
+// Scoped temp dir: a private directory that disappears with its owner.
 //
 // khorovodrun keeps the job's file-store rendezvous in one of these. It is
 // created with mkdtemp(3) (mode 0700, unpredictable name) under $TMPDIR, or

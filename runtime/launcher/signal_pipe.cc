@@ -1,4 +1,4 @@
-#include "signal_pipe.h"
+#include "launcher/signal_pipe.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// signal_pipe.h - turn asynchronous signals into readable bytes (self-pipe).
+// Signal pipe: turn asynchronous signals into readable bytes (self-pipe).
 //
 // The launcher's event loop is a single poll(2); signals must wake that poll
 // rather than run logic in a handler. A SignalPipe installs a handler for the
@@ -18,7 +18,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "unique_fd.h"
+#include "launcher/unique_fd.h"
 
 namespace khorovod::launcher {
 

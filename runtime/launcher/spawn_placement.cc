@@ -1,4 +1,4 @@
-#include "spawn_placement.h"
+#include "launcher/spawn_placement.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// spawn_placement.h - the placement horovodrun's elastic driver exports to a
+// Spawn placement: the placement horovodrun's elastic driver exports to a
 // worker it spawns (HOROVOD_RANK, HOROVOD_SIZE, ... at spawn time).
 //
 // Horovod's elastic driver assigns ranks host by host: the hosts in discovery
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "host_discovery.h"
+#include "launcher/host_discovery.h"
 #include "khorovod/placement.h"
 #include "khorovod/status.h"
 

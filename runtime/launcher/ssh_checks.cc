@@ -120,7 +120,7 @@ std::string TimeoutMessage(const std::vector<HostCheck>& checks, std::chrono::se
 Status RunChecks(std::vector<HostCheck>& checks, const SshCheckOptions& options) {
   const Clock::time_point deadline = Clock::now() + options.start_timeout;
   ProcessGroup group;  // its destructor kills what the deadline left running
-  auto start = [&](std::size_t index) {
+  auto start = [&](std::size_t index) -> Status {
     SshSettings ssh = options.ssh;
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
     ssh.connect_timeout = std::max(std::chrono::seconds(1), left);
@@ -128,12 +128,18 @@ Status RunChecks(std::vector<HostCheck>& checks, const SshCheckOptions& options)
     c.out.clear();
     c.err.clear();
     const WorkerSpec spec{static_cast<int>(index), SshArgv(ssh, c.host, "ls /sys/class/net", false),
-                          current_environment(), {}};
-    c.pipes = group.spawn(spec);  // throws SpawnError: reported by the caller
+                          CurrentEnvironment(), {}};
+    StatusOr<WorkerPipes> spawned = group.Spawn(spec);
+    if (!spawned.ok()) {
+      return Status::Unavailable("cannot run ssh (KHOROVOD_SSH='" + options.ssh.program +
+                                 "'): " + spawned.status().message());
+    }
+    c.pipes = std::move(*spawned);
     c.running = true;
     ++c.attempts;
+    return Status::Ok();
   };
-  for (std::size_t i = 0; i < checks.size(); ++i) start(i);
+  for (std::size_t i = 0; i < checks.size(); ++i) KH_RETURN_IF_ERROR(start(i));
   for (;;) {
     std::vector<pollfd> fds;
     for (HostCheck& c : checks) {
@@ -146,24 +152,24 @@ Status RunChecks(std::vector<HostCheck>& checks, const SshCheckOptions& options)
       Drain(c.pipes.stdout_read, c.out);
       Drain(c.pipes.stderr_read, c.err);
     }
-    for (const WorkerExit& exit : group.poll_exits()) {
+    for (const WorkerExit& exit : group.PollExits()) {
       HostCheck& c = checks[static_cast<std::size_t>(exit.rank)];
       Drain(c.pipes.stdout_read, c.out);
       Drain(c.pipes.stderr_read, c.err);
       c.pipes = WorkerPipes{};
       c.running = false;
-      c.exit_code = exit.status.shell_code();
+      c.exit_code = exit.status.ShellCode();
       const bool retry = c.exit_code == kSshOwnFailure && c.attempts < kSshAttempts && Clock::now() < deadline;
       if (retry) {
-        start(static_cast<std::size_t>(exit.rank));
+        KH_RETURN_IF_ERROR(start(static_cast<std::size_t>(exit.rank)));
       } else {
         c.done = true;
       }
     }
-    group.reap_exited();
+    group.ReapExited();
     if (std::all_of(checks.begin(), checks.end(), [](const HostCheck& c) { return c.done; })) return Status::Ok();
     if (Clock::now() >= deadline) {
-      group.signal_running(SIGKILL);
+      group.SignalRunning(SIGKILL);
       return Status::DeadlineExceeded(TimeoutMessage(checks, options.start_timeout));
     }
   }
@@ -192,11 +198,7 @@ StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts,
     }
   }
   if (checks.empty()) return found;
-  try {
-    KH_RETURN_IF_ERROR(RunChecks(checks, options));
-  } catch (const SpawnError& e) {
-    return Status::Unavailable(std::string("cannot run ssh (KHOROVOD_SSH='") + options.ssh.program + "'): " + e.what());
-  }
+  KH_RETURN_IF_ERROR(RunChecks(checks, options));
   bool all_ok = true;
   for (const HostCheck& c : checks) {
     if (c.exit_code != 0) {

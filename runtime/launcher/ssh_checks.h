@@ -1,4 +1,4 @@
-// ssh_checks.h - horovodrun's start-up check of remote hosts: before any
+// Ssh checks: horovodrun's start-up check of remote hosts: before any
 // worker starts, every remote host must accept ssh (horovod/runner/launch.py,
 // _check_all_hosts_ssh_successful).
 //

@@ -1,4 +1,4 @@
-// ssh_command.h - how khorovodrun starts a worker on a remote host over ssh,
+// Ssh command: how khorovodrun starts a worker on a remote host over ssh,
 // as horovodrun does (horovod/runner/util/remote.py, gloo_run.py).
 //
 // A remote worker is a local `ssh` process; the launcher supervises it like

@@ -1,9 +1,11 @@
-// unique_fd.h - move-only owner of a POSIX file descriptor.
+// Unique fd: move-only owner of a POSIX file descriptor.
 //
 // The launcher juggles many pipe ends (two per worker plus the signal
 // self-pipe and per-spawn exec-error pipes); an owning wrapper makes every
 // early-return and exception path close them, which matters because a leaked
 // write end keeps a pipe from ever reaching EOF and would hang the output loop.
+//
+// Thread-safety: a value type; one owner at a time, as for any movable object.
 #pragma once
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "worker_env.h"
+#include "launcher/worker_env.h"
 
 #include <algorithm>
 #include <array>
@@ -14,7 +14,7 @@ constexpr std::array<std::string_view, 9> kContractNames = {
     "KHOROVOD_STORE_PATH", "KHOROVOD_JOB_ID",     "KHOROVOD_HOSTNAME",
 };
 
-std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=')); }
 
 void upsert(std::vector<EnvVar>& vars, EnvVar var) {
   auto it =
@@ -28,7 +28,7 @@ void upsert(std::vector<EnvVar>& vars, EnvVar var) {
 
 }  // namespace
 
-bool is_contract_variable(std::string_view name) {
+bool IsContractVariable(std::string_view name) {
   return std::find(kContractNames.begin(), kContractNames.end(), name) != kContractNames.end();
 }
 
@@ -36,7 +36,7 @@ namespace {
 
 // The placement and host under PREFIX (KHOROVOD_ or HOROVOD_): the same
 // values under the two names.
-std::vector<EnvVar> placement_variables(const std::string& prefix, const ContractParams& p) {
+std::vector<EnvVar> PlacementVariables(const std::string& prefix, const ContractParams& p) {
   return {
       {prefix + "RANK", std::to_string(p.rank)},
       {prefix + "SIZE", std::to_string(p.size)},
@@ -50,22 +50,22 @@ std::vector<EnvVar> placement_variables(const std::string& prefix, const Contrac
 
 }  // namespace
 
-std::vector<EnvVar> contract_variables(const ContractParams& p) {
-  std::vector<EnvVar> vars = placement_variables("KHOROVOD_", p);
+std::vector<EnvVar> ContractVariables(const ContractParams& p) {
+  std::vector<EnvVar> vars = PlacementVariables("KHOROVOD_", p);
   vars.push_back({"KHOROVOD_STORE_PATH", p.store_path});
   vars.push_back({"KHOROVOD_JOB_ID", p.job_id});
   return vars;
 }
 
-std::vector<EnvVar> horovod_variables(const ContractParams& p) { return placement_variables("HOROVOD_", p); }
+std::vector<EnvVar> HorovodVariables(const ContractParams& p) { return PlacementVariables("HOROVOD_", p); }
 
-std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname, const std::optional<Placement>& spawn) {
+std::vector<EnvVar> ElasticHorovodVariables(const std::string& hostname, const std::optional<Placement>& spawn) {
   std::vector<EnvVar> vars;
   if (spawn) {
     ContractParams p;
     static_cast<Placement&>(p) = *spawn;
     p.hostname = hostname;
-    vars = horovod_variables(p);
+    vars = HorovodVariables(p);
   } else {
     vars.push_back({"HOROVOD_HOSTNAME", hostname});
   }
@@ -73,7 +73,7 @@ std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname, const
   return vars;
 }
 
-ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,
+ContractParams SingleHostParams(int rank, int size, std::string store_path, std::string job_id,
                                   std::string hostname) {
   ContractParams p;
   static_cast<Placement&>(p) = Placement{rank, size, rank, size, 0, 1};
@@ -83,7 +83,7 @@ ContractParams single_host_params(int rank, int size, std::string store_path, st
   return p;
 }
 
-ResolvedExtraEnv resolve_extra_env(const std::vector<EnvSpec>& specs,
+ResolvedExtraEnv ResolveExtraEnv(const std::vector<EnvSpec>& specs,
                                    const std::vector<std::string>& base_env) {
   ResolvedExtraEnv out;
   for (const auto& spec : specs) {
@@ -94,7 +94,7 @@ ResolvedExtraEnv resolve_extra_env(const std::vector<EnvSpec>& specs,
     // Last occurrence wins, matching how a shell or getenv(3) would see
     // a duplicated entry in practice (there should be none).
     auto it = std::find_if(base_env.rbegin(), base_env.rend(),
-                           [&](const std::string& e) { return name_of(e) == spec.name; });
+                           [&](const std::string& e) { return NameOf(e) == spec.name; });
     if (it == base_env.rend()) {
       if (std::find(out.missing.begin(), out.missing.end(), spec.name) == out.missing.end()) {
         out.missing.push_back(spec.name);
@@ -106,12 +106,12 @@ ResolvedExtraEnv resolve_extra_env(const std::vector<EnvSpec>& specs,
   return out;
 }
 
-std::vector<std::string> merge_environment(const std::vector<std::string>& base_env,
+std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base_env,
                                            const std::vector<EnvVar>& overrides) {
   std::vector<std::string> merged;
   merged.reserve(base_env.size() + overrides.size());
   for (const auto& entry : base_env) {
-    const auto name = name_of(entry);
+    const auto name = NameOf(entry);
     const bool overridden = std::any_of(overrides.begin(), overrides.end(),
                                         [&](const EnvVar& v) { return v.first == name; });
     if (!overridden) merged.push_back(entry);
@@ -127,7 +127,7 @@ std::vector<std::string> merge_environment(const std::vector<std::string>& base_
   return merged;
 }
 
-std::vector<std::string> current_environment() {
+std::vector<std::string> CurrentEnvironment() {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
   return env;

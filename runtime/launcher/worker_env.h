@@ -1,4 +1,4 @@
-// worker_env.h - the environment every worker process is started with.
+// Worker env: the environment every worker process is started with.
 //
 // Contract with the runtime (which reads these at init):
 //   KHOROVOD_RANK        global rank, 0..SIZE-1
@@ -26,6 +26,9 @@
 //                 init() is authoritative.
 //
 // Everything here is pure: environments are plain vectors of "NAME=VALUE".
+//
+// Thread-safety: pure functions (CurrentEnvironment() reads environ, which
+// nothing in the launcher writes); safe from any thread.
 #pragma once
 
 #include <optional>
@@ -35,14 +38,14 @@
 #include <vector>
 
 #include "khorovod/placement.h"
-#include "launch_options.h"
+#include "launcher/launch_options.h"
 
 namespace khorovod::launcher {
 
 using EnvVar = std::pair<std::string, std::string>;
 
 // True for the names in the contract above.
-bool is_contract_variable(std::string_view name);
+bool IsContractVariable(std::string_view name);
 
 // A worker's placement and where it finds its peers.
 struct ContractParams : Placement {
@@ -52,17 +55,17 @@ struct ContractParams : Placement {
 };
 
 // The contract variables for one worker, in the order documented above.
-std::vector<EnvVar> contract_variables(const ContractParams& params);
+std::vector<EnvVar> ContractVariables(const ContractParams& params);
 
 // Horovod's names for a static worker's placement (see the header comment).
-std::vector<EnvVar> horovod_variables(const ContractParams& params);
+std::vector<EnvVar> HorovodVariables(const ContractParams& params);
 // Horovod's variables for an elastic worker (see the header comment).
 // `spawn`: the slot's spawn-time placement, when known.
-std::vector<EnvVar> elastic_horovod_variables(const std::string& hostname,
+std::vector<EnvVar> ElasticHorovodVariables(const std::string& hostname,
                                               const std::optional<Placement>& spawn = std::nullopt);
 
 // Single-host layout used by khorovodrun: local == global, one host.
-ContractParams single_host_params(int rank, int size, std::string store_path, std::string job_id,
+ContractParams SingleHostParams(int rank, int size, std::string store_path, std::string job_id,
                                   std::string hostname);
 
 struct ResolvedExtraEnv {
@@ -74,14 +77,14 @@ struct ResolvedExtraEnv {
 
 // Turns `-x` specs into concrete variables, looking pass-through names up in
 // `base_env`. A later spec for the same NAME replaces an earlier one.
-ResolvedExtraEnv resolve_extra_env(const std::vector<EnvSpec>& specs,
+ResolvedExtraEnv ResolveExtraEnv(const std::vector<EnvSpec>& specs,
                                    const std::vector<std::string>& base_env);
 
 // `base_env` with every name in `overrides` replaced (or added, in order).
-std::vector<std::string> merge_environment(const std::vector<std::string>& base_env,
+std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base_env,
                                            const std::vector<EnvVar>& overrides);
 
 // Snapshot of this process's `environ`.
-std::vector<std::string> current_environment();
+std::vector<std::string> CurrentEnvironment();
 
 }  // namespace khorovod::launcher

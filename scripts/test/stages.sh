@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # suite_start, suite_budget_min: set by scripts/test.sh, which sources this
 # The suite's stage runner (sourced by scripts/test.sh, not run).
 #
 # Contract: every stage is started with stage_begin and ended with exactly one

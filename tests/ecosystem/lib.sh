@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # root: set by the test that sources this
 # Shared pieces of the ecosystem tests (sourced, not run): a throwaway control
 # plane from tests/operator/cluster/cluster.sh, kwok nodes, the operator, and
 # a tally of named checks ending in "NAME: N passed, M failed".

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/runtime_internals.h"
 #include "multiproc.h"
 #include "observability/worker_metrics.h"
 #include "tensor_data.h"
@@ -329,7 +330,7 @@ TEST_P(CollectivesTest, SteadyStateSmallAllreducesAgreeBitwiseOnEveryPath) {
             << "rank " << r << " differs from rank 0 at step " << step;
       }
     }
-    const std::string text = detail::MetricsOf(rt)->Render();
+    const std::string text = RuntimeInternals::Metrics(rt).Render();
     const std::string metric = "\nkhorovod_worker_eager_allreduce_tensors_total ";
     const size_t at = text.find(metric);
     ASSERT_NE(at, std::string::npos) << text;

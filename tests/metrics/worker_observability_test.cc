@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/completion.h"
+#include "core/runtime_internals.h"
 #include "khorovod/runtime.h"
 #include "observability/worker_metrics.h"
 
@@ -70,7 +71,7 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
     rt.end_step(16);
   }
 
-  const std::string text = detail::MetricsOf(rt)->Render();
+  const std::string text = RuntimeInternals::Metrics(rt).Render();
   EXPECT_EQ(Sample(text, "khorovod_worker_steps_total"), kSteps) << text;
   EXPECT_EQ(Sample(text, "khorovod_worker_samples_total"), 16 * kSteps);
   EXPECT_EQ(Sample(text, "khorovod_worker_world_size"), 1);
@@ -234,13 +235,13 @@ TEST(WorkerObservability, MetricsPortServesAndAConflictFailsInit) {
 
 TEST(WorkerObservability, OnlyBlockingWaitsFeedTheCommunicationClock) {
   auto sink = std::make_shared<std::atomic<int64_t>>(0);
-  detail::Completion done;
+  Completion done;
   done.SetWaitSink(sink);
   done.Finish(Status::Ok());
   EXPECT_TRUE(done.Wait().ok());
   EXPECT_EQ(sink->load(), 0) << "a finished op costs no exposed communication";
 
-  detail::Completion pending;
+  Completion pending;
   pending.SetWaitSink(sink);
   EXPECT_EQ(pending.WaitFor(std::chrono::milliseconds(20)).code(), StatusCode::kDeadlineExceeded);
   EXPECT_GE(sink->load(), 20'000'000) << "the blocked 20 ms are counted";

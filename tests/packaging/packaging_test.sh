@@ -43,7 +43,7 @@ check "helm lint, namespaced RBAC" helm lint --strict "$root/charts/khorovod" --
 check "generated manifests match the chart and CRD" bash "$root/scripts/gen-manifests.sh" --check
 
 # --- server-side dry runs
-render() { helm template khorovod "$root/charts/khorovod" --namespace khorovod-system --kube-version 1.34.4 "$@"; }
+render() { helm template khorovod "$root/charts/khorovod" --namespace khorovod-system --kube-version 1.34.4; }
 k create namespace khorovod-system --dry-run=client -o yaml | k apply -f - >/dev/null
 dry_run_chart() { render | k apply --dry-run=server -f -; }
 check "helm template | kubectl apply --dry-run=server" dry_run_chart

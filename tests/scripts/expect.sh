@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # root, tmp: for the tests that source this
 # Sourced by the tests of the scripts/ checks: `root` (the clone), `tmp` (a
 # temporary folder removed on exit), `expect DESCRIPTION GOT WANT` (counts
 # and reports), and `finish NAME` (the "NAME: N passed, M failed" line and

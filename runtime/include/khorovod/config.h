@@ -63,7 +63,7 @@
 
 namespace khorovod {
 
-// KHOROVOD_SPIN_WAITS (core/waiter_signal.h).
+// KHOROVOD_SPIN_WAITS (common/waiter_signal.h).
 enum class SpinWaits { kAuto, kOn, kOff };
 
 // The Placement part is this process's place in the world (from

@@ -17,14 +17,13 @@
 
 namespace khorovod {
 
-namespace detail {
+// The operation's shared state (runtime/src/core/completion.h); opaque here.
 class Completion;
-}
 
 class Handle {
  public:
   Handle() = default;
-  explicit Handle(std::shared_ptr<detail::Completion> c) : completion_(std::move(c)) {}
+  explicit Handle(std::shared_ptr<Completion> c) : completion_(std::move(c)) {}
 
   bool valid() const { return completion_ != nullptr; }
   // True once the operation finished, successfully or not. Never blocks.
@@ -50,10 +49,10 @@ class Handle {
   // For join: the last rank that joined.
   int join_last_rank() const;
 
-  const std::shared_ptr<detail::Completion>& completion() const { return completion_; }
+  const std::shared_ptr<Completion>& completion() const { return completion_; }
 
  private:
-  std::shared_ptr<detail::Completion> completion_;
+  std::shared_ptr<Completion> completion_;
 };
 
 }  // namespace khorovod

@@ -49,15 +49,9 @@ namespace khorovod {
 
 class Runtime;
 class RuntimeImpl;
-class WorkerMetrics;
-namespace detail {
-// The runtime's metrics, for elastic::State and elastic::run (internal).
-WorkerMetrics* MetricsOf(Runtime& runtime);
-// elastic::run returned from the training function: shutdown() then tells
-// the rendezvous the job's training finished, so late joiners are sent away
-// (docs/elastic.md, "Late joiners at job end"). Internal.
-void MarkTrainingFinished(Runtime& runtime);
-}  // namespace detail
+// What the elastic layer reaches inside a Runtime (runtime/src/core/
+// runtime_internals.h); opaque here.
+class RuntimeInternals;
 
 // This process's place in the running generation; every field is -1
 // before init().
@@ -195,8 +189,7 @@ class Runtime {
   void end_step(int64_t samples);
 
  private:
-  friend WorkerMetrics* detail::MetricsOf(Runtime& runtime);
-  friend void detail::MarkTrainingFinished(Runtime& runtime);
+  friend class RuntimeInternals;
   std::unique_ptr<RuntimeImpl> impl_;
 };
 

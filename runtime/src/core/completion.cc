@@ -4,7 +4,6 @@
 #include "khorovod/handle.h"
 
 namespace khorovod {
-namespace detail {
 
 void Completion::Finish(const Status& status) {
   std::vector<std::function<void(const Status&)>> callbacks;
@@ -114,8 +113,6 @@ std::shared_ptr<Completion> Completion::Failed(const Status& status) {
   c->Finish(status);
   return c;
 }
-
-}  // namespace detail
 
 bool Handle::ready() const { return completion_ && completion_->Ready(); }
 

@@ -21,7 +21,7 @@
 #include "khorovod/status.h"
 #include "khorovod/tensor.h"
 
-namespace khorovod::detail {
+namespace khorovod {
 
 class Completion {
  public:
@@ -78,4 +78,4 @@ class Completion {
   std::chrono::microseconds spin_{0};
 };
 
-}  // namespace khorovod::detail
+}  // namespace khorovod

@@ -4,6 +4,7 @@
 #include "khorovod/runtime.h"
 
 #include "core/runtime_impl.h"
+#include "core/runtime_internals.h"
 
 namespace khorovod {
 
@@ -23,8 +24,10 @@ Status Runtime::init() {
 Status Runtime::shutdown() { return impl_->Finish(); }
 void Runtime::begin_step() { impl_->metrics().StepBegin(); }
 void Runtime::end_step(int64_t samples) { impl_->metrics().StepEnd(samples); }
-WorkerMetrics* detail::MetricsOf(Runtime& runtime) { return &runtime.impl_->metrics(); }
-void detail::MarkTrainingFinished(Runtime& runtime) { runtime.impl_->MarkTrainingFinished(); }
+WorkerMetrics& RuntimeInternals::Metrics(Runtime& runtime) { return runtime.impl_->metrics(); }
+void RuntimeInternals::MarkTrainingFinished(Runtime& runtime) {
+  runtime.impl_->MarkTrainingFinished();
+}
 Status Runtime::reset() { return impl_->Reset(); }
 bool Runtime::membership_changed() const { return impl_->MembershipChanged(); }
 void Runtime::at_commit_boundary() { impl_->AtCommitBoundary(); }

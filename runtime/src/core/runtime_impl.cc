@@ -227,12 +227,12 @@ Topology RuntimeImpl::topology() const {
 
 Handle RuntimeImpl::Submit(std::vector<PendingOp> ops) {
   std::shared_lock lock(mu_);
-  if (!session_) return Handle(detail::Completion::Failed(Status::FailedPrecondition(kNotInitialized)));
+  if (!session_) return Handle(Completion::Failed(Status::FailedPrecondition(kNotInitialized)));
   for (const PendingOp& op : ops) {
-    if (Status s = CheckDevice(op); !s.ok()) return Handle(detail::Completion::Failed(s));
-    if (Status s = CheckProcessSet(op); !s.ok()) return Handle(detail::Completion::Failed(s));
+    if (Status s = CheckDevice(op); !s.ok()) return Handle(Completion::Failed(s));
+    if (Status s = CheckProcessSet(op); !s.ok()) return Handle(Completion::Failed(s));
   }
-  auto completion = std::make_shared<detail::Completion>(static_cast<int>(ops.size()));
+  auto completion = std::make_shared<Completion>(static_cast<int>(ops.size()));
   if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
   completion->SetWaiterCount(session_->queue.waiters());
   completion->SetSpin(session_->spin.Budget(kWaitSpin));
@@ -243,7 +243,7 @@ Handle RuntimeImpl::Submit(std::vector<PendingOp> ops) {
     op.submitted = now;
   }
   Status s = session_->queue.Push(std::move(ops));
-  if (!s.ok()) return Handle(detail::Completion::Failed(s));
+  if (!s.ok()) return Handle(Completion::Failed(s));
   return Handle(completion);
 }
 

@@ -40,12 +40,12 @@ Status CheckName(const std::string& name) {
   return Status::Ok();
 }
 
-Handle Rejected(const Status& s) { return Handle(detail::Completion::Failed(s)); }
+Handle Rejected(const Status& s) { return Handle(Completion::Failed(s)); }
 
 // A blocking collective counts its thread as a waiter from before it
 // submits until it returns: the background thread then starts the round on
 // its first look instead of waiting for a burst of submissions to end
-// (core/waiter_signal.h).
+// (common/waiter_signal.h).
 class BlockingCall {
  public:
   explicit BlockingCall(const RuntimeImpl& impl) : waiters_(impl.waiters()), count_(waiters_.get()) {}

@@ -30,7 +30,7 @@ struct PendingOp {
   Request request;
   TensorView input;   // the tensor sent (broadcast: the buffer, in place)
   TensorView output;  // allreduce only
-  std::shared_ptr<detail::Completion> completion;
+  std::shared_ptr<Completion> completion;
   std::chrono::steady_clock::time_point submitted;
 };
 

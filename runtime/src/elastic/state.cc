@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/runtime_internals.h"
 #include "elastic/checkpoint.h"
 #include "khorovod/elastic.h"
 #include "observability/worker_metrics.h"
@@ -176,22 +177,22 @@ void State::run_reset_callbacks() {
 }
 
 void RecordReset(Runtime& runtime, StatusCode cause) {
-  detail::MetricsOf(runtime)->Reset(cause == StatusCode::kUnavailable ? ResetCause::kPeerFailure
+  RuntimeInternals::Metrics(runtime).Reset(cause == StatusCode::kUnavailable ? ResetCause::kPeerFailure
                                     : cause == StatusCode::kAborted  ? ResetCause::kPeerAborted
                                                                      : ResetCause::kMembershipChanged);
 }
 
 void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed) {
-  detail::MetricsOf(runtime)->Recovered(elapsed);
+  RuntimeInternals::Metrics(runtime).Recovered(elapsed);
 }
 
-void RecordCommit(Runtime& runtime) { detail::MetricsOf(runtime)->Committed(); }
+void RecordCommit(Runtime& runtime) { RuntimeInternals::Metrics(runtime).Committed(); }
 
 void RecordStateSync(Runtime& runtime, size_t bytes, std::chrono::steady_clock::duration elapsed) {
-  detail::MetricsOf(runtime)->StateSync(bytes, elapsed);
+  RuntimeInternals::Metrics(runtime).StateSync(bytes, elapsed);
 }
 
-void MarkTrainingFinished(Runtime& runtime) { detail::MarkTrainingFinished(runtime); }
+void MarkTrainingFinished(Runtime& runtime) { RuntimeInternals::MarkTrainingFinished(runtime); }
 
 Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
            const RunOptions& options) {

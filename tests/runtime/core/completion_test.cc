@@ -15,7 +15,6 @@ namespace khorovod {
 namespace {
 
 using namespace std::chrono_literals;
-using detail::Completion;
 
 TEST(Completion, FinishesOnTheLastPart) {
   auto c = std::make_shared<Completion>(3);

@@ -21,7 +21,7 @@ using testing::HasSubstr;
 PendingOp Op(const std::string& name, int parts = 1) {
   PendingOp op;
   op.request.name = name;
-  op.completion = std::make_shared<detail::Completion>(parts);
+  op.completion = std::make_shared<Completion>(parts);
   return op;
 }
 
@@ -87,7 +87,7 @@ TEST(TensorQueue, CompleteFreesTheNameAndFinishesTheCompletion) {
 
 TEST(TensorQueue, CompleteOfOnePartOfAMultiPartOperation) {
   TensorQueue q;
-  auto shared = std::make_shared<detail::Completion>(2);
+  auto shared = std::make_shared<Completion>(2);
   std::vector<PendingOp> ops = {Op("g.0"), Op("g.1")};
   for (PendingOp& op : ops) op.completion = shared;
   ASSERT_TRUE(q.Push(ops).ok());

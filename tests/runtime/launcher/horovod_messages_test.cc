@@ -1,5 +1,5 @@
 // horovodrun's failure wording, which Horovod's elastic tests match.
-#include "horovod_messages.h"
+#include "launcher/horovod_messages.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Unit tests of host_discovery: the output format, the local-host rule, and
 // running a real script (bounded by its timeout).
-#include "host_discovery.h"
+#include "launcher/host_discovery.h"
 
 #include <unistd.h>
 
-#include "host_blacklist.h"
-#include "rank_output_files.h"
+#include "launcher/host_blacklist.h"
+#include "launcher/rank_output_files.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -20,41 +20,41 @@ namespace {
 
 using Hosts = std::vector<DiscoveredHost>;
 
-Hosts parse_ok(const std::string& text) {
-  DiscoveryResult r = parse_discovery_output(text);
+Hosts ParseOk(const std::string& text) {
+  DiscoveryResult r = ParseDiscoveryOutput(text);
   EXPECT_TRUE(std::holds_alternative<Hosts>(r)) << std::get<std::string>(r);
   return std::holds_alternative<Hosts>(r) ? std::get<Hosts>(r) : Hosts{};
 }
 
 TEST(HostDiscoveryParse, HostSlotsLinesInOrderBlankLinesSkipped) {
-  EXPECT_EQ(parse_ok("localhost:2\n\n  127.0.0.2:3 \r\n127.0.0.3\n"),
+  EXPECT_EQ(ParseOk("localhost:2\n\n  127.0.0.2:3 \r\n127.0.0.3\n"),
             (Hosts{{"localhost", 2}, {"127.0.0.2", 3}, {"127.0.0.3", 1}}));
-  EXPECT_EQ(parse_ok(""), Hosts{});
+  EXPECT_EQ(ParseOk(""), Hosts{});
 }
 
 TEST(HostDiscoveryParse, RepeatedHostAddsSlots) {
-  EXPECT_EQ(parse_ok("localhost:2\n127.0.0.2:1\nlocalhost:1\n"), (Hosts{{"localhost", 3}, {"127.0.0.2", 1}}));
+  EXPECT_EQ(ParseOk("localhost:2\n127.0.0.2:1\nlocalhost:1\n"), (Hosts{{"localhost", 3}, {"127.0.0.2", 1}}));
 }
 
 TEST(HostDiscoveryParse, BadLinesAreErrorsNamingTheLine) {
   for (const std::string bad : {"localhost:0", "localhost:-1", "localhost:x", "localhost:", ":2", "a b:1",
                                 "localhost:99999999999", "h1,h2:1"}) {
-    DiscoveryResult r = parse_discovery_output("127.0.0.1:1\n" + bad + "\n");
+    DiscoveryResult r = ParseDiscoveryOutput("127.0.0.1:1\n" + bad + "\n");
     ASSERT_TRUE(std::holds_alternative<std::string>(r)) << bad;
     EXPECT_NE(std::get<std::string>(r).find("line 2"), std::string::npos) << std::get<std::string>(r);
   }
 }
 
 TEST(HostDiscoveryLocal, LoopbackLocalhostAndOwnNameOnly) {
-  EXPECT_TRUE(is_local_host("localhost", "box"));
-  EXPECT_TRUE(is_local_host("127.0.0.1", "box"));
-  EXPECT_TRUE(is_local_host("127.3.2.1", "box"));
-  EXPECT_TRUE(is_local_host("box", "box"));
-  EXPECT_FALSE(is_local_host("other", "box"));
-  EXPECT_FALSE(is_local_host("10.0.0.1", "box"));
-  EXPECT_FALSE(is_local_host("127.0.0.256", "box"));
-  EXPECT_FALSE(is_local_host("127.0.0.1.example.com", "box"));
-  EXPECT_FALSE(is_local_host("", ""));
+  EXPECT_TRUE(IsLocalHost("localhost", "box"));
+  EXPECT_TRUE(IsLocalHost("127.0.0.1", "box"));
+  EXPECT_TRUE(IsLocalHost("127.3.2.1", "box"));
+  EXPECT_TRUE(IsLocalHost("box", "box"));
+  EXPECT_FALSE(IsLocalHost("other", "box"));
+  EXPECT_FALSE(IsLocalHost("10.0.0.1", "box"));
+  EXPECT_FALSE(IsLocalHost("127.0.0.256", "box"));
+  EXPECT_FALSE(IsLocalHost("127.0.0.1.example.com", "box"));
+  EXPECT_FALSE(IsLocalHost("", ""));
 }
 
 class HostDiscoveryScript : public ::testing::Test {
@@ -79,21 +79,21 @@ class HostDiscoveryScript : public ::testing::Test {
 };
 
 TEST_F(HostDiscoveryScript, OutputOfASuccessfulScriptIsParsed) {
-  DiscoveryResult r = run_discovery_script(script("echo localhost:2; echo 127.0.0.2:1"), std::chrono::seconds(10));
+  DiscoveryResult r = RunDiscoveryScript(script("echo localhost:2; echo 127.0.0.2:1"), std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<Hosts>(r)) << std::get<std::string>(r);
   EXPECT_EQ(std::get<Hosts>(r), (Hosts{{"localhost", 2}, {"127.0.0.2", 1}}));
 }
 
 TEST_F(HostDiscoveryScript, FailuresAreErrors) {
-  DiscoveryResult r = run_discovery_script(script("echo localhost:2; exit 3"), std::chrono::seconds(10));
+  DiscoveryResult r = RunDiscoveryScript(script("echo localhost:2; exit 3"), std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
   EXPECT_NE(std::get<std::string>(r).find("exited with code 3"), std::string::npos) << std::get<std::string>(r);
 
-  r = run_discovery_script(script("echo localhost:2", 0644), std::chrono::seconds(10));
+  r = RunDiscoveryScript(script("echo localhost:2", 0644), std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
   EXPECT_NE(std::get<std::string>(r).find("not executable"), std::string::npos) << std::get<std::string>(r);
 
-  r = run_discovery_script(dir_ + "/missing.sh", std::chrono::seconds(10));
+  r = RunDiscoveryScript(dir_ + "/missing.sh", std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
   EXPECT_NE(std::get<std::string>(r).find("not found"), std::string::npos) << std::get<std::string>(r);
 }
@@ -101,7 +101,7 @@ TEST_F(HostDiscoveryScript, FailuresAreErrors) {
 TEST_F(HostDiscoveryScript, HangingScriptIsKilledAtTheTimeout) {
   // The script (and the sleep it started, same process group) would run 60 s.
   const auto start = std::chrono::steady_clock::now();
-  DiscoveryResult r = run_discovery_script(script("echo localhost:1; sleep 60"), std::chrono::milliseconds(300));
+  DiscoveryResult r = RunDiscoveryScript(script("echo localhost:1; sleep 60"), std::chrono::milliseconds(300));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
   EXPECT_NE(std::get<std::string>(r).find("did not finish within 300 ms"), std::string::npos)
@@ -146,7 +146,7 @@ TEST(HostBlacklistTest, CooldownDoublesWithinTheRange) {
 }
 
 TEST(HostDiscoveryTest, SlotsPerHostForLinesWithoutSlots) {
-  const DiscoveryResult r = parse_discovery_output("a\nb:2\n", 4);
+  const DiscoveryResult r = ParseDiscoveryOutput("a\nb:2\n", 4);
   ASSERT_TRUE(std::holds_alternative<std::vector<DiscoveredHost>>(r));
   EXPECT_EQ(std::get<std::vector<DiscoveredHost>>(r), (std::vector<DiscoveredHost>{{"a", 4}, {"b", 2}}));
 }

@@ -24,14 +24,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // Waits (at most 20 s) for $TESTDIR/<file>; exits 99 past that.
-std::string wait_file_sh(const std::string& file) {
+std::string WaitFileSh(const std::string& file) {
   return "n=0; while [ ! -e \"$TESTDIR/" + file +
          "\" ]; do n=$((n+1)); [ $n -gt 2000 ] && exit 99; sleep 0.01; done; ";
 }
 
 // A worker that reports SIGTERM, says it is ready, and waits for `finish`.
 const std::string kWorker = "trap 'echo term; exit 0' TERM; touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; " +
-                            wait_file_sh("finish") + "echo done";
+                            WaitFileSh("finish") + "echo done";
 
 class KhorovodrunElasticTest : public ::testing::Test {
  protected:
@@ -50,7 +50,7 @@ class KhorovodrunElasticTest : public ::testing::Test {
     fs::remove_all(dir_, ignored);
   }
   // Replaces the host list atomically: the script may be reading it.
-  void set_hosts(const std::string& text) {
+  void SetHosts(const std::string& text) {
     std::ofstream(dir_ + "/hosts.tmp") << text;
     fs::rename(dir_ + "/hosts.tmp", dir_ + "/hosts");
   }
@@ -63,7 +63,7 @@ class KhorovodrunElasticTest : public ::testing::Test {
     return n;
   }
   std::vector<std::string> env() const { return {"TMPDIR=" + dir_, "TESTDIR=" + dir_}; }
-  std::vector<std::string> discovery_args(const std::string& worker) const {
+  std::vector<std::string> DiscoveryArgs(const std::string& worker) const {
     return {"-np", "2", "--min-np", "1", "--max-np", "4", "--host-discovery-script", script_,
             "--discovery-interval-ms", "50", "/bin/sh", "-c", worker};
   }
@@ -73,17 +73,17 @@ class KhorovodrunElasticTest : public ::testing::Test {
 };
 
 TEST_F(KhorovodrunElasticTest, DiscoveryAddsWorkersForNewHostsAndStopsThoseOfRemovedHosts) {
-  set_hosts("localhost:2\n");
-  LauncherProcess p(discovery_args(kWorker), env());
-  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-0") && exists("ready.worker-1"); })) << p.err();
+  SetHosts("localhost:2\n");
+  LauncherProcess p(DiscoveryArgs(kWorker), env());
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-0") && exists("ready.worker-1"); })) << p.err();
 
   // A new host. (Remote hosts: khorovodrun_ssh_test.sh.)
-  set_hosts("localhost:2\n127.0.0.2:1\n");
-  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-2"); })) << p.err();
+  SetHosts("localhost:2\n127.0.0.2:1\n");
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-2"); })) << p.err();
 
   // localhost goes away: its two workers are stopped, 127.0.0.2 keeps its one.
-  set_hosts("127.0.0.2:1\n");
-  ASSERT_TRUE(p.wait_until([&] {
+  SetHosts("127.0.0.2:1\n");
+  ASSERT_TRUE(p.WaitUntil([&] {
     return p.out().find("[0]<stdout>:term") != std::string::npos &&
            p.out().find("[1]<stdout>:term") != std::string::npos;
   })) << p.out() << p.err();
@@ -100,16 +100,16 @@ TEST_F(KhorovodrunElasticTest, DiscoveryAddsWorkersForNewHostsAndStopsThoseOfRem
 }
 
 TEST_F(KhorovodrunElasticTest, DiscoveryNeverExceedsMaxNp) {
-  set_hosts("localhost:3\n127.0.0.2:3\n");  // 6 slots, --max-np 4
-  LauncherProcess p(discovery_args(kWorker), env());
-  ASSERT_TRUE(p.wait_until([&] {
+  SetHosts("localhost:3\n127.0.0.2:3\n");  // 6 slots, --max-np 4
+  LauncherProcess p(DiscoveryArgs(kWorker), env());
+  ASSERT_TRUE(p.WaitUntil([&] {
     return exists("ready.worker-0") && exists("ready.worker-1") && exists("ready.worker-2") &&
            exists("ready.worker-3");
   })) << p.err();
   // Three more discovery rounds with even more slots must not add a worker.
-  set_hosts("localhost:3\n127.0.0.2:3\n127.0.0.3:1\n");
+  SetHosts("localhost:3\n127.0.0.2:3\n127.0.0.3:1\n");
   const int seen = runs();
-  ASSERT_TRUE(p.wait_until([&] { return runs() >= seen + 3; })) << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] { return runs() >= seen + 3; })) << p.err();
   touch("finish");
   const LauncherResult r = p.wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -117,12 +117,12 @@ TEST_F(KhorovodrunElasticTest, DiscoveryNeverExceedsMaxNp) {
 }
 
 TEST_F(KhorovodrunElasticTest, JobWithoutHostsWaitsForThemUpToTheElasticTimeout) {
-  set_hosts("localhost:1\n");
-  std::vector<std::string> args = discovery_args(kWorker);
+  SetHosts("localhost:1\n");
+  std::vector<std::string> args = DiscoveryArgs(kWorker);
   args.insert(args.begin(), {"--elastic-timeout", "1"});
   LauncherProcess p(args, env());
-  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-0"); })) << p.err();
-  set_hosts("");  // every host gone: the worker is stopped, the job waits, then gives up
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-0"); })) << p.err();
+  SetHosts("");  // every host gone: the worker is stopped, the job waits, then gives up
   const LauncherResult r = p.wait();
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -134,10 +134,10 @@ TEST_F(KhorovodrunElasticTest, JobWithoutHostsWaitsForThemUpToTheElasticTimeout)
 // refuses fails the job at once, in horovodrun's words. KHOROVOD_SSH=false
 // stands for an ssh that cannot log in (no packet leaves the machine).
 TEST_F(KhorovodrunElasticTest, RemoteHostThatRefusesSshAtStartIsAClearErrorNotAWait) {
-  set_hosts("10.1.2.3:4\n");
+  SetHosts("10.1.2.3:4\n");
   std::vector<std::string> environment = env();
   environment.push_back("KHOROVOD_SSH=false");
-  const LauncherResult r = run_launcher(discovery_args(kWorker), environment);
+  const LauncherResult r = RunLauncher(DiscoveryArgs(kWorker), environment);
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ssh not successful for host 10.1.2.3"), std::string::npos) << r.err;
@@ -146,21 +146,21 @@ TEST_F(KhorovodrunElasticTest, RemoteHostThatRefusesSshAtStartIsAClearErrorNotAW
 }
 
 TEST_F(KhorovodrunElasticTest, FailingOrGarbageScriptAtStartIsAClearError) {
-  set_hosts("localhost:two\n");
-  LauncherResult r = run_launcher(discovery_args(kWorker), env());
+  SetHosts("localhost:two\n");
+  LauncherResult r = RunLauncher(DiscoveryArgs(kWorker), env());
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("expected host:slots"), std::string::npos) << r.err;
 
   fs::remove(dir_ + "/hosts");  // cat fails
-  r = run_launcher(discovery_args(kWorker), env());
+  r = RunLauncher(DiscoveryArgs(kWorker), env());
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("exited with code 1"), std::string::npos) << r.err;
 }
 
 TEST_F(KhorovodrunElasticTest, DiscoveryConflictsWithHostList) {
-  const LauncherResult r = run_launcher({"-np", "1", "-H", "localhost:1", "--host-discovery-script", script_,
+  const LauncherResult r = RunLauncher({"-np", "1", "-H", "localhost:1", "--host-discovery-script", script_,
                                          "/bin/true"},
                                         env());
   ASSERT_TRUE(r.finished);
@@ -175,16 +175,16 @@ TEST_F(KhorovodrunElasticTest, WorkerExitingZeroIsNotReplacedAndALaterFailureFai
       "trap 'echo term; exit 0' TERM; touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; "
       "case $KHOROVOD_WORKER_NAME in "
       "worker-0) echo finished; exit 0;; "
-      "worker-1) " + wait_file_sh("fail1") + "exit 3;; "
-      "*) " + wait_file_sh("finish") + "echo done;; esac";
+      "worker-1) " + WaitFileSh("fail1") + "exit 3;; "
+      "*) " + WaitFileSh("finish") + "echo done;; esac";
   LauncherProcess p({"-np", "3", "--min-np", "1", "--max-np", "3", "--grace-period-ms", "20000", "/bin/sh", "-c",
                      worker},
                     env());
-  ASSERT_TRUE(p.wait_until([&] { return p.err().find("worker 0 finished (exit 0)") != std::string::npos; }))
+  ASSERT_TRUE(p.WaitUntil([&] { return p.err().find("worker 0 finished (exit 0)") != std::string::npos; }))
       << p.err();
   // worker-2 writes its ready file after installing its TERM trap; a SIGTERM
   // before that would kill it silently and the test would race.
-  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-1") && exists("ready.worker-2"); })) << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-1") && exists("ready.worker-2"); })) << p.err();
   touch("fail1");
   const LauncherResult r = p.wait();
   ASSERT_TRUE(r.finished);
@@ -197,9 +197,9 @@ TEST_F(KhorovodrunElasticTest, WorkerExitingZeroIsNotReplacedAndALaterFailureFai
 TEST_F(KhorovodrunElasticTest, FailureBeforeAnyFinishIsReplaced) {
   const std::string worker =
       "touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; "
-      "[ $KHOROVOD_WORKER_NAME = worker-1 ] && exit 3; " + wait_file_sh("finish") + "echo done";
+      "[ $KHOROVOD_WORKER_NAME = worker-1 ] && exit 3; " + WaitFileSh("finish") + "echo done";
   LauncherProcess p({"-np", "2", "--min-np", "1", "--max-np", "2", "/bin/sh", "-c", worker}, env());
-  ASSERT_TRUE(p.wait_until([&] { return exists("ready.worker-2"); })) << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-2"); })) << p.err();
   touch("finish");
   const LauncherResult r = p.wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;

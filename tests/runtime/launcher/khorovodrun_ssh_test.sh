@@ -143,7 +143,7 @@ start_job() {
   (cd "$tmp" && ip netns exec "$p-l" env HOME="$tmp" KHOROVOD_SSH="$tmp/ssh" timeout -k 5 150 "$khorovodrun" \
       "$@" >"$tmp/job.log" 2>&1; echo $? >"$tmp/job.rc") &
   job=$!
-  pids+=($job)
+  pids+=("$job")
 }
 
 # workers_on_host2: once 4 elastic workers run (at most 60 s), the pids of

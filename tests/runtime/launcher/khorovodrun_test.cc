@@ -50,7 +50,7 @@ class KhorovodrunTest : public ::testing::Test {
   // workers where to drop readiness and pid files.
   std::vector<std::string> env() const { return {"TMPDIR=" + dir_, "TESTDIR=" + dir_}; }
 
-  LauncherResult run(const std::vector<std::string>& args) { return run_launcher(args, env()); }
+  LauncherResult run(const std::vector<std::string>& args) { return RunLauncher(args, env()); }
 
   static std::vector<std::string> sh(const std::string& script) {
     return {"/bin/sh", "-c", script};
@@ -64,7 +64,7 @@ class KhorovodrunTest : public ::testing::Test {
 
   bool exists(const std::string& name) const { return fs::exists(dir_ + "/" + name); }
 
-  pid_t read_pid(const std::string& name) const {
+  pid_t ReadPid(const std::string& name) const {
     std::ifstream in(dir_ + "/" + name);
     pid_t pid = -1;
     in >> pid;
@@ -76,7 +76,7 @@ class KhorovodrunTest : public ::testing::Test {
 
 // Bounded wait inside a worker script until all files exist (20 s max);
 // exits 99 on timeout so a broken test fails loudly instead of hanging.
-std::string wait_for_files_sh(const std::string& files) {
+std::string WaitForFilesSh(const std::string& files) {
   return "n=0; for f in " + files +
          "; do while [ ! -e \"$TESTDIR/$f\" ]; do n=$((n+1)); "
          "[ $n -gt 2000 ] && exit 99; sleep 0.01; done; done; ";
@@ -87,7 +87,7 @@ const char* kPublishPid =
     "echo $$ > \"$TESTDIR/pid.$KHOROVOD_RANK.tmp\" && "
     "mv \"$TESTDIR/pid.$KHOROVOD_RANK.tmp\" \"$TESTDIR/pid.$KHOROVOD_RANK\"; ";
 
-void expect_process_gone(pid_t pid) {
+void ExpectProcessGone(pid_t pid) {
   ASSERT_GT(pid, 0);
   errno = 0;
   EXPECT_EQ(::kill(pid, 0), -1) << "worker " << pid << " still exists";
@@ -95,10 +95,10 @@ void expect_process_gone(pid_t pid) {
 }
 
 // Maps "[rank]<stdout>:KEY=VALUE" lines to per-rank variables.
-std::map<int, std::map<std::string, std::string>> parse_env_dump(const std::string& out) {
+std::map<int, std::map<std::string, std::string>> ParseEnvDump(const std::string& out) {
   static const std::regex line_re(R"(^\[(\d+)\]<stdout>:(KHOROVOD_[A-Z_]+)=(.*)$)");
   std::map<int, std::map<std::string, std::string>> vars;
-  for (const auto& line : split_lines(out)) {
+  for (const auto& line : SplitLines(out)) {
     std::smatch m;
     if (std::regex_match(line, m, line_re)) vars[std::stoi(m[1])][m[2]] = m[3];
   }
@@ -111,7 +111,7 @@ TEST_F(KhorovodrunTest, SetsContractEnvironmentForEveryRank) {
                                           "touch \"$KHOROVOD_STORE_PATH/rank$KHOROVOD_RANK\"")));
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const auto vars = parse_env_dump(r.out);
+  const auto vars = ParseEnvDump(r.out);
   ASSERT_EQ(vars.size(), 3u) << r.out;
   const std::string job_id = vars.at(0).at("KHOROVOD_JOB_ID");
   const std::string store = vars.at(0).at("KHOROVOD_STORE_PATH");
@@ -190,7 +190,7 @@ TEST_F(KhorovodrunTest, PrefixesEveryLineWithoutInterleaving) {
                              "|(" + tail + "))$");
     std::vector<int> next(kRanks, 0);
     std::vector<bool> saw_tail(kRanks, false);
-    for (const auto& line : split_lines(text)) {
+    for (const auto& line : SplitLines(text)) {
       std::smatch m;
       ASSERT_TRUE(std::regex_match(line, m, line_re)) << stream << " line: " << line.substr(0, 400);
       const int rank = std::stoi(m[1]);
@@ -216,7 +216,7 @@ TEST_F(KhorovodrunTest, FailingRankFailsJobAndOthersAreTerminated) {
   // SIGTERM (not the SIGKILL escalation) can end them within the deadline.
   const auto r =
       run(cat({"-np", "3", "--grace-period-ms", "20000"},
-              sh("if [ \"$KHOROVOD_RANK\" = 1 ]; then " + wait_for_files_sh("pid.0 pid.2") +
+              sh("if [ \"$KHOROVOD_RANK\" = 1 ]; then " + WaitForFilesSh("pid.0 pid.2") +
                  "echo failing; exit 3; fi; "
                  "trap 'echo got TERM; kill $! 2>/dev/null; exit 0' TERM; " +
                  kPublishPid + "sleep 600 & wait")));
@@ -228,18 +228,18 @@ TEST_F(KhorovodrunTest, FailingRankFailsJobAndOthersAreTerminated) {
   EXPECT_NE(r.out.find("[1]<stdout>:failing\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[0]<stdout>:got TERM\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[2]<stdout>:got TERM\n"), std::string::npos) << r.out;
-  expect_process_gone(read_pid("pid.0"));
-  expect_process_gone(read_pid("pid.2"));
+  ExpectProcessGone(ReadPid("pid.0"));
+  ExpectProcessGone(ReadPid("pid.2"));
 }
 
 TEST_F(KhorovodrunTest, WorkerIgnoringSigtermIsKilledAfterGracePeriod) {
   const auto r = run(cat({"-np", "2", "--grace-period-ms", "100"},
-                         sh("if [ \"$KHOROVOD_RANK\" = 0 ]; then " + wait_for_files_sh("pid.1") +
+                         sh("if [ \"$KHOROVOD_RANK\" = 0 ]; then " + WaitForFilesSh("pid.1") +
                             "exit 5; fi; trap '' TERM; " + kPublishPid + "exec sleep 600")));
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_NE(r.err.find("sending SIGKILL"), std::string::npos) << r.err;
-  expect_process_gone(read_pid("pid.1"));
+  ExpectProcessGone(ReadPid("pid.1"));
 }
 
 TEST_F(KhorovodrunTest, RankKilledBySignalGives128PlusSignal) {
@@ -263,7 +263,7 @@ TEST_P(KhorovodrunSignalTest, ForwardsSignalToAllWorkers) {
       cat({"-np", "2"}, sh("trap 'echo got " + name + "; kill $! 2>/dev/null; exit 0' " + name +
                            "; touch \"$TESTDIR/ready.$KHOROVOD_RANK\"; sleep 600 & wait")),
       env());
-  ASSERT_TRUE(p.wait_until([&] { return exists("ready.0") && exists("ready.1"); })) << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.0") && exists("ready.1"); })) << p.err();
   ASSERT_EQ(::kill(p.pid(), sig), 0);
   const auto r = p.wait();
   ASSERT_TRUE(r.finished);

@@ -1,4 +1,4 @@
-#include "launch_options.h"
+#include "launcher/launch_options.h"
 
 #include <gtest/gtest.h>
 
@@ -18,11 +18,11 @@ struct Parsed {
 Parsed parse(const std::vector<std::string>& args) {
   std::ostringstream out;
   std::ostringstream err;
-  ParseOutcome outcome = parse_launch_options(args, out, err);
+  ParseOutcome outcome = ParseLaunchOptions(args, out, err);
   return Parsed{std::move(outcome), out.str(), err.str()};
 }
 
-LaunchOptions parse_ok(const std::vector<std::string>& args) {
+LaunchOptions ParseOk(const std::vector<std::string>& args) {
   Parsed p = parse(args);
   EXPECT_TRUE(p.outcome.options.has_value()) << p.err;
   return p.outcome.options.value_or(LaunchOptions{});
@@ -31,7 +31,7 @@ LaunchOptions parse_ok(const std::vector<std::string>& args) {
 using Args = std::vector<std::string>;
 
 TEST(LaunchOptionsTest, HorovodrunStyleWithDefaults) {
-  const LaunchOptions o = parse_ok({"-np", "4", "./trainer", "--steps", "10"});
+  const LaunchOptions o = ParseOk({"-np", "4", "./trainer", "--steps", "10"});
   EXPECT_EQ(o.num_proc, 4);
   EXPECT_EQ(o.command, (Args{"./trainer", "--steps", "10"}));
   EXPECT_EQ(o.job_id, "");
@@ -43,13 +43,13 @@ TEST(LaunchOptionsTest, HorovodrunStyleWithDefaults) {
 TEST(LaunchOptionsTest, NumProcSpellings) {
   for (const Args& args : {Args{"-np", "2", "p"}, Args{"-np=2", "p"}, Args{"--np", "2", "p"},
                            Args{"--np=2", "p"}, Args{"--num-proc", "2", "p"}}) {
-    EXPECT_EQ(parse_ok(args).num_proc, 2) << args[0];
+    EXPECT_EQ(ParseOk(args).num_proc, 2) << args[0];
   }
 }
 
 TEST(LaunchOptionsTest, AllOptions) {
   const LaunchOptions o =
-      parse_ok({"--job-id", "job-1", "--hostname", "10.0.0.1", "--grace-period-ms", "250", "-x",
+      ParseOk({"--job-id", "job-1", "--hostname", "10.0.0.1", "--grace-period-ms", "250", "-x",
                 "A=1", "-x", "B", "-xC=x=y", "--env=D=", "-np", "3", "prog"});
   EXPECT_EQ(o.num_proc, 3);
   EXPECT_EQ(o.job_id, "job-1");
@@ -64,7 +64,7 @@ TEST(LaunchOptionsTest, ProgramArgumentsAreNeverParsed) {
   const Args program_args{"-np", "3", "-x", "A=1", "--", "[1,2]", "{}", "", "--help"};
   Args args{"-np", "2", "-x", "B=2", "prog"};
   args.insert(args.end(), program_args.begin(), program_args.end());
-  const LaunchOptions o = parse_ok(args);
+  const LaunchOptions o = ParseOk(args);
   EXPECT_EQ(o.num_proc, 2);
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"B", "2"}}));
   Args expected{"prog"};
@@ -73,12 +73,12 @@ TEST(LaunchOptionsTest, ProgramArgumentsAreNeverParsed) {
 }
 
 TEST(LaunchOptionsTest, DoubleDashAllowsProgramStartingWithDash) {
-  EXPECT_EQ(parse_ok({"-np", "1", "--", "-weird", "a"}).command, (Args{"-weird", "a"}));
-  EXPECT_EQ(parse_ok({"-np", "1", "--", "--", "a"}).command, (Args{"--", "a"}));
+  EXPECT_EQ(ParseOk({"-np", "1", "--", "-weird", "a"}).command, (Args{"-weird", "a"}));
+  EXPECT_EQ(ParseOk({"-np", "1", "--", "--", "a"}).command, (Args{"--", "a"}));
 }
 
 TEST(LaunchOptionsTest, ExtraEnvDoesNotSwallowProgram) {
-  const LaunchOptions o = parse_ok({"-np", "1", "-x", "FOO", "prog", "arg"});
+  const LaunchOptions o = ParseOk({"-np", "1", "-x", "FOO", "prog", "arg"});
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"FOO", std::nullopt}}));
   EXPECT_EQ(o.command, (Args{"prog", "arg"}));
 }
@@ -93,14 +93,14 @@ TEST(LaunchOptionsTest, HelpIsNotAnError) {
 
 TEST(LaunchOptionsTest, HostDiscoveryScriptImpliesElastic) {
   const LaunchOptions o =
-      parse_ok({"-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh", "--discovery-interval-ms", "250",
+      ParseOk({"-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh", "--discovery-interval-ms", "250",
                 "prog"});
   EXPECT_TRUE(o.elastic());
   EXPECT_EQ(o.host_discovery_script, "./d.sh");
   EXPECT_EQ(o.discovery_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(o.min_np, 2);  // Horovod: --min-np defaults to -np
   EXPECT_EQ(o.max_np, 4);
-  EXPECT_EQ(parse_ok({"-np", "2", "prog"}).discovery_interval, std::chrono::milliseconds(1000));
+  EXPECT_EQ(ParseOk({"-np", "2", "prog"}).discovery_interval, std::chrono::milliseconds(1000));
 }
 
 class LaunchOptionsRejectTest
@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
                                 "excludes"}));
 
 TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
-  const LaunchOptions o = parse_ok({"-np", "2", "-H", "localhost:2", "--gloo", "--verbose",
+  const LaunchOptions o = ParseOk({"-np", "2", "-H", "localhost:2", "--gloo", "--verbose",
                                     "--network-interface", "lo", "--start-timeout", "90",
                                     "--fusion-threshold-mb", "2", "--cycle-time-ms", "0.5",
                                     "--disable-cache", "--timeline-filename", "/tmp/tl.json",
@@ -164,7 +164,7 @@ TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
     std::ofstream f(hostfile);
     f << "# comment\nhost-1 slots=2\n\nhost-2 slots=3\n";
   }
-  const LaunchOptions o = parse_ok({"-np", "2", "--min-num-proc", "1", "--max-num-proc", "5", "-hostfile", hostfile,
+  const LaunchOptions o = ParseOk({"-np", "2", "--min-num-proc", "1", "--max-num-proc", "5", "-hostfile", hostfile,
                                     "--run-hosts-locally", "--slots-per-host", "4", "--blacklist-cooldown-range",
                                     "2", "30", "--gloo-timeout-seconds", "7", "prog", "a"});
   EXPECT_EQ(o.min_np, 1);
@@ -175,14 +175,14 @@ TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
   EXPECT_EQ(o.cooldown_max_s, 30);
   EXPECT_EQ(o.command, (Args{"prog", "a"}));
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_TIMEOUT_SECONDS", "7"}}));
-  EXPECT_EQ(parse_ok({"-np", "2", "--slots", "3", "prog"}).slots_per_host, 3);
+  EXPECT_EQ(ParseOk({"-np", "2", "--slots", "3", "prog"}).slots_per_host, 3);
   // Horovod: an elastic job without --max-np may use every slot -H offers.
-  EXPECT_EQ(parse_ok({"-np", "2", "--min-num-proc", "2", "-H", "localhost:2,127.0.0.1:2", "prog"}).max_np, 4);
-  EXPECT_EQ(parse_ok({"-np", "3", "--min-num-proc", "2", "-H", "localhost,127.0.0.1:2", "prog"}).max_np, 3);
-  EXPECT_EQ(parse_ok({"-np", "2", "--min-num-proc", "2", "-H", "localhost:8", "--max-num-proc", "3", "prog"}).max_np, 3);
-  EXPECT_EQ(parse_ok({"-np", "3", "--output-filename", "/tmp/o", "prog"}).output_filename, "/tmp/o");
+  EXPECT_EQ(ParseOk({"-np", "2", "--min-num-proc", "2", "-H", "localhost:2,127.0.0.1:2", "prog"}).max_np, 4);
+  EXPECT_EQ(ParseOk({"-np", "3", "--min-num-proc", "2", "-H", "localhost,127.0.0.1:2", "prog"}).max_np, 3);
+  EXPECT_EQ(ParseOk({"-np", "2", "--min-num-proc", "2", "-H", "localhost:8", "--max-num-proc", "3", "prog"}).max_np, 3);
+  EXPECT_EQ(ParseOk({"-np", "3", "--output-filename", "/tmp/o", "prog"}).output_filename, "/tmp/o");
   // Without --run-hosts-locally other hosts are remote, reached over ssh.
-  const LaunchOptions remote = parse_ok({"-np", "2", "--hostfile", hostfile, "-p", "2222", "-i", "/k/id",
+  const LaunchOptions remote = ParseOk({"-np", "2", "--hostfile", hostfile, "-p", "2222", "-i", "/k/id",
                                          "--network-interfaces", "eth1,eth0", "prog"});
   EXPECT_EQ(remote.hosts, "host-1:2,host-2:3");
   EXPECT_FALSE(remote.hosts_run_locally);
@@ -228,15 +228,15 @@ TEST(LaunchOptionsTest, EveryRefusedHorovodrunFlagSaysWhy) {
     EXPECT_GT(p.err.size(), 40u) << "a reason, not just the name: " << p.err;
   }
   // Horovod's defaults, spelled out, are accepted.
-  parse_ok({"-np", "2", "--log-without-timestamp", "--no-timeline-mark-cycles", "--stall-check", "prog"});
+  ParseOk({"-np", "2", "--log-without-timestamp", "--no-timeline-mark-cycles", "--stall-check", "prog"});
 }
 
 TEST(LaunchOptionsTest, HorovodrunStallCheckFlags) {
-  const LaunchOptions o = parse_ok({"-np", "2", "--stall-check-warning-time-seconds", "2",
+  const LaunchOptions o = ParseOk({"-np", "2", "--stall-check-warning-time-seconds", "2",
                                     "--stall-check-shutdown-time-seconds", "5", "prog"});
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_STALL_CHECK_TIME_SECONDS", "2"},
                                                {"KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "5"}}));
-  const LaunchOptions off = parse_ok({"-np", "2", "--no-stall-check", "prog"});
+  const LaunchOptions off = ParseOk({"-np", "2", "--no-stall-check", "prog"});
   EXPECT_EQ(off.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_STALL_CHECK_DISABLE", "1"}}));
   for (const Args& args : {Args{"-np", "2", "--stall-check-warning-time-seconds", "0", "prog"},
                            Args{"-np", "2", "--stall-check-shutdown-time-seconds", "-1", "prog"}}) {
@@ -266,20 +266,20 @@ TEST(LaunchOptionsTest, HorovodrunFlagsWithoutMeaningHereFailClearly) {
 }
 
 TEST(EnvSpecTest, ValidateAndParse) {
-  EXPECT_TRUE(validate_env_spec("FOO").ok());
-  EXPECT_TRUE(validate_env_spec("_foo9=a b=c").ok());
-  EXPECT_FALSE(validate_env_spec("9FOO").ok());
-  EXPECT_FALSE(validate_env_spec("FO.O=1").ok());
-  EXPECT_FALSE(validate_env_spec("KHOROVOD_RANK").ok());
-  EXPECT_TRUE(validate_env_spec("KHOROVOD_OTHER=1").ok());  // only the contract names are reserved
-  EXPECT_EQ(parse_env_spec("FOO"), (EnvSpec{"FOO", std::nullopt}));
-  EXPECT_EQ(parse_env_spec("FOO="), (EnvSpec{"FOO", ""}));
-  EXPECT_EQ(parse_env_spec("FOO=a=b"), (EnvSpec{"FOO", "a=b"}));
+  EXPECT_TRUE(ValidateEnvSpec("FOO").ok());
+  EXPECT_TRUE(ValidateEnvSpec("_foo9=a b=c").ok());
+  EXPECT_FALSE(ValidateEnvSpec("9FOO").ok());
+  EXPECT_FALSE(ValidateEnvSpec("FO.O=1").ok());
+  EXPECT_FALSE(ValidateEnvSpec("KHOROVOD_RANK").ok());
+  EXPECT_TRUE(ValidateEnvSpec("KHOROVOD_OTHER=1").ok());  // only the contract names are reserved
+  EXPECT_EQ(ParseEnvSpec("FOO"), (EnvSpec{"FOO", std::nullopt}));
+  EXPECT_EQ(ParseEnvSpec("FOO="), (EnvSpec{"FOO", ""}));
+  EXPECT_EQ(ParseEnvSpec("FOO=a=b"), (EnvSpec{"FOO", "a=b"}));
 }
 
 TEST(JobIdTest, RandomHex) {
-  const std::string a = generate_job_id().value();
-  const std::string b = generate_job_id().value();
+  const std::string a = GenerateJobId().value();
+  const std::string b = GenerateJobId().value();
   EXPECT_TRUE(std::regex_match(a, std::regex("[0-9a-f]{16}"))) << a;
   EXPECT_NE(a, b);  // 2^-64 chance of a false failure
 }

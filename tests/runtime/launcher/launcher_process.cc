@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "worker_env.h"
+#include "launcher/worker_env.h"
 
 #ifndef KHOROVODRUN_PATH
 #error "KHOROVODRUN_PATH must be defined by the build"
@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 // Between readiness checks; only bounds latency, never decides an outcome.
 constexpr int kPollSliceMs = 10;
 
-int remaining_ms(Clock::time_point deadline) {
+int RemainingMs(Clock::time_point deadline) {
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left < 0 ? 0 : static_cast<int>(left);
@@ -42,7 +42,7 @@ LauncherProcess::LauncherProcess(const std::vector<std::string>& args,
     const auto eq = e.find('=');
     overrides.emplace_back(e.substr(0, eq), eq == std::string::npos ? "" : e.substr(eq + 1));
   }
-  const std::vector<std::string> env_strings = merge_environment(current_environment(), overrides);
+  const std::vector<std::string> env_strings = MergeEnvironment(CurrentEnvironment(), overrides);
 
   std::vector<char*> argv;
   for (const auto& s : argv_strings) argv.push_back(const_cast<char*>(s.c_str()));
@@ -104,7 +104,7 @@ void LauncherProcess::pump(int timeout_ms) {
   }
 }
 
-bool LauncherProcess::try_reap() {
+bool LauncherProcess::TryReap() {
   if (exit_code_) return true;
   int status = 0;
   if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
@@ -112,12 +112,12 @@ bool LauncherProcess::try_reap() {
   return true;
 }
 
-bool LauncherProcess::wait_until(const std::function<bool()>& ready,
+bool LauncherProcess::WaitUntil(const std::function<bool()>& ready,
                                  std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (!ready()) {
-    if (Clock::now() >= deadline || try_reap()) return ready();
-    pump(std::min(kPollSliceMs, remaining_ms(deadline)));
+    if (Clock::now() >= deadline || TryReap()) return ready();
+    pump(std::min(kPollSliceMs, RemainingMs(deadline)));
   }
   return true;
 }
@@ -127,9 +127,9 @@ LauncherResult LauncherProcess::wait(std::chrono::milliseconds timeout) {
   // The output pipes reach EOF when the launcher exits (workers never hold
   // them), so reading to EOF first means no output is lost.
   while ((out_fd_ >= 0 || err_fd_ >= 0) && Clock::now() < deadline) {
-    pump(std::min(100, remaining_ms(deadline)));
+    pump(std::min(100, RemainingMs(deadline)));
   }
-  while (!try_reap() && Clock::now() < deadline) pump(kPollSliceMs);
+  while (!TryReap() && Clock::now() < deadline) pump(kPollSliceMs);
   LauncherResult result;
   if (!exit_code_) {
     ::kill(pid_, SIGKILL);
@@ -144,14 +144,14 @@ LauncherResult LauncherProcess::wait(std::chrono::milliseconds timeout) {
   return result;
 }
 
-LauncherResult run_launcher(const std::vector<std::string>& args,
+LauncherResult RunLauncher(const std::vector<std::string>& args,
                             const std::vector<std::string>& extra_env,
                             std::chrono::milliseconds timeout) {
   LauncherProcess process(args, extra_env);
   return process.wait(timeout);
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
+std::vector<std::string> SplitLines(const std::string& text) {
   std::vector<std::string> lines;
   std::size_t start = 0;
   while (start < text.size()) {

@@ -39,7 +39,7 @@ class LauncherProcess {
   // Collects output while polling `ready` every few milliseconds; returns
   // true as soon as it holds, false if `timeout` passes or the launcher
   // exits first.
-  bool wait_until(const std::function<bool()>& ready, std::chrono::milliseconds timeout = 20s);
+  bool WaitUntil(const std::function<bool()>& ready, std::chrono::milliseconds timeout = 20s);
 
   // Collects output until the launcher exits (or `timeout` passes, in which
   // case it is killed and `finished` is false).
@@ -51,7 +51,7 @@ class LauncherProcess {
  private:
   // One poll(2) round over the output pipes, at most `timeout_ms`.
   void pump(int timeout_ms);
-  bool try_reap();
+  bool TryReap();
 
   pid_t pid_ = -1;
   int out_fd_ = -1;
@@ -62,11 +62,11 @@ class LauncherProcess {
 };
 
 // Runs khorovodrun to completion.
-LauncherResult run_launcher(const std::vector<std::string>& args,
+LauncherResult RunLauncher(const std::vector<std::string>& args,
                             const std::vector<std::string>& extra_env = {},
                             std::chrono::milliseconds timeout = 30s);
 
 // Splits text into lines (without the '\n'); a trailing partial line is kept.
-std::vector<std::string> split_lines(const std::string& text);
+std::vector<std::string> SplitLines(const std::string& text);
 
 }  // namespace khorovod::launcher::testing

@@ -1,4 +1,4 @@
-#include "output_mux.h"
+#include "launcher/output_mux.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 namespace khorovod::launcher {
 namespace {
 
-std::string feed_all(LinePrefixer& p, const std::vector<std::string>& chunks, bool finish) {
+std::string FeedAll(LinePrefixer& p, const std::vector<std::string>& chunks, bool finish) {
   std::string out;
   for (const auto& c : chunks) p.feed(c, out);
   if (finish) p.finish(out);
@@ -17,14 +17,14 @@ std::string feed_all(LinePrefixer& p, const std::vector<std::string>& chunks, bo
 }
 
 TEST(LinePrefixerTest, Prefixes) {
-  EXPECT_EQ(LinePrefixer::stdout_prefix(3), "[3]<stdout>:");
-  EXPECT_EQ(LinePrefixer::stderr_prefix(12), "[12]<stderr>:");
+  EXPECT_EQ(LinePrefixer::StdoutPrefix(3), "[3]<stdout>:");
+  EXPECT_EQ(LinePrefixer::StderrPrefix(12), "[12]<stderr>:");
 }
 
 TEST(LinePrefixerTest, CompleteLines) {
   LinePrefixer p("P:");
-  EXPECT_EQ(feed_all(p, {"a\nbb\n\nccc\n"}, false), "P:a\nP:bb\nP:\nP:ccc\n");
-  EXPECT_FALSE(p.has_partial_line());
+  EXPECT_EQ(FeedAll(p, {"a\nbb\n\nccc\n"}, false), "P:a\nP:bb\nP:\nP:ccc\n");
+  EXPECT_FALSE(p.HasPartialLine());
 }
 
 TEST(LinePrefixerTest, LinesSplitAcrossChunksAreJoined) {
@@ -32,7 +32,7 @@ TEST(LinePrefixerTest, LinesSplitAcrossChunksAreJoined) {
   std::string out;
   p.feed("hel", out);
   EXPECT_EQ(out, "");
-  EXPECT_TRUE(p.has_partial_line());
+  EXPECT_TRUE(p.HasPartialLine());
   p.feed("lo\nwor", out);
   EXPECT_EQ(out, "P:hello\n");
   p.feed("ld\n", out);
@@ -59,9 +59,9 @@ TEST(LinePrefixerTest, FinishFlushesPartialLineOnlyOnce) {
 
 TEST(LinePrefixerTest, FinishWithoutPartialAddsNothing) {
   LinePrefixer p("P:");
-  EXPECT_EQ(feed_all(p, {"x\n"}, true), "P:x\n");
+  EXPECT_EQ(FeedAll(p, {"x\n"}, true), "P:x\n");
   LinePrefixer empty("P:");
-  EXPECT_EQ(feed_all(empty, {}, true), "");
+  EXPECT_EQ(FeedAll(empty, {}, true), "");
 }
 
 TEST(LinePrefixerTest, OverlongLinesAreEmittedInBoundedPieces) {
@@ -74,12 +74,12 @@ TEST(LinePrefixerTest, OverlongLinesAreEmittedInBoundedPieces) {
   EXPECT_EQ(out, "P:abcd\nP:efgh\nP:ij\n");
   // A long line inside one chunk is cut the same way.
   LinePrefixer q("P:", 4);
-  EXPECT_EQ(feed_all(q, {"abcdefghij\n"}, false), "P:abcd\nP:efgh\nP:ij\n");
+  EXPECT_EQ(FeedAll(q, {"abcdefghij\n"}, false), "P:abcd\nP:efgh\nP:ij\n");
 }
 
 TEST(LinePrefixerTest, LineOfExactlyMaxBytesIsNotSplit) {
   LinePrefixer p("P:", 4);
-  EXPECT_EQ(feed_all(p, {"abcd", "\n", "efgh\n"}, true), "P:abcd\nP:efgh\n");
+  EXPECT_EQ(FeedAll(p, {"abcd", "\n", "efgh\n"}, true), "P:abcd\nP:efgh\n");
 }
 
 // OutputMux over real pipes: two writers with interleaved partial lines
@@ -92,12 +92,12 @@ TEST(OutputMuxTest, MergesPipesIntoWholeLines) {
   UniqueFd a_write(a[1]), b_write(b[1]), sink_read(sink[0]), sink_write(sink[1]);
 
   OutputMux mux;
-  mux.add_stream(UniqueFd(a[0]), "[0]:", sink_write.get());
-  mux.add_stream(UniqueFd(b[0]), "[1]:", sink_write.get());
+  mux.AddStream(UniqueFd(a[0]), "[0]:", sink_write.get());
+  mux.AddStream(UniqueFd(b[0]), "[1]:", sink_write.get());
 
   auto service_once = [&] {
     std::vector<pollfd> fds;
-    mux.append_pollfds(fds);
+    mux.AppendPollfds(fds);
     ASSERT_GE(::poll(fds.data(), fds.size(), 5000), 0);
     mux.service(fds);
   };
@@ -109,8 +109,8 @@ TEST(OutputMuxTest, MergesPipesIntoWholeLines) {
   a_write.reset();
   b_write.reset();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (mux.has_open_streams() && std::chrono::steady_clock::now() < deadline) service_once();
-  EXPECT_FALSE(mux.has_open_streams());
+  while (mux.HasOpenStreams() && std::chrono::steady_clock::now() < deadline) service_once();
+  EXPECT_FALSE(mux.HasOpenStreams());
 
   std::string out(256, '\0');
   const ssize_t n = ::read(sink_read.get(), out.data(), out.size());
@@ -130,11 +130,11 @@ TEST(OutputMuxTest, DrainAndCloseAllFlushesBufferedData) {
   ASSERT_EQ(::pipe2(sink, O_CLOEXEC | O_NONBLOCK), 0);
   UniqueFd a_write(a[1]), sink_read(sink[0]), sink_write(sink[1]);
   OutputMux mux;
-  mux.add_stream(UniqueFd(a[0]), "P:", sink_write.get());
+  mux.AddStream(UniqueFd(a[0]), "P:", sink_write.get());
   // The writer stays open: drain must not wait for EOF.
   ASSERT_EQ(::write(a_write.get(), "x\ny", 3), 3);
-  mux.drain_and_close_all();
-  EXPECT_FALSE(mux.has_open_streams());
+  mux.DrainAndCloseAll();
+  EXPECT_FALSE(mux.HasOpenStreams());
   std::string out(64, '\0');
   const ssize_t n = ::read(sink_read.get(), out.data(), out.size());
   ASSERT_GT(n, 0);

@@ -1,6 +1,6 @@
 // Unit tests of the launcher's process-level building blocks: ProcessGroup,
 // SignalPipe and ScopedTempDir.
-#include "process_group.h"
+#include "launcher/process_group.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,9 +16,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "scoped_temp_dir.h"
-#include "signal_pipe.h"
-#include "worker_env.h"
+#include "launcher/scoped_temp_dir.h"
+#include "launcher/signal_pipe.h"
+#include "launcher/worker_env.h"
 
 namespace khorovod::launcher {
 namespace {
@@ -26,7 +26,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Reads a pipe to EOF (bounded by a deadline).
-std::string read_all(int fd) {
+// A spawn the test needs: a failure ends the test with its Status.
+WorkerPipes SpawnOrDie(ProcessGroup& group, const WorkerSpec& spec) {
+  StatusOr<WorkerPipes> spawned = group.Spawn(spec);
+  if (!spawned.ok()) {
+    ADD_FAILURE() << spawned.status().message();
+    return {};
+  }
+  return std::move(*spawned);
+}
+
+std::string ReadAll(int fd) {
   std::string text;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < deadline) {
@@ -41,91 +51,88 @@ std::string read_all(int fd) {
 }
 
 // Polls for an exit with a deadline; exits are noticed without SIGCHLD here.
-std::vector<WorkerExit> wait_for_exits(ProcessGroup& group, std::size_t count) {
+std::vector<WorkerExit> WaitForExits(ProcessGroup& group, std::size_t count) {
   std::vector<WorkerExit> exits;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (exits.size() < count && Clock::now() < deadline) {
-    for (auto& e : group.poll_exits()) exits.push_back(e);
+    for (auto& e : group.PollExits()) exits.push_back(e);
     if (exits.size() < count) ::poll(nullptr, 0, 5);
   }
   return exits;
 }
 
 TEST(ExitStatusTest, DescribesAndMapsToShellCodes) {
-  const ExitStatus ok = ExitStatus::from_wait_status(W_EXITCODE(0, 0));
-  EXPECT_TRUE(ok.success());
-  EXPECT_EQ(ok.shell_code(), 0);
-  const ExitStatus three = ExitStatus::from_wait_status(W_EXITCODE(3, 0));
-  EXPECT_FALSE(three.success());
-  EXPECT_EQ(three.shell_code(), 3);
-  EXPECT_EQ(three.describe(), "exited with code 3");
-  const ExitStatus killed = ExitStatus::from_wait_status(W_EXITCODE(0, SIGKILL));
+  const ExitStatus ok = ExitStatus::FromWaitStatus(W_EXITCODE(0, 0));
+  EXPECT_TRUE(ok.Success());
+  EXPECT_EQ(ok.ShellCode(), 0);
+  const ExitStatus three = ExitStatus::FromWaitStatus(W_EXITCODE(3, 0));
+  EXPECT_FALSE(three.Success());
+  EXPECT_EQ(three.ShellCode(), 3);
+  EXPECT_EQ(three.Describe(), "exited with code 3");
+  const ExitStatus killed = ExitStatus::FromWaitStatus(W_EXITCODE(0, SIGKILL));
   EXPECT_TRUE(killed.signaled);
-  EXPECT_EQ(killed.shell_code(), 128 + SIGKILL);
-  EXPECT_EQ(killed.describe().rfind("was killed by signal 9 (", 0), 0u) << killed.describe();
+  EXPECT_EQ(killed.ShellCode(), 128 + SIGKILL);
+  EXPECT_EQ(killed.Describe().rfind("was killed by signal 9 (", 0), 0u) << killed.Describe();
 }
 
 // stdin_data arrives on the worker's stdin, which stays open (no EOF) while
 // the worker runs: a remote worker's ssh must not see its stdin close.
 TEST(ProcessGroupTest, StdinDataArrivesAndStdinStaysOpen) {
   ProcessGroup group;
-  WorkerSpec spec{1, {"sh", "-c", "read line; echo \"got $line\"; cat >/dev/null; echo eof"}, current_environment(),
+  WorkerSpec spec{1, {"sh", "-c", "read line; echo \"got $line\"; cat >/dev/null; echo eof"}, CurrentEnvironment(),
                   "hello\n"};
-  WorkerPipes pipes = group.spawn(spec);
+  WorkerPipes pipes = SpawnOrDie(group, spec);
   char buffer[64] = {};
   pollfd p{pipes.stdout_read.get(), POLLIN, 0};
   ASSERT_EQ(::poll(&p, 1, 5000), 1);
   const ssize_t n = ::read(pipes.stdout_read.get(), buffer, sizeof buffer - 1);
   EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "got hello\n");
   ::usleep(300000);
-  EXPECT_TRUE(group.poll_exits().empty()) << "stdin reached EOF while the worker runs";
-  EXPECT_EQ(group.signal_running(SIGKILL), 1u);
-  EXPECT_EQ(wait_for_exits(group, 1).size(), 1u);
+  EXPECT_TRUE(group.PollExits().empty()) << "stdin reached EOF while the worker runs";
+  EXPECT_EQ(group.SignalRunning(SIGKILL), 1u);
+  EXPECT_EQ(WaitForExits(group, 1).size(), 1u);
 }
 
 TEST(ProcessGroupTest, RunsWorkerWithEnvironmentAndReportsExit) {
   ProcessGroup group;
   WorkerSpec spec{7,
                   {"sh", "-c", "echo \"$GREETING\"; echo oops >&2; exit 4"},
-                  merge_environment(current_environment(), {{"GREETING", "hi"}}),
+                  MergeEnvironment(CurrentEnvironment(), {{"GREETING", "hi"}}),
                   {}};
-  WorkerPipes pipes = group.spawn(spec);
-  EXPECT_EQ(read_all(pipes.stdout_read.get()), "hi\n");
-  EXPECT_EQ(read_all(pipes.stderr_read.get()), "oops\n");
-  const auto exits = wait_for_exits(group, 1);
+  WorkerPipes pipes = SpawnOrDie(group, spec);
+  EXPECT_EQ(ReadAll(pipes.stdout_read.get()), "hi\n");
+  EXPECT_EQ(ReadAll(pipes.stderr_read.get()), "oops\n");
+  const auto exits = WaitForExits(group, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].rank, 7);
-  EXPECT_EQ(exits[0].pid, group.pid_of(0));
-  EXPECT_EQ(exits[0].status.shell_code(), 4);
-  EXPECT_TRUE(group.all_exited());
-  EXPECT_TRUE(group.poll_exits().empty()) << "an exit is reported once";
-  group.reap_exited();
+  EXPECT_EQ(exits[0].pid, group.PidOf(0));
+  EXPECT_EQ(exits[0].status.ShellCode(), 4);
+  EXPECT_TRUE(group.AllExited());
+  EXPECT_TRUE(group.PollExits().empty()) << "an exit is reported once";
+  group.ReapExited();
 }
 
 TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
   ProcessGroup group;
   WorkerPipes pipes =
-      group.spawn({0,
+      SpawnOrDie(group, {0,
                    {"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; echo $$; cat; echo end"},
-                   current_environment(), {}});
-  const std::string out = read_all(pipes.stdout_read.get());
+                   CurrentEnvironment(), {}});
+  const std::string out = ReadAll(pipes.stdout_read.get());
   const auto nl = out.find('\n');
   ASSERT_NE(nl, std::string::npos) << out;
-  const std::string pid = std::to_string(group.pid_of(0));
+  const std::string pid = std::to_string(group.PidOf(0));
   EXPECT_EQ(out, pid + "\n" + pid + "\nend\n") << "pgid must equal pid; cat must see EOF";
 }
 
-TEST(ProcessGroupTest, MissingProgramThrowsSpawnErrorWith127) {
+TEST(ProcessGroupTest, MissingProgramIsInvalidArgumentWith127) {
   ProcessGroup group;
-  try {
-    group.spawn({0, {"/nonexistent/program"}, current_environment(), {}});
-    FAIL() << "spawn should have thrown";
-  } catch (const SpawnError& e) {
-    EXPECT_TRUE(e.exec_failed());
-    EXPECT_EQ(e.error_number(), ENOENT);
-    EXPECT_EQ(e.exit_code(), 127);
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/program"), std::string::npos);
-  }
+  StatusOr<WorkerPipes> spawned = group.Spawn({0, {"/nonexistent/program"}, CurrentEnvironment(), {}});
+  ASSERT_FALSE(spawned.ok());
+  EXPECT_EQ(spawned.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SpawnFailureExitCode(spawned.status()), 127);
+  EXPECT_NE(spawned.status().message().find("/nonexistent/program"), std::string::npos);
+  EXPECT_NE(spawned.status().message().find("No such file"), std::string::npos);
   EXPECT_EQ(group.size(), 0u);
 }
 
@@ -134,34 +141,40 @@ TEST(ProcessGroupTest, NonExecutableFileGives126) {
   const std::string path = dir.path() + "/not-executable";
   std::ofstream(path) << "#!/bin/sh\n";
   ProcessGroup group;
-  try {
-    group.spawn({0, {path}, current_environment(), {}});
-    FAIL() << "spawn should have thrown";
-  } catch (const SpawnError& e) {
-    EXPECT_EQ(e.exit_code(), 126) << e.what();
-  }
+  StatusOr<WorkerPipes> spawned = group.Spawn({0, {path}, CurrentEnvironment(), {}});
+  ASSERT_FALSE(spawned.ok());
+  EXPECT_EQ(spawned.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(SpawnFailureExitCode(spawned.status()), 126) << spawned.status().message();
+}
+
+TEST(ProcessGroupTest, EmptyCommandIsRefused) {
+  ProcessGroup group;
+  StatusOr<WorkerPipes> spawned = group.Spawn({0, {}, CurrentEnvironment(), {}});
+  ASSERT_FALSE(spawned.ok());
+  EXPECT_EQ(spawned.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(group.size(), 0u);
 }
 
 TEST(ProcessGroupTest, SignalRunningReachesTheWholeGroup) {
   ProcessGroup group;
   // The shell's child `sleep` would outlive a signal sent to the shell alone.
   WorkerPipes pipes =
-      group.spawn({0, {"sh", "-c", "sleep 600; echo survived"}, current_environment(), {}});
-  EXPECT_EQ(group.signal_running(SIGTERM), 1u);
-  EXPECT_EQ(read_all(pipes.stdout_read.get()), "") << "EOF means every holder of the pipe died";
-  const auto exits = wait_for_exits(group, 1);
+      SpawnOrDie(group, {0, {"sh", "-c", "sleep 600; echo survived"}, CurrentEnvironment(), {}});
+  EXPECT_EQ(group.SignalRunning(SIGTERM), 1u);
+  EXPECT_EQ(ReadAll(pipes.stdout_read.get()), "") << "EOF means every holder of the pipe died";
+  const auto exits = WaitForExits(group, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_TRUE(exits[0].status.signaled);
   EXPECT_EQ(exits[0].status.code, SIGTERM);
-  EXPECT_EQ(group.signal_running(SIGTERM), 0u);
+  EXPECT_EQ(group.SignalRunning(SIGTERM), 0u);
 }
 
 TEST(ProcessGroupTest, DestructorKillsAndReapsRunningWorkers) {
   pid_t pid = -1;
   {
     ProcessGroup group;
-    group.spawn({0, {"sleep", "600"}, current_environment(), {}});
-    pid = group.pid_of(0);
+    SpawnOrDie(group, {0, {"sleep", "600"}, CurrentEnvironment(), {}});
+    pid = group.PidOf(0);
     EXPECT_EQ(::kill(pid, 0), 0);
   }
   errno = 0;

@@ -54,7 +54,7 @@ TEST(RemoteHostsTest, LocalHostsNeedNoSsh) {
   std::ostringstream err;
   StatusOr<RemotePlan> plan = PlanRemoteHosts(o, {"localhost", "127.0.0.2"}, err);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  EXPECT_FALSE(plan->has_remote_hosts());
+  EXPECT_FALSE(plan->HasRemoteHosts());
   EXPECT_EQ(plan->AdvertisedAddress("localhost"), "127.0.0.1");
   EXPECT_TRUE(plan->NetworkVariables().empty());
   // --run-hosts-locally: any name is a group of slots here.

@@ -1,5 +1,5 @@
 // SpawnPlacement: Horovod's host-by-host rank assignment at spawn time.
-#include "spawn_placement.h"
+#include "launcher/spawn_placement.h"
 
 #include <gtest/gtest.h>
 

@@ -22,7 +22,7 @@ namespace {
 using Args = std::vector<std::string>;
 
 // The bootstrap under /bin/sh with `payload` on a stdin pipe that stays open
-// until close_stdin(); output collected from a pipe.
+// until CloseStdin(); output collected from a pipe.
 class Bootstrap {
  public:
   Bootstrap(const RemoteLaunch& launch) {
@@ -45,19 +45,19 @@ class Bootstrap {
               static_cast<ssize_t>(launch.stdin_payload.size()));
   }
   ~Bootstrap() {
-    close_stdin();
+    CloseStdin();
     if (out_ >= 0) ::close(out_);
     if (pid_ > 0 && !reaped_) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
   }
-  void close_stdin() {
+  void CloseStdin() {
     if (stdin_ >= 0) ::close(stdin_);
     stdin_ = -1;
   }
   // Reads until `text` appears or 10 s pass.
-  bool wait_for(const std::string& text) {
+  bool WaitFor(const std::string& text) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (output_.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
       pollfd p{out_, POLLIN, 0};
@@ -70,7 +70,7 @@ class Bootstrap {
     return output_.find(text) != std::string::npos;
   }
   // The wait status, or -1 if the process still runs after `ms`.
-  int wait_exit(int ms = 10000) {
+  int WaitExit(int ms = 10000) {
     for (int i = 0; i < ms / 10; ++i) {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -141,8 +141,8 @@ TEST(SshCommandTest, EnvironmentArgumentsAndDirectoryArriveAndTheExitCodeIsThePr
   const std::string want = "[s3cr3t 'quoted' $HOME `x`][line one\nline two][" +
                            std::string(dir.back() == '/' ? dir.substr(0, dir.size() - 1) : dir) +
                            "][arg with 'quotes' and $dollar]";
-  EXPECT_TRUE(run.wait_for(want)) << run.output();
-  const int status = run.wait_exit();
+  EXPECT_TRUE(run.WaitFor(want)) << run.output();
+  const int status = run.WaitExit();
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 3);
 }
@@ -151,11 +151,11 @@ TEST(SshCommandTest, ClosingStdinTerminatesTheProgram) {
   const RemoteLaunch launch = RemoteWorkerLaunch({"PATH=/usr/bin:/bin"}, "/", {"sh", "-c", "echo started; exec sleep 60"},
                                                  std::chrono::milliseconds(1000), "END-def456");
   Bootstrap run(launch);
-  ASSERT_TRUE(run.wait_for("started")) << run.output();
-  EXPECT_EQ(run.wait_exit(500), -1) << "the program must keep running while stdin is open";
-  run.close_stdin();
+  ASSERT_TRUE(run.WaitFor("started")) << run.output();
+  EXPECT_EQ(run.WaitExit(500), -1) << "the program must keep running while stdin is open";
+  run.CloseStdin();
   const auto start = std::chrono::steady_clock::now();
-  const int status = run.wait_exit();
+  const int status = run.WaitExit();
   ASSERT_NE(status, -1) << "still running 10 s after its stdin closed";
   // SIGTERM ended it; /bin/sh here may report that as its own exit 143
   // (an ssh login shell execs the command, so there it is the signal).

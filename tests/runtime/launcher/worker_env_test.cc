@@ -1,4 +1,4 @@
-#include "worker_env.h"
+#include "launcher/worker_env.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@ namespace {
 using Env = std::vector<std::string>;
 
 TEST(WorkerEnvTest, SingleHostContract) {
-  const auto vars = contract_variables(single_host_params(2, 4, "/tmp/s", "job", "127.0.0.1"));
+  const auto vars = ContractVariables(SingleHostParams(2, 4, "/tmp/s", "job", "127.0.0.1"));
   EXPECT_EQ(vars, (std::vector<EnvVar>{{"KHOROVOD_RANK", "2"},
                                        {"KHOROVOD_SIZE", "4"},
                                        {"KHOROVOD_LOCAL_RANK", "2"},
@@ -18,13 +18,13 @@ TEST(WorkerEnvTest, SingleHostContract) {
                                        {"KHOROVOD_HOSTNAME", "127.0.0.1"},
                                        {"KHOROVOD_STORE_PATH", "/tmp/s"},
                                        {"KHOROVOD_JOB_ID", "job"}}));
-  for (const auto& [name, value] : vars) EXPECT_TRUE(is_contract_variable(name)) << name;
-  EXPECT_FALSE(is_contract_variable("KHOROVOD_OTHER"));
-  EXPECT_FALSE(is_contract_variable("KHOROVOD_RANKX"));
+  for (const auto& [name, value] : vars) EXPECT_TRUE(IsContractVariable(name)) << name;
+  EXPECT_FALSE(IsContractVariable("KHOROVOD_OTHER"));
+  EXPECT_FALSE(IsContractVariable("KHOROVOD_RANKX"));
 }
 
 TEST(WorkerEnvTest, HorovodVariablesAsGlooRunExportsThem) {
-  const auto vars = horovod_variables(single_host_params(2, 4, "/tmp/s", "job", "127.0.0.1"));
+  const auto vars = HorovodVariables(SingleHostParams(2, 4, "/tmp/s", "job", "127.0.0.1"));
   EXPECT_EQ(vars, (std::vector<EnvVar>{{"HOROVOD_RANK", "2"},
                                        {"HOROVOD_SIZE", "4"},
                                        {"HOROVOD_LOCAL_RANK", "2"},
@@ -32,8 +32,8 @@ TEST(WorkerEnvTest, HorovodVariablesAsGlooRunExportsThem) {
                                        {"HOROVOD_CROSS_RANK", "0"},
                                        {"HOROVOD_CROSS_SIZE", "1"},
                                        {"HOROVOD_HOSTNAME", "127.0.0.1"}}));
-  EXPECT_EQ(elastic_horovod_variables("h"), (std::vector<EnvVar>{{"HOROVOD_HOSTNAME", "h"}, {"HOROVOD_ELASTIC", "1"}}));
-  EXPECT_EQ(elastic_horovod_variables("h", Placement{3, 4, 1, 2, 1, 2}),
+  EXPECT_EQ(ElasticHorovodVariables("h"), (std::vector<EnvVar>{{"HOROVOD_HOSTNAME", "h"}, {"HOROVOD_ELASTIC", "1"}}));
+  EXPECT_EQ(ElasticHorovodVariables("h", Placement{3, 4, 1, 2, 1, 2}),
             (std::vector<EnvVar>{{"HOROVOD_RANK", "3"},
                                  {"HOROVOD_SIZE", "4"},
                                  {"HOROVOD_LOCAL_RANK", "1"},
@@ -46,21 +46,21 @@ TEST(WorkerEnvTest, HorovodVariablesAsGlooRunExportsThem) {
 
 TEST(WorkerEnvTest, MergeReplacesAndAppends) {
   const Env base{"PATH=/bin", "KHOROVOD_RANK=9", "HOME=/root", "A=old"};
-  const Env merged = merge_environment(base, {{"A", "new"}, {"KHOROVOD_RANK", "0"}, {"B", "x=y"}});
+  const Env merged = MergeEnvironment(base, {{"A", "new"}, {"KHOROVOD_RANK", "0"}, {"B", "x=y"}});
   EXPECT_EQ(merged, (Env{"PATH=/bin", "HOME=/root", "A=new", "KHOROVOD_RANK=0", "B=x=y"}));
 }
 
 TEST(WorkerEnvTest, MergeLastOverrideWins) {
-  EXPECT_EQ(merge_environment({"A=0"}, {{"A", "1"}, {"B", "1"}, {"A", "2"}}), (Env{"B=1", "A=2"}));
+  EXPECT_EQ(MergeEnvironment({"A=0"}, {{"A", "1"}, {"B", "1"}, {"A", "2"}}), (Env{"B=1", "A=2"}));
 }
 
 TEST(WorkerEnvTest, MergeMatchesWholeNames) {
-  EXPECT_EQ(merge_environment({"AB=1", "A=2"}, {{"A", "3"}}), (Env{"AB=1", "A=3"}));
+  EXPECT_EQ(MergeEnvironment({"AB=1", "A=2"}, {{"A", "3"}}), (Env{"AB=1", "A=3"}));
 }
 
 TEST(WorkerEnvTest, ResolveExtraEnv) {
   const Env base{"HOME=/root", "EMPTY=", "EQ=a=b"};
-  const ResolvedExtraEnv r = resolve_extra_env({{"FOO", "1"},
+  const ResolvedExtraEnv r = ResolveExtraEnv({{"FOO", "1"},
                                                 {"HOME", std::nullopt},
                                                 {"EMPTY", std::nullopt},
                                                 {"EQ", std::nullopt},
@@ -75,7 +75,7 @@ TEST(WorkerEnvTest, ResolveExtraEnv) {
 
 TEST(WorkerEnvTest, CurrentEnvironmentSeesSetenv) {
   ASSERT_EQ(::setenv("KHOROVOD_LAUNCHER_TEST_VAR", "v=1", 1), 0);
-  const Env env = current_environment();
+  const Env env = CurrentEnvironment();
   EXPECT_NE(std::find(env.begin(), env.end(), "KHOROVOD_LAUNCHER_TEST_VAR=v=1"), env.end());
   ::unsetenv("KHOROVOD_LAUNCHER_TEST_VAR");
 }

@@ -15,7 +15,8 @@ class SpawnedTest : public MembershipTest {
     p.spawn_timeout = Millis(60000);
     return p;
   }
-  void Spawn(const std::string& name, const std::string& address = "10.0.0.1", bool awaited = true) {
+  void Spawn(const std::string& name, const std::string& address = "10.0.0.1",
+             bool awaited = true) {
     WorkerSpec spec{name, address, 8};
     spec.spawned = true;
     spec.awaited = awaited;
@@ -170,7 +171,8 @@ TEST_F(MembershipTest, AnEvictedWorkerLeavesAndCannotRejoinUnderItsName) {
   EXPECT_TRUE(Beat("a").reforming);
   MembershipResult again = m_->Register({"b", "10.0.0.1", 8, -1, "inc-b"}, now_);
   EXPECT_EQ(again.error, MembershipError::kFenced);
-  EXPECT_NE(again.message.find("removed from the job by its launcher"), std::string::npos) << again.message;
+  EXPECT_NE(again.message.find("removed from the job by its launcher"), std::string::npos)
+      << again.message;
   EXPECT_EQ(m_->Stats(now_).failures, 0) << "an eviction is not a failure";
   EXPECT_EQ(Await("a", 1), -1);
   Advance(100);

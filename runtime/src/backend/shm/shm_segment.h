@@ -22,7 +22,7 @@
 // segment) wakes the sleepers on its own counter; a sleeper also wakes
 // every kLivenessPoll to check that the peer still lives, since a crashed
 // peer wakes nobody. Before sleeping a waiter spins briefly, but only when
-// this process may run on at least `ranks` cores (core/waiter_signal.h):
+// this process may run on at least `ranks` cores (common/waiter_signal.h):
 // on an oversubscribed host the spin would steal the peer's core.
 //
 // Thread-safety: one thread per rank uses its segment (the background
@@ -81,7 +81,7 @@ class ShmSegment {
                  std::chrono::microseconds yield_for = std::chrono::microseconds::max());
 
   // Whether waits spin before they sleep: the backend passes
-  // KHOROVOD_SPIN_WAITS's answer (core/waiter_signal.h); until then, the
+  // KHOROVOD_SPIN_WAITS's answer (common/waiter_signal.h); until then, the
   // auto rule (allowed cores >= ranks). Call before the first Barrier.
   void SetSpin(bool spin) { spin_ = spin; }
 
