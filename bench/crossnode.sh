@@ -7,7 +7,7 @@
 #   bench/crossnode.sh rate RATE   change every link's rate
 #   bench/crossnode.sh sxs [side_by_side.py args]     bench/side_by_side.sh's
 #       workloads and allreduces, launched across the nodes (khorovodrun -H
-#       and horovodrun --gloo -H over ssh, torchrun per node for DDP), in
+#       and horovodrun --gloo -H over ssh, each DDP rank over ssh), in
 #       alternating blocks; --ranks is the ranks per node ([1,2])
 #   bench/crossnode.sh synthetic [MODEL] [BATCH] [BLOCKS] [SLOTS]
 #       Horovod's examples/pytorch/pytorch_synthetic_benchmark.py (v0.28.1)
