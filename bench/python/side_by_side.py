@@ -9,6 +9,11 @@ block's mean; the ratios are other / khorovod time (above 1: khorovod is
 faster) from the same run. Prints a Markdown table per rank count, and the
 raw lines with --raw.
 
+With --host-addrs (bench/crossnode.sh), the ranks span those hosts, reached
+over ssh: --ranks is then the ranks per host; khorovodrun and horovodrun
+--gloo get -H, and each DDP rank is started over ssh on its host (rendezvous
+at the first host).
+
 With --baseline-khorovodrun and --baseline-pythonpath, a fourth framework,
 "baseline", is khorovod.torch from another build (e.g. the commit before a
 change, built in a detached worktree), run by the same worker in the same
@@ -18,6 +23,7 @@ rotation, so a change's effect is a same-run ratio too.
 import argparse
 import json
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -42,10 +48,42 @@ def base_env(args, fw):
     return env
 
 
+def ddp_over_ssh(args, env, addrs, per_host, worker):
+    """Each DDP rank started over ssh on its host, with the variables a static
+    torchrun rendezvous at the first host would set (Debian's torch 1.13
+    torchrun fails under Python 3.11 before it starts a worker)."""
+    exported = {k: env[k] for k in ("OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    exported.update(GLOO_SOCKET_IFNAME=args.interface, MASTER_ADDR=addrs[0],
+                    MASTER_PORT=str(free_port()), WORLD_SIZE=str(per_host * len(addrs)))
+    cmds = []
+    for node, addr in enumerate(addrs):
+        for local in range(per_host):
+            rank = dict(exported, RANK=str(node * per_host + local), LOCAL_RANK=str(local))
+            remote = ["env"] + [f"{k}={v}" for k, v in rank.items()] + [args.python] + worker
+            cmds.append(["ssh", addr, f"cd {shlex.quote(HERE)} && " + shlex.join(remote)])
+    return cmds
+
+
+def multi_host_commands(args, fw, per_host, env, worker):
+    addrs = args.host_addrs.split(",")
+    hosts = ",".join(f"{a}:{per_host}" for a in addrs)
+    ranks = per_host * len(addrs)
+    if fw in ("khorovod", "baseline"):
+        run = args.baseline_khorovodrun if fw == "baseline" else args.khorovodrun
+        return [[run, "-np", str(ranks), "-H", hosts, args.python] + worker]
+    if fw == "horovod":
+        horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
+        return [[horovodrun, "--gloo", "-np", str(ranks), "-H", hosts,
+                 "--network-interface", args.interface, args.horovod_python] + worker]
+    return ddp_over_ssh(args, env, addrs, per_host, worker)
+
+
 def launch(args, fw, ranks, worker_args):
     env = base_env(args, fw)
     worker = [WORKER, "--framework", "khorovod" if fw == "baseline" else fw] + worker_args
-    if fw in ("khorovod", "baseline"):
+    if args.host_addrs:
+        cmds = multi_host_commands(args, fw, ranks, env, worker)
+    elif fw in ("khorovod", "baseline"):
         run = args.baseline_khorovodrun if fw == "baseline" else args.khorovodrun
         cmds = [[run, "-np", str(ranks), args.python] + worker]
     elif fw == "horovod":
@@ -58,7 +96,7 @@ def launch(args, fw, ranks, worker_args):
         cmds = [[args.python] + worker for _ in range(ranks)]
     procs = []
     for rank, cmd in enumerate(cmds):
-        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank)) if fw == "ddp" else env
+        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank)) if fw == "ddp" and not args.host_addrs else env
         procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     outputs = []
@@ -96,11 +134,11 @@ def label(metric):
     return f"step {what}"
 
 
-def summarize(results, ranks, blocks, load_before, frameworks):
+def summarize(results, title, blocks, load_before, frameworks):
     load_after = os.getloadavg()[0]
     shown = [fw for fw in FRAMEWORKS if fw in frameworks]
     others = [fw for fw in shown if fw != "khorovod"]
-    print(f"\n### {ranks} ranks ({blocks} alternating blocks; median of block means, "
+    print(f"\n### {title} ({blocks} alternating blocks; median of block means, "
           f"min..max of block means in brackets; 1-min load average {load_before:.1f} "
           f"before, {load_after:.1f} after)\n")
     print("| measure | " + " | ".join(TITLES[fw] for fw in shown) + " | " +
@@ -132,7 +170,12 @@ def main():
     p.add_argument("--baseline-pythonpath", default="",
                    help="the baseline build's python/ directory")
     p.add_argument("--python", default="/usr/bin/python3")
-    p.add_argument("--ranks", default="2,4")
+    p.add_argument("--ranks", default="2,4",
+                   help="rank counts; with --host-addrs, ranks per host")
+    p.add_argument("--host-addrs", default="",
+                   help="comma-separated host addresses reached over ssh (bench/crossnode.sh)")
+    p.add_argument("--interface", default="eth0",
+                   help="with --host-addrs: the hosts' network interface (Horovod, Gloo)")
     p.add_argument("--blocks", type=int, default=5)
     p.add_argument("--frameworks", default="khorovod,horovod,ddp",
                    help="comma-separated, of " + ", ".join(FRAMEWORKS))
@@ -152,6 +195,9 @@ def main():
     worker_args = ["--steps", args.steps, "--sizes", args.sizes]
     for ranks in (int(r) for r in args.ranks.split(",")):
         results = {}
+        title = f"{ranks} ranks"
+        if args.host_addrs:
+            title = f"{len(args.host_addrs.split(','))} hosts x {ranks} ranks"
         load_before = os.getloadavg()[0]
         for block in range(args.blocks):
             shift = block % len(frameworks)
@@ -160,9 +206,9 @@ def main():
                     results.setdefault((fw, row["metric"]), []).append(row["us"])
                     if args.raw:
                         print(f"block {block} {fw} " + json.dumps(row), flush=True)
-            print(f"# {ranks} ranks: block {block + 1}/{args.blocks} done",
+            print(f"# {title}: block {block + 1}/{args.blocks} done",
                   file=sys.stderr, flush=True)
-        summarize(results, ranks, args.blocks, load_before, frameworks)
+        summarize(results, title, args.blocks, load_before, frameworks)
 
 
 if __name__ == "__main__":

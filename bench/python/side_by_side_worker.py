@@ -106,8 +106,8 @@ def timed(fw, fn, iters, warmup, cpu=None):
     return us
 
 
-STEP_ITERS = {"mlp": 100, "bandwidth": 3, "resnet": 3}
-STEP_WARMUP = {"mlp": 5, "bandwidth": 1, "resnet": 1}
+STEP_ITERS = {"mlp": 100, "bandwidth": 3, "resnet": 3, "mobilenet": 10}
+STEP_WARMUP = {"mlp": 5, "bandwidth": 1, "resnet": 1, "mobilenet": 2}
 
 
 def measure_steps(fw, names, report):

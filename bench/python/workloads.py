@@ -8,6 +8,10 @@ plain torch modules, no distributed library imported here).
 - resnet: 161 parameters with ResNet-50's shapes (97.5 MiB, the shapes of
   bench/resnet50_shapes.h), a synthetic backward that gives each a gradient
   from the last layer to the first, SGD.
+- mobilenet: torchvision's mobilenet_v3_small (2.5M parameters, 9.7 MB of
+  gradients in 142 tensors) on random 224x224 images, batch 4, SGD: the step
+  of Horovod's pytorch_synthetic_benchmark.py with a model small enough for
+  2 cores, so DDP runs it too (needs torchvision).
 
 Each builder returns (module, optimizer, step_inputs) where the module's
 forward(*step_inputs) returns the loss; the model is seeded so that every
@@ -72,6 +76,11 @@ def build(name, rank):
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         coeff = [torch.full(s, 1e-3 * (rank + 1)) for s in shapes]
         return model, opt, (coeff,)
+    if name == "mobilenet":
+        from torchvision import models
+        model = _Classifier(models.mobilenet_v3_small())
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        return model, opt, (torch.randn(4, 3, 224, 224), torch.randint(0, 1000, (4,)))
     raise ValueError(f"unknown workload {name!r}")
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The multi-node cluster's network and per-node namespaces (sourced by
 # scripts/real-cluster.sh, which sets DIR, CP_NS, API_IP, NODE_NET_PREFIX,
-# POD_NET_PREFIX, SVC_CIDR and NODES, and defines in_cp, say, die).
+# POD_NET_PREFIX, SVC_CIDR and NODES, and defines in_cp, say, die; and by
+# bench/crossnode.sh, which sets NET_NAME_PREFIX to keep its own names).
+# NET_NAME_PREFIX [khvc] starts every name below (khvc-br, khvc-n<i>, ...).
 #
 # Topology: the control plane's network namespace (CP_NS) holds a bridge
 # (khvc-br, API_IP/24) and, for each node i, one end of a veth pair
@@ -22,8 +24,9 @@
 # real node (scripts/real-node.sh), and the machine's `ip netns` never lists
 # a node's pods.
 
-node_ns() { echo "khvc-n$1"; }
-node_name() { echo "khvc-n$1"; }
+: "${NET_NAME_PREFIX:=khvc}"
+node_ns() { echo "$NET_NAME_PREFIX-n$1"; }
+node_name() { echo "$NET_NAME_PREFIX-n$1"; }
 node_ip() { echo "$NODE_NET_PREFIX.$((10 + $1))"; }
 node_pod_subnet() { echo "$POD_NET_PREFIX.$1.0/24"; }
 node_dir() { echo "$DIR/n$1"; }
@@ -45,9 +48,9 @@ valid_rate() { [[ $1 =~ ^[0-9]+(k|m|g)bit$ ]]; }
 make_cp_netns() {
   ip netns add "$CP_NS"
   ip -n "$CP_NS" link set lo up
-  ip -n "$CP_NS" link add khvc-br type bridge
-  ip -n "$CP_NS" addr add "$API_IP/24" dev khvc-br
-  ip -n "$CP_NS" link set khvc-br up
+  ip -n "$CP_NS" link add "$NET_NAME_PREFIX-br" type bridge
+  ip -n "$CP_NS" addr add "$API_IP/24" dev "$NET_NAME_PREFIX-br"
+  ip -n "$CP_NS" link set "$NET_NAME_PREFIX-br" up
   ip netns exec "$CP_NS" sysctl -qw net.ipv4.ip_forward=0 net.bridge.bridge-nf-call-iptables=0
 }
 
@@ -56,8 +59,8 @@ make_node_netns() {
   local i=$1 ns; ns=$(node_ns "$1")
   ip netns add "$ns"
   ip -n "$ns" link set lo up
-  ip link add "khvc-v$i" netns "$CP_NS" type veth peer name eth0 netns "$ns"
-  ip -n "$CP_NS" link set "khvc-v$i" master khvc-br up
+  ip link add "$NET_NAME_PREFIX-v$i" netns "$CP_NS" type veth peer name eth0 netns "$ns"
+  ip -n "$CP_NS" link set "$NET_NAME_PREFIX-v$i" master "$NET_NAME_PREFIX-br" up
   ip -n "$ns" addr add "$(node_ip "$i")/24" dev eth0
   ip -n "$ns" link set eth0 up
   # Forwarding between the pod bridge and eth0; bridged pod traffic passes
@@ -78,12 +81,12 @@ make_node_netns() {
 set_link_rate() {
   local i=$1 rate=$2 burst; burst=$(burst_of "$2")
   ip netns exec "$(node_ns "$i")" tc qdisc replace dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms
-  ip netns exec "$CP_NS" tc qdisc replace dev "khvc-v$i" root tbf rate "$rate" burst "$burst" latency 50ms
+  ip netns exec "$CP_NS" tc qdisc replace dev "$NET_NAME_PREFIX-v$i" root tbf rate "$rate" burst "$burst" latency 50ms
 }
 
 # net_cut I / net_restore I: node I's link down (its carrier too) or up again.
-net_cut() { ip -n "$CP_NS" link set "khvc-v$1" down; }
-net_restore() { ip -n "$CP_NS" link set "khvc-v$1" up; }
+net_cut() { ip -n "$CP_NS" link set "$NET_NAME_PREFIX-v$1" down; }
+net_restore() { ip -n "$CP_NS" link set "$NET_NAME_PREFIX-v$1" up; }
 
 # make_mount_ns I: node I's mount namespace with its private kubelet paths.
 make_mount_ns() {
