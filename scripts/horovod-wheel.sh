@@ -19,8 +19,10 @@ python=/usr/bin/python3
 cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
 torch_version=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])') ||
   { echo "horovod-wheel: Debian's python3-torch is not installed" >&2; exit 1; }
-[ -f /usr/include/torch/extension.h ] ||
-  { echo "horovod-wheel: libtorch-dev (torch's C++ headers) is not installed" >&2; exit 1; }
+# torch's C++ headers: for this benchmark-only build, not in install-deps.sh
+# (every user's first command would fetch them).
+[ -f /usr/include/torch/extension.h ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libtorch-dev >/dev/null ||
+  { echo "horovod-wheel: libtorch-dev (torch's C++ headers) could not be installed" >&2; exit 1; }
 key="horovod-$hvd_version-torch-$torch_version"
 wheels="$cache/wheels/$key"
 venv="$cache/venv-$key"

@@ -14,10 +14,6 @@ packages=(
   python3-dev pybind11-dev python3-torch python3-numpy python3-pytest
   python3-pip  # scripts/install-cuda.sh fetches the CUDA/NCCL wheels with pip download
   python3-venv  # tests/python/pip_install.sh: clean venvs for pip install .
-  # Benchmarks only: Horovod 0.28.1 built against Debian's torch
-  # (scripts/horovod-wheel.sh needs torch's C++ headers) and torchvision's
-  # models for Horovod's pytorch_synthetic_benchmark.py (bench/crossnode.sh).
-  libtorch-dev python3-torchvision
   # The real node (scripts/real-node.sh) and its images (scripts/images.sh).
   containerd runc containernetworking-plugins iptables conntrack socat iproute2 util-linux
   podman buildah debootstrap
