@@ -62,7 +62,7 @@ wanted() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
 
 # Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
 # suite's stages"), used to plan before this machine has measured its own.
-STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150 [operator-1.37]=900 [multinode-1.37]=600)
+STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150 [operator-1.37]=1080 [multinode-1.37]=1380)
 
 # ---- deps (and the background downloads)
 stage_begin deps warm
@@ -275,22 +275,34 @@ fi
 # multinode stage's spread scenario, with the 1.37 control plane and kubelets
 # (scripts/k8s-1.37, KHOROVOD_K8S_VERSION). Like the deep checks, each runs
 # only if it still fits the budget; the summary names one left out.
-k8s137_state=warm
-KHOROVOD_K8S_VERSION=1.37 bash scripts/k8s-tools.sh --check kube-apiserver kubelet 2>/dev/null || k8s137_state=cold
-if budget_stage operator-1.37 "$k8s137_state"; then
-  stage_begin operator-1.37 "$k8s137_state"
+# A stage's cold/warm is whether the 1.37 binaries were built before it (the
+# Go build is most of a cold one), so each stage builds them if they are not.
+k8s137_state() {
+  KHOROVOD_K8S_VERSION=1.37 bash scripts/k8s-tools.sh --check kube-apiserver kube-controller-manager \
+    kube-scheduler kubelet kube-proxy 2>/dev/null && echo warm || echo cold
+}
+k8s137_tools() {  # false (the stage recorded as broken) if the build failed
+  KHOROVOD_K8S_VERSION=1.37 bash scripts/k8s-tools.sh >> "$logdir/k8s-tools-1.37.log" 2>&1 && return 0
+  tail -30 "$logdir/k8s-tools-1.37.log"; stage_broken "building the Kubernetes 1.37 tools failed"; return 1
+}
+state=$(k8s137_state)
+if budget_stage operator-1.37 "$state"; then
+  stage_begin operator-1.37 "$state"
   ci_args=(); [ -f build/ci/CMakeCache.txt ] || ci_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF)
-  if ! KHOROVOD_K8S_VERSION=1.37 bash scripts/k8s-tools.sh > "$logdir/k8s-tools-1.37.log" 2>&1; then
-    tail -30 "$logdir/k8s-tools-1.37.log"; stage_broken "building the Kubernetes 1.37 tools failed"
+  if ! k8s137_tools; then :
   elif build ci "${ci_args[@]}" -- operator_integration_test khorovod-operator; then
+    stage_cache=$state   # ci's build is done by then in a whole run
     KHOROVOD_K8S_VERSION=1.37 ctest --test-dir build/ci --output-on-failure --no-tests=error --timeout 600 \
       -L "operator-integration|packaging" 2>&1 | tee "$logdir/operator-1.37.log"
     stage_end_ctest "$logdir/operator-1.37.log"
   else stage_broken "build (ci) failed"; fi
 fi
-if budget_stage multinode-1.37 "$k8s137_state"; then
-  stage_begin multinode-1.37 "$k8s137_state"
-  if build image "${image_build_args[@]}"; then
+state=$(k8s137_state)
+if budget_stage multinode-1.37 "$state"; then
+  stage_begin multinode-1.37 "$state"
+  if ! k8s137_tools; then :
+  elif build image "${image_build_args[@]}"; then
+    stage_cache=$state   # the multinode stage built the images before
     KHOROVOD_K8S_VERSION=1.37 MULTINODE_SCENARIOS=spread timeout 1800 bash tests/multinode/run.sh build/image 2>&1 |
       sed -u 's/^multinode: /multinode-1.37: /' | tee "$logdir/multinode-1.37.log"
     stage_end_script "$logdir/multinode-1.37.log"
