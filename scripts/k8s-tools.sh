@@ -25,12 +25,25 @@
 # hash of the module files and the Go version: a change there builds anew.
 # Prints the cache's bin directory on its last line.
 # Usage: scripts/k8s-tools.sh [binary...]   (default: all of them)
+#
+# KHOROVOD_K8S_VERSION picks the Kubernetes minor the cluster's own binaries
+# are (docs/install.md, "Kubernetes versions"): unset or 1.34, the
+# default graph; 1.37, the graph in scripts/k8s-1.37 builds kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet and kube-proxy into a
+# directory of its own (keyed the same way), whose every other tool is a link
+# to the default graph's (kubectl, etcd, Helm, ... are not tied to the
+# server's minor).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-mod="$root/scripts/k8s"
 cache=${KHOROVOD_K8S_CACHE:-$HOME/.cache/khorovod/k8s}
 command -v go >/dev/null || { echo "k8s-tools: the Go toolchain is required (go not on PATH)" >&2; exit 1; }
 export GOFLAGS="-mod=mod -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
+case "${KHOROVOD_K8S_VERSION:-1.34}" in
+  1.34) ;;
+  1.37) exec bash "$root/scripts/k8s-tools-minor.sh" 1.37 "$@" ;;
+  *) echo "k8s-tools: KHOROVOD_K8S_VERSION=$KHOROVOD_K8S_VERSION is not supported (1.34 or 1.37)" >&2; exit 2 ;;
+esac
+mod="$root/scripts/k8s"
 # BUILD_REV changes when the way the binaries are built changes.
 BUILD_REV=3
 KWOK_VERSION=v0.7.0

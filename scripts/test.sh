@@ -25,13 +25,16 @@
 #   asan, tsan, fuzz     the deep checks: sanitizer builds over the runtime's
 #                        memory and concurrency tests, and a libFuzzer run over
 #                        the rendezvous request handlers
+#   operator-1.37,       the operator's apiserver tests and the multinode
+#   multinode-1.37       spread scenario again, on Kubernetes 1.37 (every stage
+#                        above runs 1.34); within the budget, like the deep checks
 # Downloads (PyPI wheels, CUDA/NCCL wheels, Debian base images, clang) run in
 # the background while the CPU-bound stages build.
 #
 # Budget: CI stops the suite at 90 minutes. A stage runs only if, at the time
 # it took last on this machine (or its cold default below), it still ends
 # within KHOROVOD_SUITE_BUDGET_MIN (default 85) minutes. Only the deep checks
-# are ever left out for time, and the summary names them.
+# and the 1.37 stages are ever left out for time, and the summary names them.
 #
 # Options: --stage NAME[,NAME...] runs only those stages (the inner loop;
 # k8s-tools and deps run when a chosen stage needs them).
@@ -59,7 +62,7 @@ wanted() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
 
 # Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
 # suite's stages"), used to plan before this machine has measured its own.
-STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150)
+STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150 [operator-1.37]=1080 [multinode-1.37]=1380)
 
 # ---- deps (and the background downloads)
 stage_begin deps warm
@@ -218,15 +221,20 @@ if wanted ci; then
 fi
 
 # ---- the deep checks, each only if it still fits the budget.
-# deep_stage NAME: whether NAME runs (chosen, and fits the budget; else skipped and named).
-deep_stage() {
+# budget_stage NAME STATE: whether NAME runs (chosen, and fits the budget at
+# its STATE's estimate; else skipped and named in the summary).
+budget_stage() {
   wanted "$1" || return 1
+  stage_fits "$1" "$2" && return 0
+  stage_skip "$1" "at $(( (SECONDS - suite_start) / 60 )) min it would end past the ${suite_budget_min}-min budget" \
+                  "(about $(( $(stage_estimate "$1" "$2") / 60 )) min; KHOROVOD_SUITE_BUDGET_MIN)"
+  return 1
+}
+# deep_stage NAME: a deep check runs warm once its build directory exists.
+deep_stage() {
   local state=warm
   [ -d "build/$1" ] || state=cold
-  if stage_fits "$1" "$state"; then return 0; fi
-  stage_skip "$1" "at $(( (SECONDS - suite_start) / 60 )) min it would end past the ${suite_budget_min}-min budget" \
-                  "(about $(( $(stage_estimate "$1" "$state") / 60 )) min; KHOROVOD_SUITE_BUDGET_MIN)"
-  return 1
+  budget_stage "$1" "$state"
 }
 if deep_stage asan; then
   stage_begin asan warm
@@ -260,6 +268,45 @@ if deep_stage fuzz; then
     ctest --test-dir build/fuzz --output-on-failure --no-tests=error --timeout 300 -L fuzz 2>&1 | tee "$logdir/fuzz.log"
     stage_end_ctest "$logdir/fuzz.log"
   else stage_broken "build (fuzz) failed"; fi
+fi
+
+# ---- Kubernetes 1.37, the newest the Go module proxy serves (every stage
+# above ran 1.34): the operator's apiserver tests on ci's build, then the
+# multinode stage's spread scenario, with the 1.37 control plane and kubelets
+# (scripts/k8s-1.37, KHOROVOD_K8S_VERSION). Like the deep checks, each runs
+# only if it still fits the budget; the summary names one left out.
+# A stage's cold/warm is whether the 1.37 binaries were built before it (the
+# Go build is most of a cold one), so each stage builds them if they are not.
+k8s137_state() {
+  KHOROVOD_K8S_VERSION=1.37 bash scripts/k8s-tools.sh --check kube-apiserver kube-controller-manager \
+    kube-scheduler kubelet kube-proxy 2>/dev/null && echo warm || echo cold
+}
+k8s137_tools() {  # false (the stage recorded as broken) if the build failed
+  KHOROVOD_K8S_VERSION=1.37 bash scripts/k8s-tools.sh >> "$logdir/k8s-tools-1.37.log" 2>&1 && return 0
+  tail -30 "$logdir/k8s-tools-1.37.log"; stage_broken "building the Kubernetes 1.37 tools failed"; return 1
+}
+state=$(k8s137_state)
+if budget_stage operator-1.37 "$state"; then
+  stage_begin operator-1.37 "$state"
+  ci_args=(); [ -f build/ci/CMakeCache.txt ] || ci_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKHOROVOD_WERROR=ON -DKHOROVOD_WITH_NCCL=OFF)
+  if ! k8s137_tools; then :
+  elif build ci "${ci_args[@]}" -- operator_integration_test khorovod-operator; then
+    stage_cache=$state   # ci's build is done by then in a whole run
+    KHOROVOD_K8S_VERSION=1.37 ctest --test-dir build/ci --output-on-failure --no-tests=error --timeout 600 \
+      -L "operator-integration|packaging" 2>&1 | tee "$logdir/operator-1.37.log"
+    stage_end_ctest "$logdir/operator-1.37.log"
+  else stage_broken "build (ci) failed"; fi
+fi
+state=$(k8s137_state)
+if budget_stage multinode-1.37 "$state"; then
+  stage_begin multinode-1.37 "$state"
+  if ! k8s137_tools; then :
+  elif build image "${image_build_args[@]}"; then
+    stage_cache=$state   # the multinode stage built the images before
+    KHOROVOD_K8S_VERSION=1.37 MULTINODE_SCENARIOS=spread timeout 1800 bash tests/multinode/run.sh build/image 2>&1 |
+      sed -u 's/^multinode: /multinode-1.37: /' | tee "$logdir/multinode-1.37.log"
+    stage_end_script "$logdir/multinode-1.37.log"
+  else stage_broken "build (image) failed"; fi
 fi
 
 prefetch_row

@@ -63,7 +63,9 @@ EOF
 
 # kubelet: client certificate for the API, webhook authn/authz for its own
 # API, cgroupfs under its own cgroup root (so teardown removes exactly its
-# cgroups), no swap check, cluster DNS at DNS_IP.
+# cgroups), no swap check, cluster DNS at DNS_IP. This machine's cgroups are
+# v1 (hybrid): kubelets from 1.35 on refuse to start there unless
+# failCgroupV1 is false (the field exists since 1.31; 1.34's default).
 write_kubelet_config() {
   cat > "$RUN/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -83,6 +85,7 @@ authorization: {mode: Webhook}
 containerRuntimeEndpoint: unix://$SOCK
 cgroupDriver: cgroupfs
 cgroupRoot: /${CGROUP_ROOT:-khorovod-node}
+failCgroupV1: false
 failSwapOn: false
 oomScoreAdj: 0
 clusterDNS: [$DNS_IP]

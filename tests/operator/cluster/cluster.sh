@@ -175,4 +175,4 @@ ETCD_PORT=$etcd_port
 KUBECONFIG=$dir/admin.kubeconfig
 K8S_BIN=$bin
 ENV
-echo "cluster.sh: up on https://127.0.0.1:$api_port (etcd $etcd_port)"
+echo "cluster.sh: $("$bin/kube-apiserver" --version) up on https://127.0.0.1:$api_port (etcd $etcd_port)"
