@@ -10,8 +10,10 @@ Contract: as khorovod.elastic (commit, restore, re-form, sync), plus:
   values, restore() assigns them back, sync() broadcasts them (and the
   plain attributes) from rank 0.
 - TensorFlowKerasState(model, optimizer, **kwargs): the same over the
-  model's and the optimizer's variables (Keras 3 creates an optimizer's
-  variables on its first step; they are synced once they exist).
+  model's and the optimizer's variables. Keras creates an optimizer's
+  variables (momentum and other slots) on its first step, so a process
+  that has not trained yet (a replacement joining a running job) has fewer;
+  sync() builds them first, so every rank broadcasts the same list.
 Thread-safety: a State belongs to the training thread.
 """
 
@@ -107,6 +109,22 @@ class TensorFlowKerasState(_VariablesState):
         self.model = model
         self.optimizer = optimizer if optimizer is not None else getattr(model, "optimizer", None)
         super().__init__(**kwargs)
+
+    def sync(self):
+        self._build_optimizer()
+        super().sync()
+
+    def _build_optimizer(self):
+        opt, var_list = self.optimizer, self.model.trainable_variables
+        if opt is None or not var_list:
+            return
+        if hasattr(opt, "built"):  # Keras 3
+            if not opt.built:
+                opt.build(var_list)
+        elif hasattr(opt, "_create_all_weights"):  # Keras 2's legacy optimizers; idempotent
+            opt._create_all_weights(var_list)
+        elif hasattr(opt, "build"):  # Keras 2's optimizers; build() returns at once when built
+            opt.build(var_list)
 
     def _variables(self):
         variables = list(self.model.variables)
