@@ -205,9 +205,10 @@ pytorch_image() {
 tensorflow_image() {
   local tf wheel ctx="$cache/ctx-tensorflow"
   tf=$(bash "$root/tests/python/tensorflow/run.sh" --download-only | tail -1); wheel=$(khorovod_wheel --tensorflow)
-  rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
+  rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python" "$ctx/examples/python"
   cp "$wheel"/khorovod-*.whl "$ctx/wheel/"
   cp "$root/python/tensorflow-pin.txt" "$root/python/tf-keras-pin.txt" "$ctx/python/"
+  cp "$root/examples/python/keras_mnist_elastic.py" "$ctx/examples/python/"
   EXTRA_INPUTS="runtime $(podman image inspect --format '{{.Id}}' "$1")" \
   build "$REGISTRY/khorovod-tensorflow:$TAG" "$root/deploy/docker/tensorflow.Dockerfile" "$ctx" \
     --build-arg "RUNTIME=$1" \

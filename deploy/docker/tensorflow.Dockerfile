@@ -11,7 +11,9 @@
 #     --build-arg RUNTIME=ghcr.io/khorovod/khorovod-runtime:0.1.0 [-v TF_WHEELS:/wheels:ro] .
 # The build context must hold wheel/khorovod-*.whl (built against the
 # TensorFlow of python/tensorflow-pin.txt: its ops link to that version),
-# python/tensorflow-pin.txt and python/tf-keras-pin.txt. Only the pin's
+# python/tensorflow-pin.txt, python/tf-keras-pin.txt and
+# examples/python/keras_mnist_elastic.py (the example that
+# deploy/examples/horovodjob-keras.yaml runs, in /usr/local/share/khorovod/examples). Only the pin's
 # tensorflow-cpu and numpy lines are installed (the rest are test tools). If
 # a directory of pre-downloaded wheels is mounted at /wheels, pip installs
 # from it alone (scripts/images.sh mounts ~/.cache/khorovod/wheels/
@@ -39,8 +41,12 @@ COPY --from=runtime /usr/local/lib/ /usr/local/lib/
 COPY wheel/ /tmp/khorovod-wheel/
 RUN ldconfig && python3 -m pip install --no-cache-dir --break-system-packages --no-deps /tmp/khorovod-wheel/khorovod-*.whl \
     && rm -rf /tmp/khorovod-wheel \
-    && TF_CPP_MIN_LOG_LEVEL=2 python3 -c "import tensorflow, khorovod.tensorflow.keras, khorovod.keras"
+    && TF_CPP_MIN_LOG_LEVEL=2 python3 -c "import tensorflow, khorovod.tensorflow.keras, khorovod.keras" \
+    && install -d -o 65532 -g 65532 /workspace
+COPY examples/python/keras_mnist_elastic.py /usr/local/share/khorovod/examples/
 # Keras keeps its settings under $HOME/.keras; the worker's user has no home.
+# /workspace belongs to that user: Horovod's scripts write checkpoints to
+# their working directory.
 ENV KERAS_HOME=/tmp/.keras
 USER 65532:65532
 WORKDIR /workspace
