@@ -65,8 +65,8 @@ if wanted gpu; then
     echo "-- a GPU goes Unhealthy mid-run"; gpu_scenario scenario_gpu_unhealthy gpu-fail
     echo "-- deploy/examples/horovodjob-gpu.yaml"; gpu_scenario scenario_gpu_example gpu-example
   fi
+  echo "realnode: GPU scenarios took $((SECONDS - gpu_t0))s"
 fi
-echo "realnode: GPU scenarios took $((SECONDS - gpu_t0))s"
 
 echo "realnode: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
