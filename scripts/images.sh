@@ -6,14 +6,16 @@
 #   images.sh node                 the node's own images: pause, CoreDNS
 #   images.sh prebuilt BUILD_DIR   operator + runtime from BUILD_DIR/{bin,lib}
 #                                  (the Dockerfiles' `prebuilt` targets) and the
-#                                  PyTorch worker on top (needs the khorovod wheel,
-#                                  see `wheel` below); what the test suite uses
-#   images.sh prebuilt-core BUILD_DIR   the same without the PyTorch worker
+#                                  PyTorch and TensorFlow workers on top (each
+#                                  needs its khorovod wheel, see below); what the
+#                                  test suite uses
+#   images.sh prebuilt-core BUILD_DIR   the same without the Python workers
 #   images.sh monitoring           prometheus-operator, its config reloader and
 #                                  Prometheus from the binaries scripts/k8s-tools.sh
 #                                  builds; prints the three image names
 #   images.sh source [NAME...]     every shipped Dockerfile's default (from-source)
-#                                  stage, the CUDA worker included; prints times.
+#                                  stage, the CUDA worker included (the Python
+#                                  workers on the from-source runtime); prints times.
 #                                  Tagged localhost/khorovod-source/NAME:0.1.0, so
 #                                  they never replace the suite's images
 #   images.sh load NAME...         import images into the node's containerd
@@ -25,9 +27,14 @@
 # rlimits at the machine's hard limits or below (CAP_SYS_RESOURCE is withheld).
 # torch (python/torch-pin.txt) and its NVIDIA wheels are downloaded once
 # into ~/.cache/khorovod/wheels/torch-<version> (scripts/python-wheels.sh)
-# and reach builds through a read-only volume, so no build downloads them again.
+# and reach builds through a read-only volume, so no build downloads them again;
+# so do tensorflow-cpu's (python/tensorflow-pin.txt, ~/.cache/khorovod/wheels/
+# tensorflow-cpu-<version>, tests/python/tensorflow/run.sh --download-only).
 # Environment: KHOROVOD_WHEEL_DIR: a directory with the khorovod wheel
-# (default: build it with `pip wheel .` into ~/.cache/khorovod/wheels/khorovod-<hash>).
+# (default: build it with `pip wheel .` into ~/.cache/khorovod/wheels/khorovod-<hash>);
+# KHOROVOD_TF_WHEEL_DIR: the same for the TensorFlow worker's wheel, built
+# with the TensorFlow ops (default: scripts/python-wheels.sh --tensorflow
+# into ~/.cache/khorovod/wheels/khorovod-tf-<hash>).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KHOROVOD_IMAGE_CACHE:-$HOME/.cache/khorovod/images}
@@ -115,16 +122,21 @@ torch_wheels() {
 }
 
 # The khorovod wheel (`pip wheel .` through scripts/python-wheels.sh, for
-# CPython 3.11 as Debian 12 has, CPU only), cached by the hash of the sources it is built from.
+# CPython 3.11 as Debian 12 has, CPU only), cached by the hash of the sources
+# it is built from (python/ holds the TensorFlow pin). khorovod_wheel
+# --tensorflow: the one with the TensorFlow ops, built against the pinned
+# TensorFlow.
 khorovod_wheel() {
-  if [ -n "${KHOROVOD_WHEEL_DIR:-}" ]; then echo "$KHOROVOD_WHEEL_DIR"; return; fi
+  local flavour=khorovod flags=() given=${KHOROVOD_WHEEL_DIR:-}
+  if [ "${1:-}" = --tensorflow ]; then flavour=khorovod-tf flags=(--tensorflow) given=${KHOROVOD_TF_WHEEL_DIR:-}; fi
+  if [ -n "$given" ]; then echo "$given"; return; fi
   local hash; hash=$(cd "$root" && git ls-files -co --exclude-standard -- pyproject.toml CMakeLists.txt cmake runtime python \
                      | LC_ALL=C sort | xargs -r sha256sum | sha256sum | cut -c1-16)
-  local dir="$HOME/.cache/khorovod/wheels/khorovod-$hash"
+  local dir="$HOME/.cache/khorovod/wheels/$flavour-$hash"
   if ! ls "$dir"/khorovod-*.whl >/dev/null 2>&1; then
-    say "building the khorovod wheel (scripts/python-wheels.sh)"
-    bash "$root/scripts/python-wheels.sh" "$dir.tmp" >&2 \
-      || die "building the khorovod wheel failed"
+    say "building the $flavour wheel (scripts/python-wheels.sh ${flags[*]})"
+    bash "$root/scripts/python-wheels.sh" "${flags[@]}" "$dir.tmp" >&2 \
+      || die "building the $flavour wheel failed"
     rm -rf "$dir"; mv "$dir.tmp" "$dir"
   fi
   echo "$dir"
@@ -153,7 +165,9 @@ prebuilt_images() {
   cp "$root/deploy/docker/slot-entrypoint.sh" "$ctx/deploy/docker/"
   strip_debug "$ctx"
   build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$ctx" --target prebuilt
-  [ "${2:-}" = core ] || pytorch_image "$REGISTRY/khorovod-runtime:$TAG"
+  [ "${2:-}" = core ] && return 0
+  pytorch_image "$REGISTRY/khorovod-runtime:$TAG"
+  tensorflow_image "$REGISTRY/khorovod-runtime:$TAG"
 }
 
 # prometheus-operator's images, tagged with the versions the binaries were
@@ -186,22 +200,35 @@ pytorch_image() {
     --volume "$torch:/wheels:ro"
 }
 
-source_images() {  # [operator|runtime|runtime-cuda|pytorch ...] (default: all)
+# The TensorFlow worker: the runtime image plus python3, tensorflow-cpu,
+# tf-keras and khorovod.tensorflow (no torch).
+tensorflow_image() {
+  local tf wheel ctx="$cache/ctx-tensorflow"
+  tf=$(bash "$root/tests/python/tensorflow/run.sh" --download-only | tail -1); wheel=$(khorovod_wheel --tensorflow)
+  rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python" "$ctx/examples/python"
+  cp "$wheel"/khorovod-*.whl "$ctx/wheel/"
+  cp "$root/python/tensorflow-pin.txt" "$root/python/tf-keras-pin.txt" "$ctx/python/"
+  cp "$root/examples/python/keras_mnist_elastic.py" "$ctx/examples/python/"
+  EXTRA_INPUTS="runtime $(podman image inspect --format '{{.Id}}' "$1")" \
+  build "$REGISTRY/khorovod-tensorflow:$TAG" "$root/deploy/docker/tensorflow.Dockerfile" "$ctx" \
+    --build-arg "RUNTIME=$1" \
+    --volume "$tf:/wheels:ro"
+}
+
+source_images() {  # [operator|runtime|runtime-cuda|pytorch|tensorflow ...] (default: all)
   REGISTRY=localhost/khorovod-source
-  local want=" ${*:-operator runtime runtime-cuda pytorch} "
+  local want=" ${*:-operator runtime runtime-cuda pytorch tensorflow} "
   bases
   [[ $want == *" operator "* ]] && build "$REGISTRY/khorovod-operator:$TAG" "$root/deploy/docker/operator.Dockerfile" "$root"
   [[ $want == *" runtime "* ]] && build "$REGISTRY/khorovod-runtime:$TAG" "$root/deploy/docker/runtime.Dockerfile" "$root"
-  local torch; torch=$(torch_wheels)
-  [[ $want == *" runtime-cuda "* ]] && build "$REGISTRY/khorovod-runtime-cuda:$TAG" \
-    "$root/deploy/docker/runtime-cuda.Dockerfile" "$root" --volume "$torch:/wheels:ro"
-  [[ $want == *" pytorch "* ]] || return 0
-  local wheel ctx="$cache/ctx-pytorch-source"; wheel=$(khorovod_wheel)
-  rm -rf "$ctx"; mkdir -p "$ctx/wheel" "$ctx/python"
-  cp "$wheel"/khorovod-*.whl "$ctx/wheel/"; cp "$root/python/torch-pin.txt" "$ctx/python/"
-  EXTRA_INPUTS="runtime $(podman image inspect --format '{{.Id}}' "$REGISTRY/khorovod-runtime:$TAG")" \
-  build "$REGISTRY/khorovod-pytorch:$TAG" "$root/deploy/docker/pytorch.Dockerfile" "$ctx" \
-    --build-arg "RUNTIME=$REGISTRY/khorovod-runtime:$TAG" --volume "$torch:/wheels:ro"
+  if [[ $want == *" runtime-cuda "* ]]; then
+    build "$REGISTRY/khorovod-runtime-cuda:$TAG" "$root/deploy/docker/runtime-cuda.Dockerfile" "$root" \
+      --volume "$(torch_wheels):/wheels:ro"
+  fi
+  # The Python workers start from the from-source runtime (REGISTRY names them).
+  [[ $want == *" pytorch "* ]] && pytorch_image "$REGISTRY/khorovod-runtime:$TAG"
+  [[ $want == *" tensorflow "* ]] && tensorflow_image "$REGISTRY/khorovod-runtime:$TAG"
+  return 0
 }
 
 # podman save writes the whole archive to a temporary file first (7 GB for

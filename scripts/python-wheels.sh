@@ -8,21 +8,29 @@
 # and, unless --download-only, the khorovod wheel built by `pip wheel .`
 # into OUTDIR (default build/python-wheels). Idempotent.
 #
-# Usage: scripts/python-wheels.sh [--cuda] [--download-only] [OUTDIR]
+# Usage: scripts/python-wheels.sh [--cuda|--tensorflow] [--download-only] [OUTDIR]
 #   --cuda  build the GPU backends into the wheel (NCCL and the CUDA runtime
 #           from scripts/install-cuda.sh); the wheel then loads libcudart
 #           (at import) and libnccl (dlopen, at the first NCCL use) from
 #           torch's NVIDIA wheels (runpath), and needs them.
+#   --tensorflow  build khorovod.tensorflow's ops into the wheel, against the
+#           pinned tensorflow-cpu (python/tensorflow-pin.txt) of the
+#           tensorflow stage's cached venv (tests/python/tensorflow/run.sh
+#           --venv-only makes it), in that stage's build directory
+#           (build/wheel-tf), so either one's compile serves the other. The
+#           wheel then needs that TensorFlow version where it is installed.
 # Install in an image or venv (no index needed):
 #   pip install --no-index --find-links ~/.cache/khorovod/wheels/torch-<v> \
 #       --find-links OUTDIR -r python/torch-pin.txt khorovod
-# Prints the torch wheel directory and the khorovod wheel path last.
+# Prints the torch (--tensorflow: TensorFlow) wheel directory and the
+# khorovod wheel path last.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cuda=0; download_only=0; out="$root/build/python-wheels"
+cuda=0; tensorflow=0; download_only=0; out="$root/build/python-wheels"
 while [ $# -gt 0 ]; do
   case $1 in
     --cuda) cuda=1 ;;
+    --tensorflow) tensorflow=1 ;;
     --download-only) download_only=1 ;;
     -*) echo "python-wheels: unknown option $1" >&2; exit 2 ;;
     *) out=$1 ;;
@@ -52,15 +60,26 @@ download() {
     --python-version 3.11 --implementation cp --abi cp311 -d "$dir" "$@"
   touch "$dir/.complete"
 }
-download "$torch_dir" "${pins[@]}"
 download "$build_dir" "${build_reqs[@]}"
-if [ "$download_only" = 1 ]; then echo "$torch_dir"; exit 0; fi
+if [ "$tensorflow" = 1 ]; then
+  framework_dir=$(bash "$root/tests/python/tensorflow/run.sh" --download-only | tail -1)
+else
+  download "$torch_dir" "${pins[@]}"; framework_dir=$torch_dir
+fi
+if [ "$download_only" = 1 ]; then echo "$framework_dir"; exit 0; fi
 
 args=(); wheel_build="build/wheel"
 if [ "$cuda" = 1 ]; then
   prefix=$(bash "$root/scripts/install-cuda.sh" | tail -1)
   args=(--config-settings=cmake.define.KHOROVOD_WITH_NCCL=ON "--config-settings=cmake.define.KHOROVOD_CUDA_ROOT=$prefix")
   wheel_build="build/wheel-cuda"
+elif [ "$tensorflow" = 1 ]; then
+  # -E in python/tensorflow.cmake: pip's build isolation still sees the venv's TensorFlow.
+  venv=$(bash "$root/tests/python/tensorflow/run.sh" --venv-only | tail -1)
+  [ -x "$venv/bin/python" ] || { echo "python-wheels: no TensorFlow venv ($venv)" >&2; exit 1; }
+  python=$venv/bin/python
+  args=(--config-settings=cmake.define.KHOROVOD_WITH_TENSORFLOW=ON)
+  wheel_build="build/wheel-tf"
 fi
 export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache} CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=1
 command -v ccache >/dev/null && export CMAKE_CXX_COMPILER_LAUNCHER=ccache
@@ -68,5 +87,5 @@ mkdir -p "$out"
 rm -f "$out"/khorovod-*.whl
 (cd "$root" && "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --no-index \
    --find-links "$build_dir" "--config-settings=build-dir=$wheel_build/{wheel_tag}" "${args[@]}" -w "$out" .)
-echo "$torch_dir"
+echo "$framework_dir"
 ls "$out"/khorovod-*.whl

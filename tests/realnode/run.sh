@@ -12,7 +12,7 @@ build_dir=${1:?usage: run.sh BUILD_DIR}
 work="$root/build/test-logs/realnode"
 rm -rf "$work"; mkdir -p "$work"
 images=(ghcr.io/khorovod/khorovod-operator:0.1.0 ghcr.io/khorovod/khorovod-runtime:0.1.0
-        ghcr.io/khorovod/khorovod-pytorch:0.1.0)
+        ghcr.io/khorovod/khorovod-pytorch:0.1.0 ghcr.io/khorovod/khorovod-tensorflow:0.1.0)
 broken() { echo "realnode: BROKEN: $*"; echo "realnode: 0 passed, 1 failed"; exit 1; }
 t0=$SECONDS
 bash "$root/scripts/images.sh" prebuilt "$build_dir" || broken "building the images failed"

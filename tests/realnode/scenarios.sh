@@ -185,17 +185,22 @@ scenario_pytorch() {
   # 2048 samples ended 8 s after the containers started, before any scrape.
   sed "s/EPOCHS/${REALNODE_TORCH_EPOCHS:-10}/" "$here/pytorch-job.yaml" | k apply -n "$ns" -f - >/dev/null
   expect "$job: 2 PyTorch workers Running" 300 at_least_running "$job" "$ns" 3 || { dump_job "$job" "$ns"; return 1; }
-  # The workers' own gauges, and the dashboard's recorded efficiency and
-  # throughput (deploy/monitoring/khorovod-rules.yaml), for this job.
-  local sel="khorovod_job=\"$job\""
-  series() { prom_query "last_over_time($1{$sel}[30m])" | matches '"value"'; }
-  for m in khorovod_worker_step_efficiency khorovod_worker_throughput_samples_per_second \
-           khorovod_job:step_efficiency:ratio_rate1m khorovod_job:samples_per_second:rate1m; do
-    expect "Prometheus holds $m for the PyTorch job" 300 series "$m"
-  done
+  expect_job_metrics "$job" "the PyTorch job"
   expect "$job: Succeeded" 900 phase_is "$job" "$ns" Succeeded || { dump_job "$job" "$ns"; return 1; }
   job_logs "$job" "$ns" | matches '^final accuracy' && ok "rank 0 printed its final accuracy: $(job_logs "$job" "$ns" | grep '^final accuracy' | tail -1)" \
     || fail "no final accuracy in the PyTorch job's logs"
+}
+
+# expect_job_metrics JOB WHAT: Prometheus holds the workers' own step
+# gauges and the dashboard's recorded efficiency and throughput
+# (deploy/monitoring/khorovod-rules.yaml) for JOB.
+expect_job_metrics() {
+  local sel="khorovod_job=\"$1\"" what=$2 m
+  series() { prom_query "last_over_time($1{$sel}[30m])" | matches '"value"'; }
+  for m in khorovod_worker_step_efficiency khorovod_worker_throughput_samples_per_second \
+           khorovod_job:step_efficiency:ratio_rate1m khorovod_job:samples_per_second:rate1m; do
+    expect "Prometheus holds $m for $what" 300 series "$m"
+  done
 }
 
 # The GPU example cannot run here (no GPU): it must pass the API server's

@@ -11,9 +11,10 @@ Contract: as khorovod.elastic (commit, restore, re-form, sync), plus:
   plain attributes) from rank 0.
 - TensorFlowKerasState(model, optimizer, **kwargs): the same over the
   model's and the optimizer's variables. Keras creates an optimizer's slots
-  on its first step, so sync() first builds the optimizer of a rank that
-  has fewer variables than rank 0 (a newcomer joining trained survivors);
-  counts that still differ raise ValueError on that rank.
+  (momentum and the like) on its first step, so sync() first builds the
+  optimizer of a rank that has fewer variables than rank 0 (a replacement
+  joining trained survivors); counts that still differ raise ValueError on
+  that rank.
 Thread-safety: a State belongs to the training thread.
 """
 
@@ -116,19 +117,29 @@ class TensorFlowKerasState(_VariablesState):
         opt_vars = self.optimizer.variables
         return list(opt_vars() if callable(opt_vars) else opt_vars)
 
+    def _build_optimizer(self):
+        opt, var_list = self.optimizer, self.model.trainable_variables
+        if opt is None or not var_list:
+            return
+        if hasattr(opt, "built"):  # Keras 3
+            if not opt.built:
+                opt.build(var_list)
+        elif hasattr(opt, "_create_all_weights"):  # Keras 2's legacy optimizers; idempotent
+            opt._create_all_weights(var_list)
+        elif hasattr(opt, "build"):  # Keras 2's optimizers; build() returns at once when built
+            opt.build(var_list)
+
     def _variables(self):
         return list(self.model.variables) + self._optimizer_variables()
 
     def sync(self):
-        """As _VariablesState's, after building this rank's optimizer when
-        rank 0's has built its slots (a Keras optimizer creates them on its
-        first step, so a newcomer has fewer variables than the survivors and
-        the broadcasts would not pair up)."""
+        """As _VariablesState's, after building this rank's optimizer (a Keras
+        optimizer creates its slots on its first step, so a newcomer has fewer
+        variables than trained survivors and the broadcasts would not pair
+        up; building is idempotent on ranks that trained)."""
+        self._build_optimizer()
         local = len(self._optimizer_variables())
         root = functions.broadcast_object(local, root_rank=0, name="elastic.optimizer_variables")
-        if local < root and hasattr(self.optimizer, "build"):
-            self.optimizer.build(self.model.trainable_variables)
-            local = len(self._optimizer_variables())
         if local != root:
             raise ValueError(f"khorovod: this rank's optimizer has {local} variables and rank 0's has {root}; "
                              "the elastic state cannot be synchronized (build the optimizer the same way on "

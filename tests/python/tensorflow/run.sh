@@ -18,12 +18,16 @@
 #   5. with KHOROVOD_HOROVOD_SOURCE (a Horovod checkout), Horovod's elastic
 #      TensorFlow scenarios (see below).
 # Prints "tensorflow: N passed, M failed" last; exit 0 iff all passed.
-# Usage: tests/python/tensorflow/run.sh [--download-only] [-- pytest args]
+# --download-only stops after 1 and prints the wheel directory; --venv-only
+# stops after 2 and prints the venv (scripts/python-wheels.sh --tensorflow
+# builds the TensorFlow worker image's khorovod wheel with it).
+# Usage: tests/python/tensorflow/run.sh [--download-only|--venv-only] [-- pytest args]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
-download_only=0
+download_only=0 venv_only=0
 [ "${1:-}" = "--download-only" ] && { download_only=1; shift; }
+[ "${1:-}" = "--venv-only" ] && { venv_only=1; shift; }
 [ "${1:-}" = "--" ] && shift
 pin=$root/python/tensorflow-pin.txt
 tf_version=$(sed -n 's/^tensorflow-cpu==//p' "$pin")
@@ -72,6 +76,7 @@ if [ "$(cat "$venv/.complete" 2>/dev/null)" != "$pins_sum" ]; then
     --no-deps -r "$keras2_pin" || fail "installing tf-keras into $venv"
   echo "$pins_sum" > "$venv/.complete"
 fi
+[ "$venv_only" = 1 ] && { echo "$venv"; exit 0; }
 
 "$venv/bin/python" -m pip uninstall --quiet --yes khorovod >/dev/null 2>&1
 (cd "$root" && timeout 1500 nice -n 5 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \

@@ -37,7 +37,7 @@ dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(16)
 lr = 0.01
 model = tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(8, activation="relu"),
                              tf.keras.layers.Dense(1)])
-opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=lr * hvd.size()))
+opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=lr * hvd.size(), momentum=0.5))
 model.compile(loss="mse", optimizer=opt)
 
 
