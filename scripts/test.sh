@@ -24,7 +24,8 @@
 #                        ctest test, the operator's against a real kube-apiserver
 #   asan, tsan, fuzz     the deep checks: sanitizer builds over the runtime's
 #                        memory and concurrency tests, and a libFuzzer run over
-#                        the rendezvous request handlers
+#                        the rendezvous request handlers (its clang build also
+#                        checks the lock annotations: -Wthread-safety)
 # Downloads (PyPI wheels, CUDA/NCCL wheels, Debian base images, clang) run in
 # the background while the CPU-bound stages build.
 #
@@ -255,8 +256,12 @@ if deep_stage fuzz; then
   stage_begin fuzz warm
   if ! bash scripts/install-fuzz-deps.sh; then
     stage_broken "clang-14 / libclang-rt-14-dev could not be installed"
-  elif build fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_BUILD_BENCHMARKS=OFF \
-         -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF -- rendezvous_http_fuzzer; then
+  # The clang build also proves the lock annotations (KHOROVOD_THREAD_SAFETY:
+  # -Werror=thread-safety) over libkhorovod and the operator's libraries and
+  # main; the operator's binary itself is not linked (FUZZ instruments util).
+  elif build fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_THREAD_SAFETY=ON \
+         -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF -- rendezvous_http_fuzzer \
+         khorovod khorovod_kube khorovod_operator_controller operator/CMakeFiles/khorovod-operator.dir/cmd/main.cc.o; then
     ctest --test-dir build/fuzz --output-on-failure --no-tests=error --timeout 300 -L fuzz 2>&1 | tee "$logdir/fuzz.log"
     stage_end_ctest "$logdir/fuzz.log"
   else stage_broken "build (fuzz) failed"; fi
