@@ -60,7 +60,7 @@ wanted() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
 
 # Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
 # suite's stages"), used to plan before this machine has measured its own.
-STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150)
+STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=300)
 
 # ---- deps (and the background downloads)
 stage_begin deps warm
