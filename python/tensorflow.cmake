@@ -55,6 +55,7 @@ if(KHOROVOD_TENSORFLOW_BUILT)
   endforeach()
   target_compile_options(khorovod_tf_ops PRIVATE -Wno-deprecated-declarations)
   target_link_libraries(khorovod_tf_ops PRIVATE khorovod ${tf_ldflags})
+  target_include_directories(khorovod_tf_ops PRIVATE ${PROJECT_SOURCE_DIR}/runtime/util)  # util/mutex.h
   set_target_properties(khorovod_tf_ops PROPERTIES
     PREFIX "" OUTPUT_NAME _khorovod_tf_ops
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/python/khorovod/tensorflow)

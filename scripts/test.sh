@@ -24,7 +24,8 @@
 #                        ctest test, the operator's against a real kube-apiserver
 #   asan, tsan, fuzz     the deep checks: sanitizer builds over the runtime's
 #                        memory and concurrency tests, and a libFuzzer run over
-#                        the rendezvous request handlers
+#                        the rendezvous request handlers (its clang build also
+#                        checks the lock annotations: -Wthread-safety)
 #   operator-1.37,       the operator's apiserver tests and the multinode
 #   multinode-1.37       spread scenario again, on Kubernetes 1.37 (every stage
 #                        above runs 1.34); within the budget, like the deep checks
@@ -62,7 +63,7 @@ wanted() { [ -z "$only" ] || [[ $only == *",$1,"* ]]; }
 
 # Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
 # suite's stages"), used to plan before this machine has measured its own.
-STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=150 [operator-1.37]=1080 [multinode-1.37]=1380)
+STAGE_DEFAULT_SECS=([multinode]=1200 [asan]=600 [tsan]=420 [fuzz]=300 [operator-1.37]=1080 [multinode-1.37]=1380)
 
 # ---- deps (and the background downloads)
 stage_begin deps warm
@@ -263,8 +264,12 @@ if deep_stage fuzz; then
   stage_begin fuzz warm
   if ! bash scripts/install-fuzz-deps.sh; then
     stage_broken "clang-14 / libclang-rt-14-dev could not be installed"
-  elif build fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_BUILD_BENCHMARKS=OFF \
-         -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF -- rendezvous_http_fuzzer; then
+  # The clang build also proves the lock annotations (KHOROVOD_THREAD_SAFETY:
+  # -Werror=thread-safety) over libkhorovod and the operator's libraries and
+  # main; the operator's binary itself is not linked (FUZZ instruments util).
+  elif build fuzz -DCMAKE_CXX_COMPILER=clang++-14 -DKHOROVOD_FUZZ=ON -DKHOROVOD_THREAD_SAFETY=ON \
+         -DKHOROVOD_BUILD_BENCHMARKS=OFF -DKHOROVOD_WITH_NCCL=OFF -DKHOROVOD_BUILD_PYTHON=OFF -- rendezvous_http_fuzzer \
+         khorovod khorovod_kube khorovod_operator_controller operator/CMakeFiles/khorovod-operator.dir/cmd/main.cc.o; then
     ctest --test-dir build/fuzz --output-on-failure --no-tests=error --timeout 300 -L fuzz 2>&1 | tee "$logdir/fuzz.log"
     stage_end_ctest "$logdir/fuzz.log"
   else stage_broken "build (fuzz) failed"; fi

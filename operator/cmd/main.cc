@@ -12,6 +12,7 @@
 
 #include "cmd/health_server.h"
 #include "cmd/options.h"
+#include "khorovod/util/mutex.h"
 #include "khorovod/util/stop_signals.h"
 #include "controller/controller.h"
 #include "controller/operator_metrics.h"
@@ -55,22 +56,22 @@ std::string DefaultIdentity() {
 class StopLatch {
  public:
   void Request(int status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!stopping_) status_ = status;
     stopping_ = true;
     cv_.notify_all();
   }
   int Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stopping_; });
+    MutexLock lock(mu_);
+    lock.Wait(cv_, [&]() REQUIRES(mu_) { return stopping_; });
     return status_;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  int status_ = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  int status_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -73,7 +73,7 @@ void Controller::EnqueueJobsOnNode(const kube::ObjectPtr& node) {
   const std::string name = node->at("metadata").value("name", "");
   const bool lost = NodeHealthOf(*node).lost;
   {
-    std::lock_guard<std::mutex> lock(lost_mu_);
+    MutexLock lock(lost_mu_);
     const bool was_lost = lost_nodes_.count(name) > 0;
     if (lost) lost_nodes_.insert(name);
     else lost_nodes_.erase(name);

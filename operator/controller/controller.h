@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "controller/reconciler.h"
+#include "khorovod/util/mutex.h"
 #include "kube/informer.h"
 #include "kube/work_queue.h"
 
@@ -70,8 +71,8 @@ class Controller {
   kube::Informer services_;
   std::unique_ptr<kube::Informer> workloads_;  // Kueue Workloads; null without --kueue
   std::unique_ptr<kube::Informer> nodes_;      // Nodes (trimmed); null without watch_nodes
-  std::mutex lost_mu_;
-  std::set<std::string> lost_nodes_;           // nodes last seen lost
+  Mutex lost_mu_;
+  std::set<std::string> lost_nodes_ GUARDED_BY(lost_mu_);  // nodes last seen lost
   kube::WorkQueue queue_;
   std::unique_ptr<RendezvousMonitor> monitor_;  // null with rendezvous_refresh 0
   Reconciler reconciler_;

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "khorovod/util/mutex.h"
+
 namespace khorovod::op {
 
 kube::ApiStatus ObjectWriter::EnsureCreated(const kube::ResourceType& type, const std::string& ns,
@@ -31,13 +33,13 @@ kube::ApiStatus ObjectWriter::DeletePod(const std::string& ns, const std::string
 kube::ApiStatus ObjectWriter::ForEachParallel(size_t n, const std::function<kube::ApiStatus(size_t)>& op) {
   if (n == 0) return kube::ApiStatus::Ok();
   std::atomic<size_t> next{0};
-  std::mutex mu;
+  Mutex mu;
   kube::ApiStatus first_error;
   auto worker = [&] {
     for (size_t i; (i = next++) < n;) {
       kube::ApiStatus s = op(i);
       if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (first_error.ok()) first_error = s;
       }
     }

@@ -154,14 +154,14 @@ std::optional<ReconcileOutcome> Reconciler::DeleteExpiredJob(Attempt& a) {
 
 std::optional<ReconcileOutcome> Reconciler::EnsureTokenSecret(Attempt& a) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (secret_ensured_.count(a.job.uid)) return std::nullopt;
   }
   std::optional<std::string> token = NewToken();
   if (!token) return ReconcileOutcome{ReconcileOutcome::kRetry, {}, "no random bytes for the rendezvous token"};
   if (auto s = writer_.EnsureCreated(kube::kSecrets, a.ns, BuildTokenSecret(a.job, *token)); !s.ok())
     return Failed(a, s, "creating the token Secret");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   secret_ensured_.insert(a.job.uid);
   return std::nullopt;
 }
@@ -197,7 +197,7 @@ std::optional<ReconcileOutcome> Reconciler::EnsureDisruptionBudget(Attempt& a) {
   if (!options_.disruption_budgets) return std::nullopt;
   const int32_t min_available = a.job.spec.min_replicas;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = budget_ensured_.find(a.job.uid);
     if (it != budget_ensured_.end() && it->second == min_available) return std::nullopt;
   }
@@ -210,7 +210,7 @@ std::optional<ReconcileOutcome> Reconciler::EnsureDisruptionBudget(Attempt& a) {
     auto r = client_.Patch(kube::kPodDisruptionBudgets.ObjectPath(a.ns, a.job.name), patch.dump(), kube::PatchType::kMerge);
     if (!r.ok()) return Failed(a, r.status(), "updating the PodDisruptionBudget");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   budget_ensured_[a.job.uid] = min_available;
   return std::nullopt;
 }
@@ -270,7 +270,7 @@ ReconcileOutcome Reconciler::Finish(Attempt& a) {
   if (IsFinished(a.plan.status.phase)) {
     if (monitor_) monitor_->Untrack(a.key);
     expectations_.Forget(a.job.uid);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     secret_ensured_.erase(a.job.uid);
     budget_ensured_.erase(a.job.uid);
   }

@@ -64,6 +64,7 @@
 #include "controller/object_writer.h"
 #include "controller/rendezvous_monitor.h"
 #include "controller/write_expectations.h"
+#include "khorovod/util/mutex.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
@@ -159,11 +160,11 @@ class Reconciler {
   ObjectWriter writer_;
   WriteExpectations expectations_;
 
-  std::mutex mu_;
+  Mutex mu_;
   // Job UIDs whose token Secret is known to exist.
-  std::set<std::string> secret_ensured_;
+  std::set<std::string> secret_ensured_ GUARDED_BY(mu_);
   // Job UID -> the minAvailable its PodDisruptionBudget is known to have.
-  std::map<std::string, int32_t> budget_ensured_;
+  std::map<std::string, int32_t> budget_ensured_ GUARDED_BY(mu_);
 };
 
 }  // namespace khorovod::op

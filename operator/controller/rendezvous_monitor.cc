@@ -11,14 +11,14 @@ RendezvousMonitor::RendezvousMonitor(RendezvousMonitorOptions options,
 RendezvousMonitor::~RendezvousMonitor() { Stop(); }
 
 void RendezvousMonitor::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable() || stopping_) return;
   thread_ = std::thread([this] { Loop(); });
 }
 
 void RendezvousMonitor::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -26,7 +26,7 @@ void RendezvousMonitor::Stop() {
 }
 
 void RendezvousMonitor::Track(const std::string& key, const std::string& uid, const std::string& ip, int port) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Target& t = targets_[key];
   if (t.uid == uid && t.ip == ip && t.port == port) return;
   if (t.uid != uid) t.generation.reset();
@@ -38,12 +38,12 @@ void RendezvousMonitor::Track(const std::string& key, const std::string& uid, co
 }
 
 void RendezvousMonitor::Untrack(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   targets_.erase(key);
 }
 
 std::optional<int64_t> RendezvousMonitor::Generation(const std::string& key, const std::string& uid) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = targets_.find(key);
   if (it == targets_.end() || it->second.uid != uid) return std::nullopt;
   return it->second.generation;
@@ -56,7 +56,7 @@ std::vector<std::string> RendezvousMonitor::PollDue() {
   };
   std::vector<Due> due;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const auto now = Clock::now();
     for (auto& [key, t] : targets_) {
       if (t.next_poll > now) continue;
@@ -68,7 +68,7 @@ std::vector<std::string> RendezvousMonitor::PollDue() {
   for (const Due& d : due) {
     std::optional<RendezvousStatus> status = fetch_(d.ip, d.port, options_.timeout);
     if (!status) continue;  // keep the last known value
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = targets_.find(d.key);
     // Skip answers for a target that was untracked or moved meanwhile.
     if (it == targets_.end() || it->second.uid != d.uid || it->second.ip != d.ip || it->second.port != d.port)
@@ -83,10 +83,10 @@ std::vector<std::string> RendezvousMonitor::PollDue() {
 void RendezvousMonitor::Loop() {
   for (;;) {
     for (const std::string& key : PollDue()) on_change_(key);
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto wake = Clock::now() + options_.interval;
     for (const auto& [key, t] : targets_) wake = std::min(wake, t.next_poll);
-    cv_.wait_until(lock, wake, [&] {
+    lock.WaitUntil(cv_, wake, [&]() REQUIRES(mu_) {
       if (stopping_) return true;
       for (const auto& [key, t] : targets_)
         if (t.next_poll <= Clock::now()) return true;

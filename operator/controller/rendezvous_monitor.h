@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "controller/rendezvous_status.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod::op {
 
@@ -69,10 +70,10 @@ class RendezvousMonitor {
   const RendezvousMonitorOptions options_;
   const std::function<void(const std::string&)> on_change_;
   const RendezvousFetcher fetch_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Target> targets_;  // by job key
-  bool stopping_ = false;
+  std::map<std::string, Target> targets_ GUARDED_BY(mu_);  // by job key
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -16,7 +16,7 @@ void WriteExpectations::DropIfEmpty(std::map<std::string, Job>::iterator it) {
 
 void WriteExpectations::ExpectCreated(const std::string& job_uid, const std::string& job_key,
                                       const std::string& pod_name, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Job& job = jobs_[job_uid];
   job.key = job_key;
   job.created[pod_name] = now;
@@ -24,7 +24,7 @@ void WriteExpectations::ExpectCreated(const std::string& job_uid, const std::str
 
 std::set<std::string> WriteExpectations::Pending(const std::string& job_uid, const std::set<std::string>& observed,
                                                  Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> pending;
   auto job = jobs_.find(job_uid);
   if (job == jobs_.end()) return pending;
@@ -43,7 +43,7 @@ std::set<std::string> WriteExpectations::Pending(const std::string& job_uid, con
 
 void WriteExpectations::WroteJob(const std::string& job_uid, const std::string& job_key,
                                  const std::string& replaced_version, kube::ObjectPtr written) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Job& job = jobs_[job_uid];
   job.key = job_key;
   job.replaced_version = replaced_version;
@@ -51,7 +51,7 @@ void WriteExpectations::WroteJob(const std::string& job_uid, const std::string& 
 }
 
 kube::ObjectPtr WriteExpectations::Freshest(kube::ObjectPtr cached) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto job = jobs_.find(MetadataField(cached, "uid"));
   if (job == jobs_.end() || !job->second.written) return cached;
   if (MetadataField(cached, "resourceVersion") == job->second.replaced_version) return job->second.written;
@@ -61,12 +61,12 @@ kube::ObjectPtr WriteExpectations::Freshest(kube::ObjectPtr cached) {
 }
 
 void WriteExpectations::Forget(const std::string& job_uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   jobs_.erase(job_uid);
 }
 
 void WriteExpectations::ForgetKey(const std::string& job_key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = jobs_.begin(); it != jobs_.end();) it = it->second.key == job_key ? jobs_.erase(it) : std::next(it);
 }
 

@@ -33,6 +33,7 @@
 #include <set>
 #include <string>
 
+#include "khorovod/util/mutex.h"
 #include "kube/informer.h"
 
 namespace khorovod::op {
@@ -64,11 +65,11 @@ class WriteExpectations {
     std::string replaced_version;                      // of the last status write, with
     kube::ObjectPtr written;                           // the object it returned (or null)
   };
-  void DropIfEmpty(std::map<std::string, Job>::iterator it);
+  void DropIfEmpty(std::map<std::string, Job>::iterator it) REQUIRES(mu_);
 
   const std::chrono::milliseconds ttl_;
-  std::mutex mu_;
-  std::map<std::string, Job> jobs_;  // by job uid
+  Mutex mu_;
+  std::map<std::string, Job> jobs_ GUARDED_BY(mu_);  // by job uid
 };
 
 }  // namespace khorovod::op

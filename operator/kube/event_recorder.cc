@@ -15,7 +15,7 @@ void EventRecorder::Record(const ObjectRef& object, const std::string& type, con
   const std::string key = object.uid + "|" + type + "|" + reason + "|" + message;
   auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = recent_.find(key);
     if (it != recent_.end() && now - it->second < dedupe_window_) return;
     recent_[key] = now;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "khorovod/util/mutex.h"
 #include "kube/rest_client.h"
 
 namespace khorovod::kube {
@@ -33,8 +34,8 @@ class EventRecorder {
   RestClient& client_;
   const std::string component_;
   const std::chrono::seconds dedupe_window_;
-  std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> recent_;
+  Mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> recent_ GUARDED_BY(mu_);
 };
 
 }  // namespace khorovod::kube

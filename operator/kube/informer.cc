@@ -41,24 +41,24 @@ void Informer::Stop() {
 }
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); }) && synced_.load();
+  MutexLock lock(mu_);
+  return lock.WaitFor(cv_, timeout, [this] { return synced_.load() || stop_.load(); }) && synced_.load();
 }
 
 bool Informer::SleepFor(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  MutexLock lock(mu_);
+  lock.WaitFor(cv_, d, [this] { return stop_.load(); });
   return !stop_.load();
 }
 
 ObjectPtr Informer::Get(const std::string& ns, const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(ns.empty() ? name : ns + "/" + name);
   return it == objects_.end() ? nullptr : it->second;
 }
 
 std::vector<ObjectPtr> Informer::List(const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ObjectPtr> out;
   if (ns.empty()) {
     for (const auto& [k, v] : objects_) out.push_back(v);
@@ -71,7 +71,7 @@ std::vector<ObjectPtr> Informer::List(const std::string& ns) const {
 }
 
 std::vector<ObjectPtr> Informer::ByOwner(const std::string& owner_uid) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ObjectPtr> out;
   auto it = by_owner_.find(owner_uid);
   if (it == by_owner_.end()) return out;
@@ -101,7 +101,7 @@ void Informer::Apply(EventType type, Json object) {
   const std::string key = ObjectKey(obj);
   const std::string owner = ControllerOwnerUid(obj);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto old = objects_.find(key);
     if (old != objects_.end()) {
       std::string old_owner = ControllerOwnerUid(*old->second);
@@ -150,7 +150,7 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
   // Deliver the difference against the cache: deletions first, then the rest.
   std::vector<ObjectPtr> vanished;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [key, obj] : objects_)
       if (!listed.count(key)) vanished.push_back(obj);
   }
@@ -158,14 +158,14 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
   for (auto& [key, obj] : listed) {
     bool known;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       known = objects_.count(key) > 0;
     }
     Apply(known ? EventType::kUpdated : EventType::kAdded, std::move(obj));
   }
   lists_++;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     synced_ = true;
   }
   cv_.notify_all();

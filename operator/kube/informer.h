@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "khorovod/util/mutex.h"
 #include "kube/resource.h"
 #include "kube/rest_client.h"
 
@@ -94,10 +95,10 @@ class Informer {
   const InformerOptions options_;
   std::vector<Handler> handlers_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, ObjectPtr> objects_;                // "ns/name" -> object
-  std::map<std::string, std::set<std::string>> by_owner_;   // owner uid -> keys
+  std::map<std::string, ObjectPtr> objects_ GUARDED_BY(mu_);               // "ns/name" -> object
+  std::map<std::string, std::set<std::string>> by_owner_ GUARDED_BY(mu_);  // owner uid -> keys
 
   std::atomic<bool> synced_{false};
   std::atomic<bool> stop_{false};

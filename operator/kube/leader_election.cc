@@ -41,8 +41,8 @@ LeaderElector::LeaderElector(RestClient& client, LeaderElectionOptions options)
     : client_(client), options_(std::move(options)) {}
 
 bool LeaderElector::Wait(std::chrono::milliseconds d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  MutexLock lock(mu_);
+  lock.WaitFor(cv_, d, [this] { return stop_.load(); });
   return !stop_.load();
 }
 

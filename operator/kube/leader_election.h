@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 
+#include "khorovod/util/mutex.h"
 #include "kube/rest_client.h"
 
 namespace khorovod::kube {
@@ -52,7 +53,7 @@ class LeaderElector {
   const LeaderElectionOptions options_;
   std::atomic<bool> leader_{false};
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
 };
 

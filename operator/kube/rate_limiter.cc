@@ -16,7 +16,7 @@ TokenBucket::TokenBucket(RateLimit limit, Clock* clock)
 
 std::chrono::nanoseconds TokenBucket::Reserve() {
   if (limit_.qps <= 0) return std::chrono::nanoseconds(0);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const Clock::TimePoint now = clock_->Now();
   if (now > last_) {
     const double elapsed = std::chrono::duration<double>(now - last_).count();

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "khorovod/util/mutex.h"
+
 namespace khorovod::kube {
 
 class Clock {
@@ -55,9 +57,9 @@ class TokenBucket {
   const RateLimit limit_;
   SteadyClock steady_;
   Clock* const clock_;
-  std::mutex mu_;
-  double tokens_;             // may go negative: reserved tokens not yet due
-  Clock::TimePoint last_;     // when tokens_ was last brought up to date
+  Mutex mu_;
+  double tokens_ GUARDED_BY(mu_);          // may go negative: reserved tokens not yet due
+  Clock::TimePoint last_ GUARDED_BY(mu_);  // when tokens_ was last brought up to date
 };
 
 }  // namespace khorovod::kube

@@ -69,7 +69,7 @@ RestClient::~RestClient() { StopWatches(); }
 
 std::unique_ptr<RestClient::Connection> RestClient::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+    MutexLock lock(pool_mu_);
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
@@ -98,7 +98,7 @@ std::unique_ptr<RestClient::Connection> RestClient::Acquire() {
 }
 
 void RestClient::Release(std::unique_ptr<Connection> connection) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  MutexLock lock(pool_mu_);
   if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(connection));
 }
 
@@ -108,7 +108,7 @@ std::vector<std::pair<std::string, std::string>> RestClient::Headers() {
   h.emplace_back("User-Agent", options_.user_agent);
   std::string token;
   {
-    std::lock_guard<std::mutex> lock(token_mu_);
+    MutexLock lock(token_mu_);
     auto now = std::chrono::steady_clock::now();
     if (!config_.token_file.empty() &&
         (token_.empty() || now - token_read_at_ >= options_.token_reload_interval)) {
@@ -134,7 +134,7 @@ void RestClient::Observe(const std::string& verb, const std::string& path, int s
                          std::chrono::steady_clock::time_point start) {
   RequestObserver observer;
   {
-    std::lock_guard<std::mutex> lock(observer_mu_);
+    MutexLock lock(observer_mu_);
     observer = observer_;
   }
   if (!observer) return;
@@ -143,7 +143,7 @@ void RestClient::Observe(const std::string& verb, const std::string& path, int s
 }
 
 void RestClient::set_observer(RequestObserver observer) {
-  std::lock_guard<std::mutex> lock(observer_mu_);
+  MutexLock lock(observer_mu_);
   observer_ = std::move(observer);
 }
 
@@ -206,7 +206,7 @@ ApiStatus RestClient::Watch(const std::string& path, const std::function<bool(co
   conn->http().set_read_timeout(static_cast<time_t>(slack.count() / 1000), 0);
   conn->http().set_keep_alive(false);
   {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     if (stopping_) return ApiStatus::Unavailable("watch stopped");
     watching_.push_back(conn.get());
   }
@@ -241,7 +241,7 @@ ApiStatus RestClient::Watch(const std::string& path, const std::function<bool(co
         return !stopping_.load();
       });
   {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     watching_.erase(std::remove(watching_.begin(), watching_.end(), conn.get()), watching_.end());
   }
   Observe("WATCH", path, status, start);
@@ -254,7 +254,7 @@ ApiStatus RestClient::Watch(const std::string& path, const std::function<bool(co
 }
 
 void RestClient::StopWatches() {
-  std::lock_guard<std::mutex> lock(watch_mu_);
+  MutexLock lock(watch_mu_);
   stopping_ = true;
   for (Connection* c : watching_) c->http().stop();
 }

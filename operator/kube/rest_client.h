@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "khorovod/util/mutex.h"
 #include "kube/api_status.h"
 #include "kube/cluster_config.h"
 #include "kube/rate_limiter.h"
@@ -103,19 +104,19 @@ class RestClient {
   TokenBucket limiter_;
   std::atomic<int64_t> throttled_ns_{0};
 
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<Connection>> idle_;
+  Mutex pool_mu_;
+  std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(pool_mu_);
 
-  std::mutex token_mu_;
-  std::string token_;
-  std::chrono::steady_clock::time_point token_read_at_{};
+  Mutex token_mu_;
+  std::string token_ GUARDED_BY(token_mu_);
+  std::chrono::steady_clock::time_point token_read_at_ GUARDED_BY(token_mu_){};
 
-  std::mutex watch_mu_;
-  std::vector<Connection*> watching_;
+  Mutex watch_mu_;
+  std::vector<Connection*> watching_ GUARDED_BY(watch_mu_);
   std::atomic<bool> stopping_{false};
 
-  std::mutex observer_mu_;
-  RequestObserver observer_;
+  Mutex observer_mu_;
+  RequestObserver observer_ GUARDED_BY(observer_mu_);
 };
 
 // The resource name in an API path, for metrics labels

@@ -15,7 +15,7 @@ WorkQueue::~WorkQueue() {
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_ || dirty_.count(key)) return;
   dirty_.insert(key);
   if (processing_.count(key)) return;  // re-queued by Done()
@@ -25,7 +25,7 @@ void WorkQueue::Add(const std::string& key) {
 
 void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay) {
   if (delay.count() <= 0) return Add(key);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) return;
   delayed_.emplace(std::chrono::steady_clock::now() + delay, key);
   delay_cv_.notify_one();
@@ -34,7 +34,7 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay
 void WorkQueue::AddRateLimited(const std::string& key) {
   std::chrono::milliseconds delay;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     int n = failures_[key]++;
     double d = static_cast<double>(options_.base_delay.count()) * std::pow(2.0, std::min(n, 30));
     delay = std::chrono::milliseconds(static_cast<int64_t>(std::min(d, static_cast<double>(options_.max_delay.count()))));
@@ -43,19 +43,19 @@ void WorkQueue::AddRateLimited(const std::string& key) {
 }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::Failures(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
 
 bool WorkQueue::Get(std::string& key) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
+  MutexLock lock(mu_);
+  lock.Wait(cv_, [this]() REQUIRES(mu_) { return !queue_.empty() || shutting_down_; });
   if (queue_.empty()) return false;
   key = queue_.front();
   queue_.pop_front();
@@ -65,7 +65,7 @@ bool WorkQueue::Get(std::string& key) {
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   processing_.erase(key);
   if (dirty_.count(key) && !shutting_down_) {
     queue_.push_back(key);
@@ -74,27 +74,27 @@ void WorkQueue::Done(const std::string& key) {
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   cv_.notify_all();
   delay_cv_.notify_all();
 }
 
 size_t WorkQueue::Depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 void WorkQueue::DelayLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!shutting_down_) {
     if (delayed_.empty()) {
-      delay_cv_.wait(lock);
+      lock.Wait(delay_cv_);
       continue;
     }
     auto due = delayed_.begin()->first;
     if (std::chrono::steady_clock::now() < due) {
-      delay_cv_.wait_until(lock, due);
+      lock.WaitUntil(delay_cv_, due);
       continue;
     }
     std::string key = delayed_.begin()->second;

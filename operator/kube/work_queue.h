@@ -22,6 +22,8 @@
 #include <string>
 #include <thread>
 
+#include "khorovod/util/mutex.h"
+
 namespace khorovod::kube {
 
 struct WorkQueueOptions {
@@ -52,14 +54,14 @@ class WorkQueue {
   void DelayLoop();
 
   const WorkQueueOptions options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::set<std::string> dirty_;
-  std::set<std::string> processing_;
-  std::multimap<std::chrono::steady_clock::time_point, std::string> delayed_;
-  std::map<std::string, int> failures_;
-  bool shutting_down_ = false;
+  std::deque<std::string> queue_ GUARDED_BY(mu_);
+  std::set<std::string> dirty_ GUARDED_BY(mu_);
+  std::set<std::string> processing_ GUARDED_BY(mu_);
+  std::multimap<std::chrono::steady_clock::time_point, std::string> delayed_ GUARDED_BY(mu_);
+  std::map<std::string, int> failures_ GUARDED_BY(mu_);
+  bool shutting_down_ GUARDED_BY(mu_) = false;
   std::condition_variable delay_cv_;
   std::thread delay_thread_;
 };

@@ -164,7 +164,7 @@ Status RendezvousServer::Start() {
   if (options_.max_body_bytes < 1024) return Status::InvalidArgument("the body limit must be at least 1024 bytes");
   if (options_.service.max_wait.count() < 1) return Status::InvalidArgument("max wait must be positive");
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     if (started_) return Status::FailedPrecondition("the rendezvous server was already started");
     started_ = true;
   }
@@ -188,7 +188,7 @@ Status RendezvousServer::Start() {
   }
   if (port_ <= 0) {
     service_->Shutdown();
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    MutexLock lock(stop_mu_);
     stopped_ = true;
     stopped_cv_.notify_all();
     return Status::Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
@@ -200,7 +200,7 @@ Status RendezvousServer::Start() {
     if (Status s = metrics_->Start(); !s.ok()) {
       metrics_.reset();
       service_->Shutdown();
-      std::lock_guard<std::mutex> lock(stop_mu_);
+      MutexLock lock(stop_mu_);
       stopped_ = true;
       stopped_cv_.notify_all();
       return Status::Unavailable(s.message());
@@ -216,7 +216,7 @@ Status RendezvousServer::Start() {
 }
 
 void RendezvousServer::Stop() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(stop_mu_);
   if (stopped_ || !started_) {
     stopped_ = true;
     stopped_cv_.notify_all();
@@ -231,8 +231,8 @@ void RendezvousServer::Stop() {
 }
 
 void RendezvousServer::Wait() {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  stopped_cv_.wait(lock, [this] { return stopped_; });
+  MutexLock lock(stop_mu_);
+  lock.Wait(stopped_cv_, [this]() REQUIRES(stop_mu_) { return stopped_; });
 }
 
 void RendezvousServer::InstallErrorHandlers() {

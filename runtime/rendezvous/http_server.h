@@ -25,6 +25,7 @@
 
 #include "khorovod/metrics/http_endpoint.h"
 #include "khorovod/status.h"
+#include "khorovod/util/mutex.h"
 #include "service.h"
 
 namespace httplib {
@@ -80,10 +81,10 @@ class RendezvousServer {
   std::thread listener_;
   int port_ = -1;
 
-  std::mutex stop_mu_;
+  Mutex stop_mu_;
   std::condition_variable stopped_cv_;
-  bool started_ = false;
-  bool stopped_ = false;
+  bool started_ GUARDED_BY(stop_mu_) = false;
+  bool stopped_ GUARDED_BY(stop_mu_) = false;
 };
 
 }  // namespace khorovod::rendezvous

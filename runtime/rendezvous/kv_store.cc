@@ -30,14 +30,14 @@ KvStore::Result KvStore::Store(int64_t generation, const std::string& key, std::
 }
 
 KvStore::Result KvStore::Set(int64_t generation, const std::string& key, std::string value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return Result::kShutdown;
   return Store(generation, key, std::move(value));
 }
 
 KvStore::Result KvStore::Get(int64_t generation, const std::string& key, Deadline deadline, std::string* value) {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (bool timed_out = false;; timed_out = cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+  MutexLock lock(mu_);
+  for (bool timed_out = false;; timed_out = lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) {
     if (shutdown_) return Result::kShutdown;
     if (const std::string* v = Lookup(generation, key)) {
       *value = *v;
@@ -49,7 +49,7 @@ KvStore::Result KvStore::Get(int64_t generation, const std::string& key, Deadlin
 }
 
 KvStore::Result KvStore::Add(int64_t generation, const std::string& key, int64_t delta, int64_t* result) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return Result::kShutdown;
   int64_t current = 0;
   if (const std::string* v = Lookup(generation, key)) {
@@ -67,8 +67,8 @@ KvStore::Result KvStore::Add(int64_t generation, const std::string& key, int64_t
 
 KvStore::Result KvStore::Wait(int64_t generation, const std::vector<std::string>& keys, Deadline deadline,
                               std::vector<std::string>* missing) {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (bool timed_out = false;; timed_out = cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+  MutexLock lock(mu_);
+  for (bool timed_out = false;; timed_out = lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) {
     if (shutdown_) return Result::kShutdown;
     missing->clear();
     for (const auto& k : keys) {
@@ -81,7 +81,7 @@ KvStore::Result KvStore::Wait(int64_t generation, const std::vector<std::string>
 }
 
 void KvStore::DropGenerationsBelow(int64_t keep_from) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = spaces_.begin(); it != spaces_.end();) {
     if (it->first != 0 && it->first < keep_from) {
       for (const auto& [k, v] : it->second) total_bytes_ -= k.size() + v.size();
@@ -93,25 +93,25 @@ void KvStore::DropGenerationsBelow(int64_t keep_from) {
 }
 
 void KvStore::CloseGenerationsUpTo(int64_t last) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (last <= closed_up_to_) return;
   closed_up_to_ = last;
   cv_.notify_all();
 }
 
 void KvStore::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutdown_ = true;
   cv_.notify_all();
 }
 
 size_t KvStore::total_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return total_bytes_;
 }
 
 size_t KvStore::key_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [g, space] : spaces_) n += space.size();
   return n;

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "khorovod/util/mutex.h"
+
 namespace khorovod::rendezvous {
 
 class KvStore {
@@ -71,17 +73,19 @@ class KvStore {
 
  private:
   using Space = std::map<std::string, std::string>;
-  const std::string* Lookup(int64_t generation, const std::string& key) const;  // mu_ held
-  Result Store(int64_t generation, const std::string& key, std::string value);  // mu_ held
-  bool Closed(int64_t generation) const { return generation != 0 && generation <= closed_up_to_; }  // mu_ held
+  const std::string* Lookup(int64_t generation, const std::string& key) const REQUIRES(mu_);
+  Result Store(int64_t generation, const std::string& key, std::string value) REQUIRES(mu_);
+  bool Closed(int64_t generation) const REQUIRES(mu_) {
+    return generation != 0 && generation <= closed_up_to_;
+  }
 
   const Limits limits_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<int64_t, Space> spaces_;
-  size_t total_bytes_ = 0;
-  int64_t closed_up_to_ = 0;  // generations 1..closed_up_to_ are closed
-  bool shutdown_ = false;
+  std::map<int64_t, Space> spaces_ GUARDED_BY(mu_);
+  size_t total_bytes_ GUARDED_BY(mu_) = 0;
+  int64_t closed_up_to_ GUARDED_BY(mu_) = 0;  // generations 1..closed_up_to_ are closed
+  bool shutdown_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace khorovod::rendezvous

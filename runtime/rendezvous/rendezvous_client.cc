@@ -67,7 +67,7 @@ std::string RendezvousClient::WorkerPathFor(const char* verb) const { return Wor
 json RendezvousClient::Body() const { return {{"incarnation", self_.incarnation}}; }
 
 Status RendezvousClient::Register() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   left_ = false;
   return RegisterLocked();
 }
@@ -78,7 +78,7 @@ Status RendezvousClient::Register(milliseconds patience) {
     milliseconds retry_after{0};
     Status s;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       left_ = false;
       s = RegisterLocked(&retry_after);
     }
@@ -136,7 +136,7 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
       return info;
     }
     if (IsUnknownWorker(*reply) && round == 0) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!RegisterLocked().ok()) {
         info.forgotten = true;
         return info;
@@ -157,7 +157,7 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
 
 Status RendezvousClient::Leave(const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     left_ = true;
   }
   json body = Body();
@@ -184,7 +184,7 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
     int64_t after;
     uint64_t registration;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       after = last_generation_;
       registration = registrations_;
     }
@@ -201,7 +201,7 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
       // thread already did since this request was built.
       milliseconds retry_after{0};
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (registrations_ == registration) {
           if (reply->status == 409 && !IsUnknownWorker(*reply)) {
             return JsonHttpClient::ToStatus(what, *reply);
@@ -221,7 +221,7 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
     if (reply->body.value("ready", false)) {
       StatusOr<GenerationInfo> g = ParseGeneration(what, reply->body);
       if (g.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (registrations_ == registration) last_generation_ = std::max(last_generation_, g->generation);
       }
       return g;
@@ -235,17 +235,17 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
 }
 
 int64_t RendezvousClient::last_generation() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_generation_;
 }
 
 std::chrono::milliseconds RendezvousClient::heartbeat_interval() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return heartbeat_interval_;
 }
 
 std::string RendezvousClient::server_id() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return server_id_;
 }
 

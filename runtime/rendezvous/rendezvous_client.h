@@ -53,6 +53,7 @@
 #include "http_json_client.h"
 #include "khorovod/placement.h"
 #include "khorovod/status.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod::rendezvous {
 
@@ -145,7 +146,7 @@ class RendezvousClient {
 
  private:
   // mu_ held; *retry_after is the server's cooldown when it answered 429.
-  Status RegisterLocked(std::chrono::milliseconds* retry_after = nullptr);
+  Status RegisterLocked(std::chrono::milliseconds* retry_after = nullptr) REQUIRES(mu_);
   std::string WorkerPathFor(const char* verb) const;
   // A request body carrying this process's incarnation.
   nlohmann::json Body() const;
@@ -154,12 +155,12 @@ class RendezvousClient {
   const std::string job_;
   const WorkerIdentity self_;
 
-  mutable std::mutex mu_;
-  int64_t last_generation_ = 0;
-  uint64_t registrations_ = 0;  // bumped by every successful Register
-  bool left_ = false;           // Leave() called since the last Register()
-  std::chrono::milliseconds heartbeat_interval_{1000};
-  std::string server_id_;
+  mutable Mutex mu_;
+  int64_t last_generation_ GUARDED_BY(mu_) = 0;
+  uint64_t registrations_ GUARDED_BY(mu_) = 0;  // bumped by every successful Register
+  bool left_ GUARDED_BY(mu_) = false;           // Leave() called since the last Register()
+  std::chrono::milliseconds heartbeat_interval_ GUARDED_BY(mu_){1000};
+  std::string server_id_ GUARDED_BY(mu_);
 };
 
 }  // namespace khorovod::rendezvous

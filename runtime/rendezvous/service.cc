@@ -55,7 +55,7 @@ RendezvousService::~RendezvousService() { Shutdown(); }
 
 void RendezvousService::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -64,9 +64,9 @@ void RendezvousService::Shutdown() {
 }
 
 void RendezvousService::TickerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(20));
+    lock.WaitFor(cv_, std::chrono::milliseconds(20));
     if (stopping_) break;
     membership_.Tick(Clock::now());
     AfterChange();
@@ -75,7 +75,7 @@ void RendezvousService::TickerLoop() {
 
 void RendezvousService::Log(const std::string& line) {
   if (!options_.log) return;
-  std::lock_guard<std::mutex> lock(log_mu_);
+  MutexLock lock(log_mu_);
   std::fprintf(stderr, "khorovod-rendezvous[%s]: %s\n", options_.job.c_str(), line.c_str());
 }
 
@@ -149,7 +149,7 @@ RendezvousService::Clock::time_point RendezvousService::DeadlineFor(Millis timeo
 }
 
 Reply RendezvousService::Register(const WorkerSpec& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   MembershipResult r = membership_.Register(spec, Clock::now());
   AfterChange();
   if (!r.ok()) {
@@ -169,7 +169,7 @@ Reply RendezvousService::Register(const WorkerSpec& spec) {
 }
 
 Reply RendezvousService::Heartbeat(const std::string& name, const std::string& incarnation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto fenced = Fenced(name, incarnation)) return *fenced;
   HeartbeatView view;
   MembershipResult r = membership_.Heartbeat(name, Clock::now(), &view);
@@ -187,7 +187,7 @@ Reply RendezvousService::Heartbeat(const std::string& name, const std::string& i
 }
 
 Reply RendezvousService::Leave(const std::string& name, const std::string& reason, const std::string& incarnation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto fenced = Fenced(name, incarnation)) return *fenced;
   MembershipResult r = membership_.Leave(name, Clock::now(), reason == kLeaveFinished);
   AfterChange();
@@ -215,7 +215,7 @@ void RendezvousService::Exited(const std::string& name) {
 
 Reply RendezvousService::ReportFailure(const std::string& name, const std::string& reason,
                                        const std::string& incarnation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto fenced = Fenced(name, incarnation)) return *fenced;
   MembershipResult r = membership_.ReportFailure(name, reason, Clock::now());
   AfterChange();
@@ -228,7 +228,7 @@ Reply RendezvousService::ReportFailure(const std::string& name, const std::strin
 Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Millis timeout,
                                    const std::string& incarnation) {
   auto deadline = DeadlineFor(timeout);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (stopping_) return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
     if (auto fenced = Fenced(name, incarnation)) return *fenced;
@@ -255,12 +255,12 @@ Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Milli
     }
     // Wake regularly so that the wait also counts as a heartbeat.
     Millis beat = std::clamp(options_.policy.heartbeat_timeout / 4, Millis(1), Millis(1000));
-    cv_.wait_until(lock, std::min(deadline, now + beat));
+    lock.WaitUntil(cv_, std::min(deadline, now + beat));
   }
 }
 
 Reply RendezvousService::JobStatus() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto now = Clock::now();
   membership_.Tick(now);
   AfterChange();
@@ -279,7 +279,7 @@ Reply RendezvousService::JobStatus() {
 }
 
 Reply RendezvousService::CheckKvGeneration(int64_t generation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (membership_.failed()) {
     return FromMembership({MembershipError::kJobFailed, "job failed: " + membership_.failure_reason(), Millis(0)});
   }
@@ -383,7 +383,7 @@ void RendezvousService::InstallMetrics() {
   membership_metrics_ = std::make_unique<metrics::ScrapeCollector>([this] {
     MembershipStats s;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       s = membership_.Stats(Clock::now());
     }
     const std::string p = "khorovod_rendezvous_";

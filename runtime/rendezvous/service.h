@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "khorovod/metrics/exposition.h"
+#include "khorovod/util/mutex.h"
 #include "kv_store.h"
 #include "membership.h"
 
@@ -95,12 +96,13 @@ class RendezvousService {
 
  private:
   using Clock = std::chrono::steady_clock;
-  Reply FromMembership(const MembershipResult& r);         // mu_ held
+  Reply FromMembership(const MembershipResult& r) REQUIRES(mu_);
   // The 410 answer when `incarnation` is fenced under `name` (409
   // job_finishing once the job is finishing); mu_ held.
-  std::optional<Reply> Fenced(const std::string& name, const std::string& incarnation);
-  void AfterChange();                                      // mu_ held
-  Reply CheckKvGeneration(int64_t generation);             // locks mu_; status 0 when fine
+  std::optional<Reply> Fenced(const std::string& name, const std::string& incarnation)
+      REQUIRES(mu_);
+  void AfterChange() REQUIRES(mu_);
+  Reply CheckKvGeneration(int64_t generation) EXCLUDES(mu_);  // status 0 when fine
   Clock::time_point DeadlineFor(Millis timeout) const;
   void TickerLoop();
   void InstallMetrics();
@@ -109,13 +111,13 @@ class RendezvousService {
   const ServiceOptions options_;
   const std::string server_id_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;  // generation changed, job failed, or shutdown
-  Membership membership_;
-  int64_t seen_generation_ = 0;
-  bool seen_failed_ = false;
-  int64_t kv_closed_through_ = 0;  // KV generations 1..this no longer block
-  bool stopping_ = false;
+  Membership membership_ GUARDED_BY(mu_);
+  int64_t seen_generation_ GUARDED_BY(mu_) = 0;
+  bool seen_failed_ GUARDED_BY(mu_) = false;
+  int64_t kv_closed_through_ GUARDED_BY(mu_) = 0;  // KV generations 1..this no longer block
+  bool stopping_ GUARDED_BY(mu_) = false;
 
   KvStore kv_;
   std::thread ticker_;
@@ -124,7 +126,7 @@ class RendezvousService {
   prometheus::Histogram* formation_seconds_ = nullptr;  // owned by registry_
   std::array<prometheus::Histogram*, 4> detection_seconds_{};  // by LossReason; owned by registry_
   std::unique_ptr<metrics::ScrapeCollector> membership_metrics_;  // read under mu_ at scrape time
-  std::mutex log_mu_;
+  Mutex log_mu_;
 };
 
 }  // namespace khorovod::rendezvous

@@ -10,12 +10,12 @@ RuntimeSlot& RuntimeSlot::Instance() {
 }
 
 void RuntimeSlot::Attach(Runtime* runtime) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   runtime_ = runtime;
 }
 
 void RuntimeSlot::Detach() {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   runtime_ = nullptr;
 }
 

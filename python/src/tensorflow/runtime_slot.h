@@ -19,19 +19,22 @@
 #include <shared_mutex>
 
 #include "khorovod/runtime.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod::tensorflow_ops {
 
 class RuntimeSlot {
  public:
   // A shared hold on the slot: runtime() stays valid while it lives.
-  class Lease {
+  class SCOPED_CAPABILITY Lease {
    public:
-    explicit Lease(RuntimeSlot& slot) : lock_(slot.mu_), runtime_(slot.runtime_) {}
+    explicit Lease(RuntimeSlot& slot) ACQUIRE_SHARED(slot.mu_)
+        : lock_(slot.mu_), runtime_(slot.runtime_) {}
+    ~Lease() RELEASE() {}
     Runtime* runtime() const { return runtime_; }  // null when none is attached
 
    private:
-    std::shared_lock<std::shared_mutex> lock_;
+    ReaderLock lock_;
     Runtime* runtime_;
   };
 
@@ -40,8 +43,8 @@ class RuntimeSlot {
   void Detach();  // waits for current leases
 
  private:
-  std::shared_mutex mu_;
-  Runtime* runtime_ = nullptr;
+  SharedMutex mu_;
+  Runtime* runtime_ GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace khorovod::tensorflow_ops

@@ -18,7 +18,7 @@ MetricsEndpoint::~MetricsEndpoint() { Stop(); }
 
 Status MetricsEndpoint::Start() {
   const std::string where = options_.host + ":" + std::to_string(options_.port);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (http_) return Status::FailedPrecondition("the metrics endpoint was already started");
   if (options_.port < 0 || options_.port > 65535) {
     return Status::InvalidArgument("metrics port " + std::to_string(options_.port) + " is outside 0..65535");
@@ -62,7 +62,7 @@ Status MetricsEndpoint::Start() {
 }
 
 void MetricsEndpoint::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!http_) return;
   http_->stop();
   if (listener_.joinable()) listener_.join();

@@ -16,7 +16,7 @@ std::string DeviceBackend::BackendName(const Config& config) {
 }
 
 StatusOr<Device> DeviceBackend::Pinned() {
-  std::lock_guard<std::mutex> lock(pinned_mu_);
+  MutexLock lock(pinned_mu_);
   if (!pinned_) {
     const std::string name = BackendName(*config_);
     StatusOr<Device> d = config_->gpu_backend == "auto" && !BackendRegistry::Has(name)
@@ -36,7 +36,7 @@ StatusOr<Device> DeviceBackend::Pinned() {
 }
 
 std::optional<Device> DeviceBackend::resolved() {
-  std::lock_guard<std::mutex> lock(pinned_mu_);
+  MutexLock lock(pinned_mu_);
   if (pinned_ && pinned_->ok()) return **pinned_;
   return std::nullopt;
 }

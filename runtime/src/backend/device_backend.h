@@ -29,6 +29,7 @@
 #include <string>
 
 #include "backend/registry.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -61,8 +62,8 @@ class DeviceBackend {
  private:
   const Config* config_;
   std::shared_ptr<gloo::Context> context_;
-  std::mutex pinned_mu_;
-  std::optional<StatusOr<Device>> pinned_;
+  Mutex pinned_mu_;
+  std::optional<StatusOr<Device>> pinned_ GUARDED_BY(pinned_mu_);
   std::unique_ptr<Backend> backend_;
   std::optional<Status> failed_;
   std::shared_ptr<BackendLegacy> legacy_;  // handed in, or left by Drop

@@ -3,14 +3,16 @@
 #include <map>
 #include <mutex>
 
+#include "khorovod/util/mutex.h"
+
 namespace khorovod {
 namespace {
 
 struct Entries {
-  std::mutex mu;
-  std::map<std::string, BackendFactory> factories;
-  std::map<std::string, DeviceResolver> resolvers;
-  std::map<std::string, BackendInfo> infos;
+  Mutex mu;
+  std::map<std::string, BackendFactory> factories GUARDED_BY(mu);
+  std::map<std::string, DeviceResolver> resolvers GUARDED_BY(mu);
+  std::map<std::string, BackendInfo> infos GUARDED_BY(mu);
 };
 
 Status UnknownBackend(const std::string& name, const std::map<std::string, BackendFactory>& factories) {
@@ -30,19 +32,19 @@ Entries& Registry() {
 
 void BackendRegistry::Register(const std::string& name, BackendFactory factory) {
   auto& r = Registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   r.factories[name] = std::move(factory);
 }
 
 void BackendRegistry::RegisterDevice(const std::string& name, DeviceResolver resolver) {
   auto& r = Registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   r.resolvers[name] = std::move(resolver);
 }
 
 void BackendRegistry::RegisterInfo(const std::string& name, BackendInfo info) {
   auto& r = Registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   r.infos[name] = std::move(info);
 }
 
@@ -50,7 +52,7 @@ StatusOr<std::map<std::string, std::string>> BackendRegistry::Info(const std::st
   BackendInfo info;
   {
     auto& r = Registry();
-    std::lock_guard<std::mutex> lock(r.mu);
+    MutexLock lock(r.mu);
     if (!r.factories.count(name)) {
       return UnknownBackend(name, r.factories);
     }
@@ -63,7 +65,7 @@ StatusOr<std::map<std::string, std::string>> BackendRegistry::Info(const std::st
 
 bool BackendRegistry::Has(const std::string& name) {
   auto& r = Registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   return r.factories.count(name) > 0;
 }
 
@@ -71,7 +73,7 @@ StatusOr<Device> BackendRegistry::ResolveDevice(const std::string& name, const C
   DeviceResolver resolver;
   {
     auto& r = Registry();
-    std::lock_guard<std::mutex> lock(r.mu);
+    MutexLock lock(r.mu);
     if (!r.factories.count(name)) {
       return UnknownBackend(name, r.factories);
     }
@@ -96,7 +98,7 @@ StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& na
   BackendFactory factory;
   {
     auto& r = Registry();
-    std::lock_guard<std::mutex> lock(r.mu);
+    MutexLock lock(r.mu);
     auto it = r.factories.find(name);
     if (it == r.factories.end()) {
       return UnknownBackend(name, r.factories);
@@ -108,7 +110,7 @@ StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const std::string& na
 
 std::vector<std::string> BackendRegistry::Names() {
   auto& r = Registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   std::vector<std::string> names;
   for (const auto& [n, f] : r.factories) names.push_back(n);
   return names;

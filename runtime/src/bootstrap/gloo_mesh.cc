@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bootstrap/interruptible_waits.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 namespace {
@@ -75,7 +76,7 @@ class MeshWatchdog {
   // Ends the watch; after it returns, reason() is final.
   void Stop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done_ = true;
     }
     cv_.notify_all();
@@ -88,7 +89,7 @@ class MeshWatchdog {
   // the others would otherwise wait for a dead peer until the deadline.
   void Abandon(const std::string& why) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!reason_.empty()) return;
       reason_ = why;
     }
@@ -97,13 +98,13 @@ class MeshWatchdog {
 
   // Why the mesh was abandoned, or empty.
   std::string reason() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return reason_;
   }
 
  private:
   void Watch() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     while (!done_) {
       std::string why;
       if (options_.abandon && options_.abandon()) {
@@ -112,11 +113,11 @@ class MeshWatchdog {
         why = "peers did not connect within " + std::to_string(options_.timeout.count()) + " ms";
       }
       if (!why.empty()) {
-        lock.unlock();
+        lock.Unlock();
         Abandon(why);
         return;
       }
-      cv_.wait_for(lock, options_.poll, [&] { return done_; });
+      lock.WaitFor(cv_, options_.poll, [&]() REQUIRES(mu_) { return done_; });
     }
   }
 
@@ -129,10 +130,10 @@ class MeshWatchdog {
   gloo::transport::Context& transport_;
   const MeshOptions& options_;
   const Clock::time_point deadline_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;
-  std::string reason_;
+  bool done_ GUARDED_BY(mu_) = false;
+  std::string reason_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 
@@ -219,14 +220,14 @@ class MeshContext final : public gloo::rendezvous::Context, public Interruptible
   // whole mesh costs about one. The first pair to fail abandons the others.
   void ConnectPairs(gloo::transport::Context& transport, const std::vector<std::vector<char>>& addresses,
                     MeshWatchdog& watchdog) {
-    std::mutex mu;
+    Mutex mu;
     std::string first_error;
     ForEachPeerConcurrently(rank, size, [&](int peer) {
       try {
         transport.getPair(peer)->connect(addresses[static_cast<size_t>(peer)]);
       } catch (const std::exception& e) {
         {
-          std::lock_guard<std::mutex> lock(mu);
+          MutexLock lock(mu);
           if (first_error.empty()) first_error = e.what();
         }
         watchdog.Abandon("the connection to rank " + std::to_string(peer) + " failed: " + e.what());

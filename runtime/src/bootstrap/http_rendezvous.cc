@@ -16,6 +16,7 @@
 #include "bootstrap/rendezvous.h"
 #include "bootstrap/termination_watch.h"
 #include "http_store.h"
+#include "khorovod/util/mutex.h"
 #include "protocol.h"
 #include "rendezvous_client.h"
 
@@ -42,7 +43,7 @@ class HttpRendezvous final : public Rendezvous {
 
   ~HttpRendezvous() override {
     {
-      std::lock_guard<std::mutex> lock(term_mu_);
+      MutexLock lock(term_mu_);
       term_cancel_ = true;
     }
     term_cv_.notify_all();
@@ -79,7 +80,7 @@ class HttpRendezvous final : public Rendezvous {
       auto context = ConnectAbandonableMesh(store, device, mesh);
       if (!context.ok()) return Failed(a, context.status().message());
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         running_ = RunningMesh{a.generation, *context};
       }
       return context;
@@ -124,10 +125,11 @@ class HttpRendezvous final : public Rendezvous {
   void OnSigterm() {
     if (commits_seen_.load() && termination_grace_.count() > 0) {
       term_requested_.store(true);
-      std::unique_lock<std::mutex> lock(term_mu_);
+      MutexLock lock(term_mu_);
       // The training thread normally ends the process first; the runtime
       // shutting down (training over) ends the wait early.
-      if (term_cv_.wait_for(lock, termination_grace_, [&] { return term_cancel_; })) return LeaveOnSigterm();
+      const auto cancelled = [&]() REQUIRES(term_mu_) { return term_cancel_; };
+      if (lock.WaitFor(term_cv_, termination_grace_, cancelled)) return LeaveOnSigterm();
       std::fprintf(stderr, "khorovod elastic: SIGTERM: no commit within %lld ms; leaving now\n",
                    static_cast<long long>(termination_grace_.count()));
     }
@@ -136,18 +138,18 @@ class HttpRendezvous final : public Rendezvous {
   void LeaveOnSigterm() { (void)client_.Leave("terminated by SIGTERM"); }
 
   void StartHeartbeats() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (heartbeat_.joinable()) return;
     heartbeat_ = std::thread([this] {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       while (!stop_) {
         const auto interval = client_.heartbeat_interval();
-        lock.unlock();
+        lock.Unlock();
         auto info = client_.Heartbeat();
         if (info.ok() && Outdated(*info)) changed_.store(true);
         if (info.ok()) AbandonIfDoomed(*info);
-        lock.lock();
-        cv_.wait_for(lock, interval, [&] { return stop_; });
+        lock.Lock();
+        lock.WaitFor(cv_, interval, [&]() REQUIRES(mu_) { return stop_; });
       }
     });
   }
@@ -184,7 +186,7 @@ class HttpRendezvous final : public Rendezvous {
     std::shared_ptr<gloo::Context> context;
     int64_t generation = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (running_.generation != generation_.load()) return;
       generation = running_.generation;
       context = running_.context.lock();
@@ -199,7 +201,7 @@ class HttpRendezvous final : public Rendezvous {
 
   void StopHeartbeats() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
@@ -215,21 +217,21 @@ class HttpRendezvous final : public Rendezvous {
     int64_t generation = -1;
     std::weak_ptr<gloo::Context> context;
   };
-  RunningMesh running_;  // guarded by mu_
+  RunningMesh running_ GUARDED_BY(mu_);
   std::atomic<bool> changed_{false};
   std::atomic<int64_t> generation_{-1};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread heartbeat_;
   // SIGTERM deferred to a commit (OnSigterm, AtCommitBoundary).
   std::atomic<bool> commits_seen_{false};
   std::atomic<bool> term_requested_{false};
   mutable std::atomic<bool> term_announced_{false};
   const std::chrono::milliseconds termination_grace_;
-  std::mutex term_mu_;
+  Mutex term_mu_;
   std::condition_variable term_cv_;
-  bool term_cancel_ = false;  // guarded by term_mu_
+  bool term_cancel_ GUARDED_BY(term_mu_) = false;
   // Last: destroyed first, so its thread never sees a half-destroyed client.
   std::unique_ptr<TerminationWatch> termination_;
 };

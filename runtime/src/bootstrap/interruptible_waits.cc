@@ -10,7 +10,7 @@ namespace khorovod {
 void InterruptibleWaits::Interrupt() {
   std::vector<std::function<void()>> callbacks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     interrupted_.store(true, std::memory_order_release);
     for (gloo::transport::UnboundBuffer* b : buffers_) {
       b->abortWaitSend();
@@ -23,7 +23,7 @@ void InterruptibleWaits::Interrupt() {
 
 void InterruptibleWaits::OnInterrupt(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!interrupted()) {
       on_interrupt_.push_back(std::move(fn));
       return;
@@ -33,14 +33,14 @@ void InterruptibleWaits::OnInterrupt(std::function<void()> fn) {
 }
 
 bool InterruptibleWaits::Register(gloo::transport::UnboundBuffer* buffer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (interrupted()) return false;
   buffers_.insert(buffer);
   return true;
 }
 
 void InterruptibleWaits::Unregister(gloo::transport::UnboundBuffer* buffer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   buffers_.erase(buffer);
 }
 

@@ -24,6 +24,8 @@
 #include <set>
 #include <vector>
 
+#include "khorovod/util/mutex.h"
+
 namespace gloo {
 class Context;
 namespace transport {
@@ -52,9 +54,9 @@ class InterruptibleWaits {
   bool Register(gloo::transport::UnboundBuffer* buffer);
   void Unregister(gloo::transport::UnboundBuffer* buffer);
 
-  std::mutex mu_;
-  std::set<gloo::transport::UnboundBuffer*> buffers_;  // guarded by mu_
-  std::vector<std::function<void()>> on_interrupt_;    // guarded by mu_
+  Mutex mu_;
+  std::set<gloo::transport::UnboundBuffer*> buffers_ GUARDED_BY(mu_);
+  std::vector<std::function<void()>> on_interrupt_ GUARDED_BY(mu_);
   std::atomic<bool> interrupted_{false};
 };
 

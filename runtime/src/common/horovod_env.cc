@@ -49,7 +49,7 @@ std::vector<std::string> MergeHorovodAliases(std::map<std::string, std::string>*
   std::vector<std::string> unknown;
   for (const auto& [name, value] : horovod) {
     const auto* alias = std::find_if(std::begin(kAliases), std::end(kAliases),
-                                     [&](const Alias& a) { return name == a.horovod; });
+                                     [&name = name](const Alias& a) { return name == a.horovod; });
     if (alias == std::end(kAliases)) {
       if (!IsLauncherVariable(name) && !IsBindingVariable(name)) unknown.push_back(name);
       continue;

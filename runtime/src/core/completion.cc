@@ -9,7 +9,7 @@ void Completion::Finish(const Status& status) {
   std::vector<std::function<void(const Status&)>> callbacks;
   Status final_status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (remaining_ <= 0) return;  // already failed as a whole
     if (!status.ok() && status_.ok()) status_ = status;
     if (--remaining_ != 0) return;
@@ -24,7 +24,7 @@ void Completion::Finish(const Status& status) {
 void Completion::OnDone(std::function<void(const Status&)> callback) {
   Status final_status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (remaining_ > 0) {
       callbacks_.push_back(std::move(callback));
       return;
@@ -35,18 +35,18 @@ void Completion::OnDone(std::function<void(const Status&)> callback) {
 }
 
 void Completion::SetOutput(Tensor output, std::vector<int64_t> received_splits) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   output_ = std::move(output);
   received_splits_ = std::move(received_splits);
 }
 
 void Completion::SetJoinLastRank(int rank) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   join_last_rank_ = rank;
 }
 
 bool Completion::Ready() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return remaining_ <= 0;
 }
 
@@ -58,7 +58,7 @@ void Completion::AddBlocked(std::chrono::steady_clock::time_point since) const {
 
 Status Completion::Wait() const {
   if (done_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return status_;
   }
   WaiterCount blocked(waiters_.get());
@@ -71,8 +71,8 @@ Status Completion::Wait() const {
   SpinUntil([this] { return done_.load(std::memory_order_acquire); }, spin_);
   Status result;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return remaining_ <= 0; });
+    MutexLock lock(mu_);
+    lock.Wait(cv_, [&]() REQUIRES(mu_) { return remaining_ <= 0; });
     result = status_;
   }
   if (timed) AddBlocked(start);
@@ -83,8 +83,8 @@ Status Completion::WaitFor(std::chrono::milliseconds timeout) const {
   const bool timed = wait_sink_ && !done_.load(std::memory_order_acquire);
   const auto start = std::chrono::steady_clock::now();
   WaiterCount blocked(done_.load(std::memory_order_acquire) ? nullptr : waiters_.get());
-  std::unique_lock<std::mutex> lock(mu_);
-  const bool finished = cv_.wait_for(lock, timeout, [&] { return remaining_ <= 0; });
+  MutexLock lock(mu_);
+  const bool finished = lock.WaitFor(cv_, timeout, [&]() REQUIRES(mu_) { return remaining_ <= 0; });
   if (timed) AddBlocked(start);
   if (!finished) {
     return Status::DeadlineExceeded("operation still pending after " +
@@ -94,17 +94,17 @@ Status Completion::WaitFor(std::chrono::milliseconds timeout) const {
 }
 
 Tensor Completion::TakeOutput() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return std::move(output_);
 }
 
 std::vector<int64_t> Completion::ReceivedSplits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return received_splits_;
 }
 
 int Completion::JoinLastRank() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return join_last_rank_;
 }
 

@@ -20,6 +20,7 @@
 
 #include "khorovod/status.h"
 #include "khorovod/tensor.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -64,15 +65,15 @@ class Completion {
  private:
   void AddBlocked(std::chrono::steady_clock::time_point since) const;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
   std::atomic<bool> done_{false};
-  int remaining_;
-  Status status_;
-  Tensor output_;
-  std::vector<int64_t> received_splits_;
-  int join_last_rank_ = -1;
-  std::vector<std::function<void(const Status&)>> callbacks_;
+  int remaining_ GUARDED_BY(mu_);
+  Status status_ GUARDED_BY(mu_);
+  Tensor output_ GUARDED_BY(mu_);
+  std::vector<int64_t> received_splits_ GUARDED_BY(mu_);
+  int join_last_rank_ GUARDED_BY(mu_) = -1;
+  std::vector<std::function<void(const Status&)>> callbacks_ GUARDED_BY(mu_);
   std::shared_ptr<std::atomic<int64_t>> wait_sink_;
   std::shared_ptr<std::atomic<int>> waiters_;
   std::chrono::microseconds spin_{0};

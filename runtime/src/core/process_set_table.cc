@@ -26,14 +26,14 @@ ProcessSetTable::ProcessSetTable(int rank, int size) : rank_(rank) {
 }
 
 std::optional<ProcessSetTable::View> ProcessSetTable::Find(int id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sets_.find(id);
   if (it == sets_.end()) return std::nullopt;
   return View{it->second, IndexIn(it->second, rank_)};
 }
 
 std::vector<int> ProcessSetTable::Ids() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<int> ids;
   for (const auto& [id, ranks] : sets_) ids.push_back(id);
   return ids;
@@ -59,12 +59,12 @@ Status ProcessSetTable::CheckSubmit(int id, const char* what, const std::string&
 }
 
 void ProcessSetTable::Add(int id, std::vector<int> ranks) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sets_[id] = std::move(ranks);
 }
 
 void ProcessSetTable::Remove(int id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (id != 0) sets_.erase(id);
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "khorovod/status.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -41,8 +42,8 @@ class ProcessSetTable {
 
  private:
   const int rank_;
-  mutable std::mutex mu_;
-  std::map<int, std::vector<int>> sets_;
+  mutable Mutex mu_;
+  std::map<int, std::vector<int>> sets_ GUARDED_BY(mu_);
 };
 
 // "[0, 2, 3]"; shared by the process-set messages.

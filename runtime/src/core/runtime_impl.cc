@@ -53,7 +53,7 @@ bool FormationFailure(const Status& s) {
 Status RuntimeImpl::Init(const Config& config) {
   IgnoreSigpipe();
   {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     if (session_) return Status::Ok();
   }
   KH_RETURN_IF_ERROR(config.Validate());
@@ -149,7 +149,7 @@ Status RuntimeImpl::StartObservability(const Config& config) {
 }
 
 Status RuntimeImpl::StartSession(const Config& config, const Assignment& assignment) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   if (session_) return Status::Ok();
   auto s = std::make_unique<Session>();
   s->config = config;
@@ -201,7 +201,7 @@ Status RuntimeImpl::Finish() {
 Status RuntimeImpl::Shutdown() {
   std::unique_ptr<Session> s;
   {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     s = std::move(session_);
   }
   if (!s) return Status::Ok();
@@ -215,18 +215,18 @@ Status RuntimeImpl::Shutdown() {
 }
 
 bool RuntimeImpl::initialized() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return session_ != nullptr;
 }
 
 Topology RuntimeImpl::topology() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   if (!session_) return Placement{-1, -1, -1, -1, -1, -1};
   return session_->config;
 }
 
 Handle RuntimeImpl::Submit(std::vector<PendingOp> ops) {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   if (!session_) return Handle(Completion::Failed(Status::FailedPrecondition(kNotInitialized)));
   for (const PendingOp& op : ops) {
     if (Status s = CheckDevice(op); !s.ok()) return Handle(Completion::Failed(s));
@@ -248,7 +248,7 @@ Handle RuntimeImpl::Submit(std::vector<PendingOp> ops) {
 }
 
 Status RuntimeImpl::CheckRoot(int root) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   if (session_ && (root < 0 || root >= session_->config.size)) {
     return Status::InvalidArgument("root rank " + std::to_string(root) + " outside [0, " +
                                    std::to_string(session_->config.size) + ")");
@@ -272,12 +272,12 @@ Status RuntimeImpl::StopTimeline() {
 }
 
 std::shared_ptr<const ProcessSetTable> RuntimeImpl::process_sets() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return session_ ? session_->sets : nullptr;
 }
 
 std::shared_ptr<std::atomic<int>> RuntimeImpl::waiters() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return session_ ? session_->queue.waiters() : nullptr;
 }
 

@@ -29,6 +29,7 @@
 #include "core/session.h"
 #include "khorovod/metrics/http_endpoint.h"
 #include "khorovod/runtime.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -80,12 +81,11 @@ class RuntimeImpl {
   Status StartSession(const Config& config, const Assignment& assignment);
   // Ends the session (joins its thread), keeping what the next one inherits.
   Status Shutdown();
-  // Caller holds mu_.
-  Status CheckProcessSet(const PendingOp& op) const;
-  Status CheckDevice(const PendingOp& op) const;
+  Status CheckProcessSet(const PendingOp& op) const REQUIRES_SHARED(mu_);
+  Status CheckDevice(const PendingOp& op) const REQUIRES_SHARED(mu_);
 
-  mutable std::shared_mutex mu_;
-  std::unique_ptr<Session> session_;
+  mutable SharedMutex mu_;
+  std::unique_ptr<Session> session_ GUARDED_BY(mu_);
   // Survive across generations: the worker's identity in the job.
   Config base_config_;
   int64_t static_inits_ = 0;  // static-job Init() calls so far (Init: one caller at a time)

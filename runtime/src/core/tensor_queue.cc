@@ -7,7 +7,7 @@ namespace khorovod {
 
 Status TensorQueue::Push(std::vector<PendingOp> ops) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return closed_reason_;
     std::unordered_set<std::string> batch;
     for (const PendingOp& op : ops) {
@@ -30,7 +30,7 @@ Status TensorQueue::Push(std::vector<PendingOp> ops) {
 }
 
 void TensorQueue::PopAll(std::vector<PendingOp>* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& op : incoming_) out->push_back(std::move(op));
   incoming_.clear();
   has_incoming_.store(false, std::memory_order_release);
@@ -38,7 +38,7 @@ void TensorQueue::PopAll(std::vector<PendingOp>* out) {
 
 void TensorQueue::Complete(const PendingOp& op, const Status& status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     in_flight_.erase(op.request.name);
   }
   op.completion->Finish(status);
@@ -51,25 +51,26 @@ void TensorQueue::WaitForWork(std::chrono::steady_clock::time_point deadline,
          std::chrono::steady_clock::now() < spin_until) {
     std::this_thread::yield();
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [&] { return !incoming_.empty() || shutdown_requested_; });
+  MutexLock lock(mu_);
+  lock.WaitUntil(cv_, deadline,
+                 [&]() REQUIRES(mu_) { return !incoming_.empty() || shutdown_requested_; });
 }
 
 void TensorQueue::RequestShutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     shutdown_requested_ = true;
   }
   cv_.notify_one();
 }
 
 bool TensorQueue::shutdown_requested() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return shutdown_requested_;
 }
 
 void TensorQueue::Close(const Status& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   closed_reason_ = reason.ok() ? Status::Internal("queue closed without a reason") : reason;
 }

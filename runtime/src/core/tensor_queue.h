@@ -23,6 +23,7 @@
 #include "core/completion.h"
 #include "core/message.h"
 #include "khorovod/tensor.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -63,16 +64,16 @@ class TensorQueue {
   void Close(const Status& reason);
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::vector<PendingOp> incoming_;
+  std::vector<PendingOp> incoming_ GUARDED_BY(mu_);
   std::atomic<bool> has_incoming_{false};
   std::atomic<uint64_t> submissions_{0};
   const std::shared_ptr<std::atomic<int>> waiters_ = std::make_shared<std::atomic<int>>(0);
-  std::unordered_set<std::string> in_flight_;
-  bool shutdown_requested_ = false;
-  bool closed_ = false;
-  Status closed_reason_;
+  std::unordered_set<std::string> in_flight_ GUARDED_BY(mu_);
+  bool shutdown_requested_ GUARDED_BY(mu_) = false;
+  bool closed_ GUARDED_BY(mu_) = false;
+  Status closed_reason_ GUARDED_BY(mu_);
 };
 
 }  // namespace khorovod

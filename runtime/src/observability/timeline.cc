@@ -23,7 +23,7 @@ StatusOr<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path, cons
 Timeline::~Timeline() { Stop(); }
 
 Status Timeline::Start(const std::string& path, bool mark_cycles) {
-  std::lock_guard<std::mutex> control(control_mu_);
+  MutexLock control(control_mu_);
   StopLocked();
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status::InvalidArgument("timeline '" + path + "': cannot open it for writing");
@@ -32,7 +32,7 @@ Status Timeline::Start(const std::string& path, bool mark_cycles) {
   nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", process_name_}}}};
   std::fprintf(file_, "[\n%s", meta.dump().c_str());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     origin_ = Clock::now();
     pending_.clear();
     dropped_ = 0;
@@ -54,9 +54,9 @@ void Timeline::Record(std::string_view tensor, const char* phase, Clock::time_po
   if (!active()) return;
   Event e{std::string(tensor), phase, 0, 0, bytes, fused};
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closing_) return;
-    const auto us = [this](Clock::time_point t) {
+    const auto us = [this](Clock::time_point t) REQUIRES(mu_) {
       return std::chrono::duration_cast<std::chrono::microseconds>(t - origin_).count();
     };
     e.start_us = us(start);
@@ -75,8 +75,8 @@ void Timeline::WriterLoop() {
   while (true) {
     bool closing;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+      MutexLock lock(mu_);
+      lock.Wait(cv_, [this]() REQUIRES(mu_) { return closing_ || !pending_.empty(); });
       batch.swap(pending_);
       closing = closing_;
     }
@@ -84,7 +84,7 @@ void Timeline::WriterLoop() {
     batch.clear();
     std::fflush(file_);
     if (closing) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (pending_.empty()) return;
     }
   }
@@ -111,21 +111,23 @@ void Timeline::Write(const Event& e) {
 }
 
 void Timeline::Stop() {
-  std::lock_guard<std::mutex> control(control_mu_);
+  MutexLock control(control_mu_);
   StopLocked();
 }
 
 void Timeline::StopLocked() {
+  uint64_t dropped = 0;  // final: Record adds none once closing_ is set
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closing_) return;
     closing_ = true;
+    dropped = dropped_;
   }
   active_.store(false, std::memory_order_release);
   cv_.notify_one();
   if (writer_.joinable()) writer_.join();
-  if (dropped_) {
-    nlohmann::json note = {{"name", "dropped_events"}, {"ph", "M"}, {"pid", 0}, {"args", {{"count", dropped_}}}};
+  if (dropped) {
+    nlohmann::json note = {{"name", "dropped_events"}, {"ph", "M"}, {"pid", 0}, {"args", {{"count", dropped}}}};
     std::fprintf(file_, ",\n%s", note.dump().c_str());
   }
   std::fprintf(file_, "\n]\n");

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "khorovod/status.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -84,20 +85,20 @@ class Timeline {
   };
   void WriterLoop();
   void Write(const Event& e);
-  void StopLocked();  // caller holds control_mu_
+  void StopLocked() REQUIRES(control_mu_);
 
   const std::string process_name_;
-  std::mutex control_mu_;  // serializes Start and Stop
+  Mutex control_mu_;  // serializes Start and Stop
   std::atomic<bool> active_{false};
   std::atomic<bool> mark_cycles_{false};
   // Set by Start before the writer starts; the writer's until it is joined.
   std::FILE* file_ = nullptr;
-  std::mutex mu_;
-  Clock::time_point origin_;  // guarded by mu_
+  Mutex mu_;
+  Clock::time_point origin_ GUARDED_BY(mu_);
   std::condition_variable cv_;
-  std::vector<Event> pending_;
-  bool closing_ = true;  // no file open
-  uint64_t dropped_ = 0;
+  std::vector<Event> pending_ GUARDED_BY(mu_);
+  bool closing_ GUARDED_BY(mu_) = true;  // no file open
+  uint64_t dropped_ GUARDED_BY(mu_) = 0;
   // Writer thread only.
   std::unordered_map<std::string, int> tids_;
   std::thread writer_;

@@ -132,7 +132,7 @@ void WorkerMetrics::SetTopology(int rank, int size, int64_t generation) {
   world_size_.Set(size);
   generation_.Set(static_cast<double>(generation));
   if (size <= 0) return;
-  std::lock_guard<std::mutex> lock(sizes_mu_);
+  MutexLock lock(sizes_mu_);
   std::unique_ptr<AtWorldSize>& at = sizes_[size];
   if (!at) {
     const prometheus::Labels label{{"world_size", std::to_string(size)}};

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "common/op_type.h"
+#include "khorovod/util/mutex.h"
 
 namespace prometheus {
 class Counter;
@@ -127,8 +128,9 @@ class WorkerMetrics {
   prometheus::Gauge& scaling_efficiency_;
   prometheus::Gauge& fusion_threshold_gauge_;
   std::atomic<prometheus::Gauge*> throughput_efficiency_{nullptr};  // only with a baseline
-  std::mutex sizes_mu_;  // SetTopology
-  std::map<int, std::unique_ptr<AtWorldSize>> sizes_;  // entries never move or go
+  Mutex sizes_mu_;  // SetTopology
+  // Entries never move or go.
+  std::map<int, std::unique_ptr<AtWorldSize>> sizes_ GUARDED_BY(sizes_mu_);
   std::atomic<const AtWorldSize*> current_size_{nullptr};
   std::atomic<const AtWorldSize*> smallest_size_{nullptr};  // with marked steps
 

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "khorovod/status.h"
+#include "khorovod/util/mutex.h"
 
 namespace httplib {
 class Server;
@@ -56,10 +57,10 @@ class MetricsEndpoint {
  private:
   const EndpointOptions options_;
   const RenderFn render_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<httplib::Server> http_ GUARDED_BY(mu_);
   std::thread listener_;
   int port_ = -1;
-  std::mutex mu_;
+  Mutex mu_;
 };
 
 }  // namespace khorovod::metrics
