@@ -198,7 +198,7 @@ Reply RendezvousService::Leave(const std::string& name, const std::string& reaso
 }
 
 Reply RendezvousService::Evict(const std::string& name, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   MembershipResult r = membership_.Evict(name, Clock::now());
   AfterChange();
   if (r.ok()) Log("worker '" + name + "' removed" + (reason.empty() ? "" : ": " + reason));
@@ -208,7 +208,7 @@ Reply RendezvousService::Evict(const std::string& name, const std::string& reaso
 }
 
 void RendezvousService::Exited(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   membership_.Exited(name, Clock::now());
   AfterChange();
 }
