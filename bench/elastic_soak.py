@@ -28,6 +28,7 @@ formed after the last disturbance.
 
 Prints one line per trial and a table per schedule; exits 1 if any trial failed.
 """
+
 import argparse
 import json
 import os
@@ -40,7 +41,15 @@ import sys
 import tempfile
 import time
 
-SCHEDULES = ["random", "rank0_twice", "joiner", "two_at_once", "second_kill", "large_state", "sigstop"]
+SCHEDULES = [
+    "random",
+    "rank0_twice",
+    "joiner",
+    "two_at_once",
+    "second_kill",
+    "large_state",
+    "sigstop",
+]
 
 
 def now_ns():
@@ -54,18 +63,20 @@ class Worker:
         self.rank = None
         self.size = None
         self.last_commit = None
-        self.commits = []        # (t, step)
-        self.gens = []           # (t, rank, size, step)
-        self.resets = []         # (t, rank, size, step)
-        self.done = None         # dict
+        self.commits = []  # (t, step)
+        self.gens = []  # (t, rank, size, step)
+        self.resets = []  # (t, rank, size, step)
+        self.done = None  # dict
         self.killed_at = None
 
     def alive_at(self, t):
         """Started, not killed and not finished at t (a worker that exited
         with an error is taken as alive: the trial fails anyway)."""
-        return ((self.started is None or self.started <= t)
-                and (self.killed_at is None or self.killed_at > t)
-                and (self.done is None or self.done["t"] > t))
+        return (
+            (self.started is None or self.started <= t)
+            and (self.killed_at is None or self.killed_at > t)
+            and (self.done is None or self.done["t"] > t)
+        )
 
 
 class Events:
@@ -109,12 +120,22 @@ class Events:
             w.commits.append((t, int(f[2])))
             w.last_commit = int(f[2])
         elif kind == "done":
-            w.done = {"t": t, "rank": int(f[2]), "size": int(f[3]), "step": int(f[4]),
-                      "checksum": f[5], "expected": f[6], "big_ok": f[7] == "1" if len(f) > 7 else True}
+            w.done = {
+                "t": t,
+                "rank": int(f[2]),
+                "size": int(f[3]),
+                "step": int(f[4]),
+                "checksum": f[5],
+                "expected": f[6],
+                "big_ok": f[7] == "1" if len(f) > 7 else True,
+            }
 
     def alive(self):
-        return [w for w in self.workers.values()
-                if w.killed_at is None and w.done is None and _pid_alive(w.pid)]
+        return [
+            w
+            for w in self.workers.values()
+            if w.killed_at is None and w.done is None and _pid_alive(w.pid)
+        ]
 
     def members(self):
         """Live workers that are in a generation (have synced at least once)."""
@@ -140,7 +161,7 @@ class Trial:
         self.args, self.schedule, self.rng, self.index = args, schedule, rng, index
         self.dir = tempfile.mkdtemp(prefix=f"soak-{index:04d}-")
         self.events = Events(self.dir)
-        self.disturbances = []   # (t, what)
+        self.disturbances = []  # (t, what)
         self.deadline = None
         self.proc = None
 
@@ -179,10 +200,13 @@ class Trial:
 
     def warm(self):
         """Full world formed and a few steps committed by each member."""
+
         def ready():
             members = self.events.members()
-            return (len(members) == self.args.np and
-                    all(w.last_commit is not None and w.last_commit >= 5 for w in members))
+            return len(members) == self.args.np and all(
+                w.last_commit is not None and w.last_commit >= 5 for w in members
+            )
+
         return self.wait_until(ready, 60)
 
     def pick(self, exclude=()):
@@ -219,7 +243,8 @@ class Trial:
         self.signal(self.pick(), signal.SIGKILL, "kill")
         t = now_ns()
         newcomer = self.wait_until(
-            lambda: next((w for w in self.events.alive() if w.started and w.started > t), None), 60)
+            lambda: next((w for w in self.events.alive() if w.started and w.started > t), None), 60
+        )
         if newcomer:
             self.sleep(self.rng.uniform(0, 0.4))
             self.signal(newcomer, signal.SIGKILL, "kill joiner")
@@ -242,7 +267,8 @@ class Trial:
         self.signal(self.pick(), signal.SIGKILL, "kill")
         t = now_ns()
         syncing = self.wait_until(
-            lambda: [w for w in self.events.alive() if w.resets and w.resets[-1][0] > t], 60)
+            lambda: [w for w in self.events.alive() if w.resets and w.resets[-1][0] > t], 60
+        )
         if syncing:
             self.sleep(self.rng.uniform(0, 0.03))
             self.signal(self.rng.choice(syncing), signal.SIGKILL, "kill during sync")
@@ -256,19 +282,40 @@ class Trial:
     # -- the trial --------------------------------------------------------------
     def command(self):
         worker = shlex.split(self.args.worker)
-        extra = ["--dir", self.dir, "--steps", str(self.args.steps), "--step-ms", str(self.args.step_ms)]
+        extra = [
+            "--dir",
+            self.dir,
+            "--steps",
+            str(self.args.steps),
+            "--step-ms",
+            str(self.args.step_ms),
+        ]
         if self.schedule == "large_state":
             extra += ["--state-mb", str(self.args.large_state_mb)]
-        return [self.args.khorovodrun, "-np", str(self.args.np), "--min-np", str(self.args.min_np),
-                "--max-np", str(self.args.np), "--elastic-timeout", str(self.args.elastic_timeout_s),
-                *worker, *extra]
+        return [
+            self.args.khorovodrun,
+            "-np",
+            str(self.args.np),
+            "--min-np",
+            str(self.args.min_np),
+            "--max-np",
+            str(self.args.np),
+            "--elastic-timeout",
+            str(self.args.elastic_timeout_s),
+            *worker,
+            *extra,
+        ]
 
     def run(self):
-        timeout = self.args.trial_timeout_s + (self.args.heartbeat_timeout_s if self.schedule == "sigstop" else 0)
+        timeout = self.args.trial_timeout_s + (
+            self.args.heartbeat_timeout_s if self.schedule == "sigstop" else 0
+        )
         self.deadline = now_ns() + int(timeout * 1e9)
         log = open(os.path.join(self.dir, "khorovodrun.log"), "wb")
         started = now_ns()
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         problem = self.run_schedule()
         while self.proc.poll() is None and now_ns() < self.deadline:
             time.sleep(0.01)
@@ -277,7 +324,7 @@ class Trial:
             self.proc.wait()
             problem = problem or f"no exit within {timeout:.0f} s (hang)"
         wall = (now_ns() - started) / 1e9
-        for w in self.events.workers.values():   # nothing of the job outlives the trial
+        for w in self.events.workers.values():  # nothing of the job outlives the trial
             if _pid_alive(w.pid):
                 os.kill(w.pid, signal.SIGKILL)
         self.events.poll()
@@ -301,9 +348,17 @@ class Trial:
         regressions, lost = self.check_progress()
         problems += regressions
         recovery = self.recovery_ms()
-        return {"trial": self.index, "schedule": self.schedule, "ok": not problems, "problems": problems,
-                "wall_s": round(wall, 2), "recovery_ms": recovery, "lost_with_all_holders": lost,
-                "disturbances": [d[1] for d in self.disturbances], "dir": self.dir}
+        return {
+            "trial": self.index,
+            "schedule": self.schedule,
+            "ok": not problems,
+            "problems": problems,
+            "wall_s": round(wall, 2),
+            "recovery_ms": recovery,
+            "lost_with_all_holders": lost,
+            "disturbances": [d[1] for d in self.disturbances],
+            "dir": self.dir,
+        }
 
     def check_progress(self):
         """Every generation resumes from at least the newest commit that a live
@@ -312,14 +367,21 @@ class Trial:
         workers = list(self.events.workers.values())
         problems, lost = [], 0
         for w in workers:
-            for (t, rank, size, step) in w.gens:
-                held = [max((s for (ct, s) in x.commits if ct < t), default=0)
-                        for x in workers if x.alive_at(t)]
+            for t, rank, size, step in w.gens:
+                held = [
+                    max((s for (ct, s) in x.commits if ct < t), default=0)
+                    for x in workers
+                    if x.alive_at(t)
+                ]
                 newest_live = max(held, default=0)
-                newest_ever = max((s for x in workers for (ct, s) in x.commits if ct < t), default=0)
+                newest_ever = max(
+                    (s for x in workers for (ct, s) in x.commits if ct < t), default=0
+                )
                 if step < newest_live:
-                    problems.append(f"generation at {t} resumed from step {step}, "
-                                    f"but a live worker held step {newest_live}")
+                    problems.append(
+                        f"generation at {t} resumed from step {step}, "
+                        f"but a live worker held step {newest_live}"
+                    )
                 elif step < newest_ever:
                     lost += 1
         return problems, lost
@@ -353,14 +415,20 @@ def summarize(results):
         print(f"{name:<12} {len(rs):>6} {sum(r['ok'] for r in rs):>6} {med:>19} {p95:>8}")
     failed = sum(not r["ok"] for r in results)
     lost = sum(r["lost_with_all_holders"] for r in results)
-    print(f"soak: {len(results) - failed} passed, {failed} failed"
-          + (f" ({lost} generations restarted after every holder died)" if lost else ""))
+    print(
+        f"soak: {len(results) - failed} passed, {failed} failed"
+        + (f" ({lost} generations restarted after every holder died)" if lost else "")
+    )
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--khorovodrun", required=True)
-    p.add_argument("--worker", required=True, help="worker command line (quoted), e.g. 'python3 w.py'")
+    p.add_argument(
+        "--worker", required=True, help="worker command line (quoted), e.g. 'python3 w.py'"
+    )
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--schedules", default=",".join(SCHEDULES))
     p.add_argument("--seed", type=int, default=None)
@@ -388,9 +456,12 @@ def main():
         r = trial.run()
         results.append(r)
         status = "ok" if r["ok"] else "FAILED: " + "; ".join(r["problems"])
-        print(f"trial {i:3d} {r['schedule']:<12} {status}  wall {r['wall_s']} s  "
-              f"recovery {r['recovery_ms']} ms  [{', '.join(r['disturbances'])}]"
-              + (f"  (kept {r['dir']})" if not r["ok"] else ""), flush=True)
+        print(
+            f"trial {i:3d} {r['schedule']:<12} {status}  wall {r['wall_s']} s  "
+            f"recovery {r['recovery_ms']} ms  [{', '.join(r['disturbances'])}]"
+            + (f"  (kept {r['dir']})" if not r["ok"] else ""),
+            flush=True,
+        )
         if r["ok"] and not args.keep:
             subprocess.run(["rm", "-rf", r["dir"]], check=False)
     if args.json:

@@ -24,6 +24,7 @@ Every run must end with every rank's checksum equal to the replay's.
 
 Prints one line per run and a table; exits 1 if a run failed.
 """
+
 import argparse
 import glob
 import os
@@ -70,7 +71,12 @@ class Runner:
             cmd += ["--min-np", "1", "--max-np", str(a.np), "--reset-limit", "10000"]
         cmd += [a.worker, "--dir", d, "--steps", str(a.steps), "--step-ms", str(a.step_ms)]
         if not elastic:
-            cmd += ["--checkpoint", os.path.join(d, "job.ckpt"), "--checkpoint-every", str(a.checkpoint_every)]
+            cmd += [
+                "--checkpoint",
+                os.path.join(d, "job.ckpt"),
+                "--checkpoint-every",
+                str(a.checkpoint_every),
+            ]
         return cmd
 
     def run_once(self, elastic, inject):
@@ -83,8 +89,13 @@ class Runner:
         kills, starts, problems = 0, 0, []
         while True:
             starts += 1
-            p = subprocess.Popen(self.command(d, elastic), env=env, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
+            p = subprocess.Popen(
+                self.command(d, elastic),
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             next_kill = time.monotonic() + a.every
             while p.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
@@ -123,7 +134,9 @@ class Runner:
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--khorovodrun", required=True)
     p.add_argument("--worker", required=True)
     p.add_argument("--np", type=int, default=4)
@@ -140,10 +153,14 @@ def main():
     failed = 0
     for i in range(a.repeats):
         for mode in ("ideal", "elastic", "checkpoint-restart"):
-            wall, kills, starts, problems = r.run_once(elastic=mode != "checkpoint-restart", inject=mode != "ideal")
+            wall, kills, starts, problems = r.run_once(
+                elastic=mode != "checkpoint-restart", inject=mode != "ideal"
+            )
             status = "ok" if not problems else "FAILED: " + "; ".join(problems)
-            print(f"run {i + 1} {mode:>18}: {wall:7.2f} s, {kills} failures, {starts} job start(s): {status}",
-                  flush=True)
+            print(
+                f"run {i + 1} {mode:>18}: {wall:7.2f} s, {kills} failures, {starts} job start(s): {status}",
+                flush=True,
+            )
             if problems:
                 failed += 1
             else:
@@ -152,8 +169,10 @@ def main():
         print("no failure-free run succeeded")
         return 1
     ideal = statistics.median(w for w, _ in results["ideal"])
-    print(f"\n{a.np} workers, {a.steps} steps of {a.step_ms} ms, a SIGKILL every {a.every} s, "
-          f"checkpoint every {a.checkpoint_every} steps; median of {a.repeats}")
+    print(
+        f"\n{a.np} workers, {a.steps} steps of {a.step_ms} ms, a SIGKILL every {a.every} s, "
+        f"checkpoint every {a.checkpoint_every} steps; median of {a.repeats}"
+    )
     print(f"{'mode':>18} {'wall s':>8} {'failures':>9} {'goodput':>8}")
     for mode, rows in results.items():
         if not rows:

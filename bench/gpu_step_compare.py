@@ -25,22 +25,27 @@ import os
 import statistics
 import time
 
+import khorovod.torch as hvd
 import torch
 import torch.distributed as dist
-
-import khorovod.torch as hvd
 
 
 def make_model(name):
     if name == "resnet50":
         import torchvision  # noqa: PLC0415 (only this model needs it)
+
         return torchvision.models.resnet50(), (3, 224, 224), 1000
     # A small stand-in for the dry run: the same structure of many tensors.
     layers = []
     for _ in range(8):
         layers += [torch.nn.Linear(256, 256), torch.nn.ReLU()]
-    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 16 * 16, 256), *layers,
-                               torch.nn.Linear(256, 10)), (3, 16, 16), 10
+    return (
+        torch.nn.Sequential(
+            torch.nn.Flatten(), torch.nn.Linear(3 * 16 * 16, 256), *layers, torch.nn.Linear(256, 10)
+        ),
+        (3, 16, 16),
+        10,
+    )
 
 
 def sync(dev):
@@ -65,11 +70,16 @@ def main():
         os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
     hvd.init()
     r, n = hvd.rank(), hvd.size()
-    dev = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count()) if cuda else torch.device("cpu")
+    dev = (
+        torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+        if cuda
+        else torch.device("cpu")
+    )
     if cuda:
         torch.cuda.set_device(dev)
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{args.port}",
-                            rank=r, world_size=n)
+    dist.init_process_group(
+        "nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=r, world_size=n
+    )
 
     torch.manual_seed(0)
     base, shape, classes = make_model(args.model)
@@ -78,11 +88,15 @@ def main():
         m, _, _ = make_model(args.model)
         m.load_state_dict(base.state_dict())
         models[v] = m.to(dev)
-    ddp = torch.nn.parallel.DistributedDataParallel(models["ddp"], device_ids=[dev] if cuda else None)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        models["ddp"], device_ids=[dev] if cuda else None
+    )
     opts = {
         "local": torch.optim.SGD(models["local"].parameters(), lr=0.01),
-        "khorovod": hvd.DistributedOptimizer(torch.optim.SGD(models["khorovod"].parameters(), lr=0.01),
-                                             named_parameters=models["khorovod"].named_parameters()),
+        "khorovod": hvd.DistributedOptimizer(
+            torch.optim.SGD(models["khorovod"].parameters(), lr=0.01),
+            named_parameters=models["khorovod"].named_parameters(),
+        ),
         "ddp": torch.optim.SGD(ddp.parameters(), lr=0.01),
     }
     forward = {"local": models["local"], "khorovod": models["khorovod"], "ddp": ddp}
@@ -104,15 +118,22 @@ def main():
             for g in grads:
                 dist.all_reduce(g)
 
-    work = {"local": step, "khorovod": step, "ddp": step,
-            "comm-khorovod": lambda v: comm_alone("khorovod"), "comm-ddp": lambda v: comm_alone("ddp")}
+    work = {
+        "local": step,
+        "khorovod": step,
+        "ddp": step,
+        "comm-khorovod": lambda v: comm_alone("khorovod"),
+        "comm-ddp": lambda v: comm_alone("ddp"),
+    }
     for v in ("local", "khorovod", "ddp"):
         for _ in range(args.warmup):
             step(v)
     times = {k: [] for k in work}
     order = list(work)
     for rnd in range(args.rounds):
-        for k in order[rnd % len(order):] + order[:rnd % len(order)]:  # rotate: each goes first once
+        for k in (
+            order[rnd % len(order) :] + order[: rnd % len(order)]
+        ):  # rotate: each goes first once
             hvd.barrier()
             sync(dev)
             for _ in range(args.steps):
@@ -122,18 +143,30 @@ def main():
                 times[k].append((time.perf_counter() - t0) * 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
     if r == 0:
-        out = {"ranks": n, "model": args.model, "batch": args.batch, "device": str(dev),
-               "torch": torch.__version__, "step_ms": med}
+        out = {
+            "ranks": n,
+            "model": args.model,
+            "batch": args.batch,
+            "device": str(dev),
+            "torch": torch.__version__,
+            "step_ms": med,
+        }
         for k in work:
             s = sorted(times[k])
-            print(f"step-ms: {k} ranks={n} median={med[k]:.2f} p10={s[len(s) // 10]:.2f} "
-                  f"p90={s[(len(s) * 9) // 10]:.2f} n={len(s)}", flush=True)
+            print(
+                f"step-ms: {k} ranks={n} median={med[k]:.2f} p10={s[len(s) // 10]:.2f} "
+                f"p90={s[(len(s) * 9) // 10]:.2f} n={len(s)}",
+                flush=True,
+            )
         for v in ("khorovod", "ddp"):
             c = med[f"comm-{v}"]
             ov = max(0.0, min(1.0, (med["local"] + c - med[v]) / c)) if c > 0 else 0.0
             out[f"overlap_{v}"] = ov
-            print(f"overlap: {v} ranks={n} {ov:.2f} (step {med[v]:.2f} ms, local {med['local']:.2f}, "
-                  f"comm alone {c:.2f})", flush=True)
+            print(
+                f"overlap: {v} ranks={n} {ov:.2f} (step {med[v]:.2f} ms, local {med['local']:.2f}, "
+                f"comm alone {c:.2f})",
+                flush=True,
+            )
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)

@@ -43,10 +43,18 @@ ALLOWED = {
 }
 for i, layer in enumerate(LAYERS):
     ALLOWED["runtime/src/" + layer] = {"runtime/util", "runtime/metrics", "runtime/rendezvous"} | {
-        "runtime/src/" + lower for lower in LAYERS[:i]}
+        "runtime/src/" + lower for lower in LAYERS[:i]
+    }
 
-INCLUDE_ROOTS = ["runtime/src", "runtime/include", "runtime/util", "runtime/metrics/include",
-                 "runtime/rendezvous", "runtime/launcher", "operator"]
+INCLUDE_ROOTS = [
+    "runtime/src",
+    "runtime/include",
+    "runtime/util",
+    "runtime/metrics/include",
+    "runtime/rendezvous",
+    "runtime/launcher",
+    "operator",
+]
 
 # (includer, included) -> the move that removes it. Empty: nothing breaks
 # the order today; an entry is for a break that cannot be fixed at once.
@@ -57,8 +65,16 @@ FRAMEWORKS = ("khorovod.torch", "khorovod.tensorflow", "khorovod.keras")
 # Python imports that break a rule today: (importer, imported) -> the fix.
 KNOWN_PY = {}
 
-SOURCES = ["runtime/src", "runtime/include", "runtime/util", "runtime/metrics",
-           "runtime/rendezvous", "runtime/launcher", "operator", "python/src"]
+SOURCES = [
+    "runtime/src",
+    "runtime/include",
+    "runtime/util",
+    "runtime/metrics",
+    "runtime/rendezvous",
+    "runtime/launcher",
+    "operator",
+    "python/src",
+]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -113,7 +129,7 @@ def py_imports(root):
             if not f.endswith(".py"):
                 continue
             rel = os.path.relpath(os.path.join(dirpath, f), base)[:-3].replace(os.sep, ".")
-            module = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+            module = rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
             package = module if f == "__init__.py" else module.rsplit(".", 1)[0]
             with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
                 tree = ast.parse(fh.read())
@@ -124,7 +140,7 @@ def py_imports(root):
                 elif isinstance(node, ast.ImportFrom):
                     target = node.module or ""
                     if node.level:
-                        parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                        parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                         target = ".".join(parts + ([target] if target else []))
                     if target.startswith("khorovod"):
                         # "from P import m" with m a module depends on P.m
@@ -138,6 +154,7 @@ def py_imports(root):
 
 def py_cycles(graph):
     """Pairs of modules that reach each other."""
+
     def reach(start):
         seen, todo = set(), [start]
         while todo:
@@ -146,11 +163,16 @@ def py_cycles(graph):
                     seen.add(nxt)
                     todo.append(nxt)
         return seen
+
     reachable = {m: reach(m) for m in graph}
     # Packages import their own submodules to re-export them; a package and
     # its submodule reaching each other is not a layering cycle.
-    return {tuple(sorted((a, b))) for a in graph for b in reachable[a]
-            if a < b and a in reachable[b] and not b.startswith(a + ".") and not a.startswith(b + ".")}
+    return {
+        tuple(sorted((a, b)))
+        for a in graph
+        for b in reachable[a]
+        if a < b and a in reachable[b] and not b.startswith(a + ".") and not a.startswith(b + ".")
+    }
 
 
 # khorovod.keras is horovod.keras's names for Keras on TensorFlow: it re-exports
@@ -164,7 +186,9 @@ def framework(module):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    root = os.path.abspath(
+        sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    )
     errors, seen_known, includes = [], set(), 0
     for src, dst, path, name in cpp_edges(root):
         includes += 1
@@ -173,7 +197,7 @@ def main():
         if (src, dst) in KNOWN:
             seen_known.add((src, dst))
             continue
-        errors.append(f"{path}: includes \"{name}\" ({dst}), above or beside {src}")
+        errors.append(f'{path}: includes "{name}" ({dst}), above or beside {src}')
     graph = py_imports(root)
     imports = sum(len(d) for d in graph.values())
     for edge in KNOWN_PY:
@@ -193,8 +217,10 @@ def main():
         errors.append(f"fixed, so remove it from KNOWN: {gone[0]} -> {gone[1]}")
     for e in errors:
         print("FAIL: layers: " + e)
-    print(f"layers: {includes} includes, {imports} imports checked, {len(seen_known)} known debts: "
-          + ("OK" if not errors else f"{len(errors)} errors"))
+    print(
+        f"layers: {includes} includes, {imports} imports checked, {len(seen_known)} known debts: "
+        + ("OK" if not errors else f"{len(errors)} errors")
+    )
     return 1 if errors else 0
 
 

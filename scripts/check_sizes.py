@@ -29,17 +29,29 @@ MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 100
 SOURCES = ["runtime", "operator", "python/src", "python/khorovod", "examples", "bench", "scripts"]
 CPP = (".h", ".cc", ".cu")
-CONTAINER = re.compile(r"^(template\s*<.*>\s*)?(namespace|class|struct|union|enum|extern\s+\"C\")\b")
+CONTAINER = re.compile(
+    r"^(template\s*<.*>\s*)?(namespace|class|struct|union|enum|extern\s+\"C\")\b"
+)
 
 
 def production_files(root):
     try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "--", *SOURCES], check=True,
-                             capture_output=True, text=True).stdout.split()
+        out = subprocess.run(
+            ["git", "-C", root, "ls-files", "--", *SOURCES],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
     except (OSError, subprocess.CalledProcessError):  # not a git checkout: walk the folders
-        out = [os.path.relpath(os.path.join(d, f), root) for top in SOURCES
-               for d, _, files in os.walk(os.path.join(root, top)) for f in files]
-    return sorted(p for p in out if p.endswith(CPP + (".py", ".sh")) and os.path.isfile(os.path.join(root, p)))
+        out = [
+            os.path.relpath(os.path.join(d, f), root)
+            for top in SOURCES
+            for d, _, files in os.walk(os.path.join(root, top))
+            for f in files
+        ]
+    return sorted(
+        p for p in out if p.endswith(CPP + (".py", ".sh")) and os.path.isfile(os.path.join(root, p))
+    )
 
 
 def strip_cpp(text):
@@ -55,7 +67,11 @@ def strip_cpp(text):
             j = n if j < 0 else j + 2
             out.append("\n" * text.count("\n", i, j))
             i = j
-        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+        elif (
+            c == "R"
+            and text.startswith('R"', i)
+            and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"))
+        ):
             m = re.match(r'R"([^(\s]*)\(', text[i:])
             end = text.find(")" + m.group(1) + '"', i) if m else -1
             j = n if end < 0 else end + len(m.group(1)) + 2
@@ -103,7 +119,11 @@ def cpp_functions(text):
             head_start = i + 1
         elif c == ";":
             head_start = i + 1
-        elif c == ":" and all(stack) and re.search(r"\b(public|private|protected)\s*$", code[head_start:i]):
+        elif (
+            c == ":"
+            and all(stack)
+            and re.search(r"\b(public|private|protected)\s*$", code[head_start:i])
+        ):
             head_start = i + 1
 
 
@@ -114,7 +134,9 @@ def py_functions(text):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    root = os.path.abspath(
+        sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    )
     errors, functions = [], 0
     files = production_files(root)
     for rel in files:
@@ -123,14 +145,25 @@ def main():
         lines = text.count("\n")
         if lines > MAX_FILE_LINES:
             errors.append(f"{rel}: {lines} lines (limit {MAX_FILE_LINES})")
-        found = cpp_functions(text) if rel.endswith(CPP) else py_functions(text) if rel.endswith(".py") else ()
+        found = (
+            cpp_functions(text)
+            if rel.endswith(CPP)
+            else py_functions(text)
+            if rel.endswith(".py")
+            else ()
+        )
         for name, first, count in found:
             functions += 1
             if count > MAX_FUNCTION_LINES:
-                errors.append(f"{rel}:{first}: function {name} has {count} lines (limit {MAX_FUNCTION_LINES})")
+                errors.append(
+                    f"{rel}:{first}: function {name} has {count} lines (limit {MAX_FUNCTION_LINES})"
+                )
     for e in errors:
         print("FAIL: sizes: " + e)
-    print(f"sizes: {len(files)} files, {functions} functions checked: " + ("OK" if not errors else f"{len(errors)} errors"))
+    print(
+        f"sizes: {len(files)} files, {functions} functions checked: "
+        + ("OK" if not errors else f"{len(errors)} errors")
+    )
     return 1 if errors else 0
 
 

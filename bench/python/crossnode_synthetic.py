@@ -24,26 +24,56 @@ def run_once(args, fw, per_host):
     addrs = args.host_addrs.split(",")
     hosts = ",".join(f"{a}:{per_host}" for a in addrs)
     ranks = str(per_host * len(addrs))
-    example = ["--model", args.model, "--batch-size", str(args.batch_size), "--no-cuda",
-               "--num-warmup-batches", str(args.warmup), "--num-batches-per-iter",
-               str(args.batches_per_iter), "--num-iters", str(args.iters)]
+    example = [
+        "--model",
+        args.model,
+        "--batch-size",
+        str(args.batch_size),
+        "--no-cuda",
+        "--num-warmup-batches",
+        str(args.warmup),
+        "--num-batches-per-iter",
+        str(args.batches_per_iter),
+        "--num-iters",
+        str(args.iters),
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     if fw == "khorovod":
         env["PYTHONPATH"] = args.khorovod_pythonpath
         cmd = [args.khorovodrun, "-np", ranks, "-H", hosts, args.python, args.khorovod_script]
     else:
         horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
-        cmd = [horovodrun, "--gloo", "-np", ranks, "-H", hosts, "--network-interface",
-               args.interface, args.horovod_python, args.horovod_script]
+        cmd = [
+            horovodrun,
+            "--gloo",
+            "-np",
+            ranks,
+            "-H",
+            hosts,
+            "--network-interface",
+            args.interface,
+            args.horovod_python,
+            args.horovod_script,
+        ]
     try:
-        out = subprocess.run(cmd + example, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=args.timeout)
+        out = subprocess.run(
+            cmd + example,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=args.timeout,
+        )
     except subprocess.TimeoutExpired:
-        raise SystemExit(f"crossnode_synthetic: {fw} at {hosts} ran past {args.timeout} s")
+        raise SystemExit(
+            f"crossnode_synthetic: {fw} at {hosts} ran past {args.timeout} s"
+        ) from None
     found = PER_RANK.findall(out.stdout)
     if out.returncode != 0 or not found:
-        raise SystemExit(f"crossnode_synthetic: {fw} at {hosts} failed (exit {out.returncode}):\n"
-                         f"{out.stdout[-3000:]}")
+        raise SystemExit(
+            f"crossnode_synthetic: {fw} at {hosts} failed (exit {out.returncode}):\n"
+            f"{out.stdout[-3000:]}"
+        )
     return float(found[-1])
 
 
@@ -75,17 +105,27 @@ def main():
             order = ["khorovod", "horovod"] if block % 2 == 0 else ["horovod", "khorovod"]
             for fw in order:
                 got[fw].append(run_once(args, fw, per_host))
-            print(f"# {hosts} x {per_host}: block {block + 1}/{args.blocks}: "
-                  f"khorovod {got['khorovod'][-1]:.2f}, Horovod {got['horovod'][-1]:.2f} img/sec",
-                  file=sys.stderr, flush=True)
+            print(
+                f"# {hosts} x {per_host}: block {block + 1}/{args.blocks}: "
+                f"khorovod {got['khorovod'][-1]:.2f}, Horovod {got['horovod'][-1]:.2f} img/sec",
+                file=sys.stderr,
+                flush=True,
+            )
         med = {fw: statistics.median(v) for fw, v in got.items()}
-        cells = [f"{med[fw]:.2f} ({min(got[fw]):.2f}..{max(got[fw]):.2f})"
-                 for fw in ("khorovod", "horovod")]
-        rows.append(f"| {hosts} x {per_host} | " + " | ".join(cells) +
-                    f" | {med['khorovod'] / med['horovod']:.2f}x | "
-                    f"{load_before:.1f} / {os.getloadavg()[0]:.1f} |")
-    print(f"\n### pytorch_synthetic_benchmark.py, {args.model}, batch {args.batch_size} "
-          f"({args.blocks} alternating blocks; img/sec per rank, median, min..max in brackets)\n")
+        cells = [
+            f"{med[fw]:.2f} ({min(got[fw]):.2f}..{max(got[fw]):.2f})"
+            for fw in ("khorovod", "horovod")
+        ]
+        rows.append(
+            f"| {hosts} x {per_host} | "
+            + " | ".join(cells)
+            + f" | {med['khorovod'] / med['horovod']:.2f}x | "
+            f"{load_before:.1f} / {os.getloadavg()[0]:.1f} |"
+        )
+    print(
+        f"\n### pytorch_synthetic_benchmark.py, {args.model}, batch {args.batch_size} "
+        f"({args.blocks} alternating blocks; img/sec per rank, median, min..max in brackets)\n"
+    )
     print("| hosts x ranks | khorovod | Horovod | khorovod / Horovod | load before / after |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))

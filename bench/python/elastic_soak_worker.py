@@ -8,15 +8,15 @@ size gives base(step) at any world size, so the parameters after N steps equal
 a local replay of N updates, bit for bit. Events go to DIR/events.<pid> in the
 C++ worker's format (one os.write per line).
 """
+
 import argparse
 import hashlib
 import os
 import sys
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 PARAMS = 4096
 LR = 1.0 / 1024
@@ -24,8 +24,11 @@ LR = 1.0 / 1024
 
 class EventLog:
     def __init__(self, directory):
-        self.fd = os.open(os.path.join(directory, f"events.{os.getpid()}"),
-                          os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fd = os.open(
+            os.path.join(directory, f"events.{os.getpid()}"),
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+            0o644,
+        )
 
     def write(self, kind, *fields):
         line = " ".join([kind, str(time.monotonic_ns()), *map(str, fields)]) + "\n"
@@ -38,7 +41,9 @@ def base_gradient(step):
 
 
 def digest(t):
-    return int.from_bytes(hashlib.sha1(t.detach().contiguous().numpy().tobytes()).digest()[:8], "little")
+    return int.from_bytes(
+        hashlib.sha1(t.detach().contiguous().numpy().tobytes()).digest()[:8], "little"
+    )
 
 
 def replay(steps):

@@ -20,9 +20,8 @@ import argparse
 import statistics
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 from workloads import resnet50_shapes
 
 
@@ -46,10 +45,15 @@ def overhead(args):
     torch.manual_seed(0)
 
     def make():
-        model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-                                    torch.nn.Linear(512, 256), torch.nn.ReLU(),
-                                    torch.nn.Linear(256, 10))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(784, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 256),
+            torch.nn.ReLU(),
+            torch.nn.Linear(256, 10),
+        )
         return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
     x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
     plain_model, plain_opt = make()
     dist_model, inner = make()
@@ -60,15 +64,19 @@ def overhead(args):
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
+
         return fn
+
     fns = [("plain", step(plain_model, plain_opt)), ("distributed", step(dist_model, dist_opt))]
     for _, fn in fns:
         fn()  # warm-up (negotiation of new names, allocations)
     m = compare(fns, args.blocks, args.steps)
     if hvd.rank() == 0:
-        print(f"np {hvd.size()}: plain step {m['plain']:.3f} ms | DistributedOptimizer step "
-              f"{m['distributed']:.3f} ms | ratio {m['distributed'] / m['plain']:.3f}x | "
-              f"overhead {m['distributed'] - m['plain']:.3f} ms")
+        print(
+            f"np {hvd.size()}: plain step {m['plain']:.3f} ms | DistributedOptimizer step "
+            f"{m['distributed']:.3f} ms | ratio {m['distributed'] / m['plain']:.3f}x | "
+            f"overhead {m['distributed'] - m['plain']:.3f} ms"
+        )
 
 
 def resnet(args):
@@ -97,16 +105,19 @@ def resnet(args):
 
     def single():
         hvd.allreduce_(flat, name="flat")
+
     fns = [("dist", dist_step), ("compute", plain_step), ("single", single)]
     for _, fn in fns:
         fn()
     m = compare(fns, args.blocks, args.steps)
     if hvd.rank() == 0:
         ratio = m["dist"] / (m["compute"] + m["single"])
-        print(f"np {hvd.size()}: {len(params)} tensors, {nbytes / 2**20:.1f} MiB | "
-              f"DistributedOptimizer step {m['dist']:.1f} ms | compute only {m['compute']:.1f} ms"
-              f" | single allreduce {m['single']:.1f} ms | step / (compute + allreduce) "
-              f"{ratio:.3f}x")
+        print(
+            f"np {hvd.size()}: {len(params)} tensors, {nbytes / 2**20:.1f} MiB | "
+            f"DistributedOptimizer step {m['dist']:.1f} ms | compute only {m['compute']:.1f} ms"
+            f" | single allreduce {m['single']:.1f} ms | step / (compute + allreduce) "
+            f"{ratio:.3f}x"
+        )
 
 
 def main():

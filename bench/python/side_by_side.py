@@ -53,8 +53,12 @@ def ddp_over_ssh(args, env, addrs, per_host, worker):
     torchrun rendezvous at the first host would set (Debian's torch 1.13
     torchrun fails under Python 3.11 before it starts a worker)."""
     exported = {k: env[k] for k in ("OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-    exported.update(GLOO_SOCKET_IFNAME=args.interface, MASTER_ADDR=addrs[0],
-                    MASTER_PORT=str(free_port()), WORLD_SIZE=str(per_host * len(addrs)))
+    exported.update(
+        GLOO_SOCKET_IFNAME=args.interface,
+        MASTER_ADDR=addrs[0],
+        MASTER_PORT=str(free_port()),
+        WORLD_SIZE=str(per_host * len(addrs)),
+    )
     cmds = []
     for node, addr in enumerate(addrs):
         for local in range(per_host):
@@ -73,8 +77,20 @@ def multi_host_commands(args, fw, per_host, env, worker):
         return [[run, "-np", str(ranks), "-H", hosts, args.python] + worker]
     if fw == "horovod":
         horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
-        return [[horovodrun, "--gloo", "-np", str(ranks), "-H", hosts,
-                 "--network-interface", args.interface, args.horovod_python] + worker]
+        return [
+            [
+                horovodrun,
+                "--gloo",
+                "-np",
+                str(ranks),
+                "-H",
+                hosts,
+                "--network-interface",
+                args.interface,
+                args.horovod_python,
+            ]
+            + worker
+        ]
     return ddp_over_ssh(args, env, addrs, per_host, worker)
 
 
@@ -88,17 +104,35 @@ def launch(args, fw, ranks, worker_args):
         cmds = [[run, "-np", str(ranks), args.python] + worker]
     elif fw == "horovod":
         horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
-        cmds = [[horovodrun, "--gloo", "-np", str(ranks), "-H", f"localhost:{ranks}",
-                 "--network-interface", "lo", args.horovod_python] + worker]
+        cmds = [
+            [
+                horovodrun,
+                "--gloo",
+                "-np",
+                str(ranks),
+                "-H",
+                f"localhost:{ranks}",
+                "--network-interface",
+                "lo",
+                args.horovod_python,
+            ]
+            + worker
+        ]
     else:
-        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-                   WORLD_SIZE=str(ranks))
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(ranks))
         cmds = [[args.python] + worker for _ in range(ranks)]
     procs = []
     for rank, cmd in enumerate(cmds):
-        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank)) if fw == "ddp" and not args.host_addrs else env
-        procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
+        e = (
+            dict(env, RANK=str(rank), LOCAL_RANK=str(rank))
+            if fw == "ddp" and not args.host_addrs
+            else env
+        )
+        procs.append(
+            subprocess.Popen(
+                cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        )
     outputs = []
     for p in procs:
         try:
@@ -106,17 +140,20 @@ def launch(args, fw, ranks, worker_args):
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
-            raise SystemExit(f"side_by_side: {fw} at {ranks} ranks ran past {args.timeout} s")
+            raise SystemExit(
+                f"side_by_side: {fw} at {ranks} ranks ran past {args.timeout} s"
+            ) from None
         if p.returncode != 0:
-            raise SystemExit(f"side_by_side: {fw} at {ranks} ranks failed "
-                             f"(exit {p.returncode}):\n{out[-3000:]}")
+            raise SystemExit(
+                f"side_by_side: {fw} at {ranks} ranks failed (exit {p.returncode}):\n{out[-3000:]}"
+            )
         outputs.append(out)
     rows = []
     for out in outputs:
         for line in out.splitlines():
             at = line.find("SXS ")
             if at >= 0:
-                rows.append(json.loads(line[at + 4:]))
+                rows.append(json.loads(line[at + 4 :]))
     if not rows:
         raise SystemExit(f"side_by_side: {fw} at {ranks} ranks printed no result:\n{out[-3000:]}")
     return rows
@@ -138,47 +175,76 @@ def summarize(results, title, blocks, load_before, frameworks):
     load_after = os.getloadavg()[0]
     shown = [fw for fw in FRAMEWORKS if fw in frameworks]
     others = [fw for fw in shown if fw != "khorovod"]
-    print(f"\n### {title} ({blocks} alternating blocks; median of block means, "
-          f"min..max of block means in brackets; 1-min load average {load_before:.1f} "
-          f"before, {load_after:.1f} after)\n")
-    print("| measure | " + " | ".join(TITLES[fw] for fw in shown) + " | " +
-          " | ".join(f"{TITLES[o]} / khorovod" for o in others) + " |")
+    print(
+        f"\n### {title} ({blocks} alternating blocks; median of block means, "
+        f"min..max of block means in brackets; 1-min load average {load_before:.1f} "
+        f"before, {load_after:.1f} after)\n"
+    )
+    print(
+        "| measure | "
+        + " | ".join(TITLES[fw] for fw in shown)
+        + " | "
+        + " | ".join(f"{TITLES[o]} / khorovod" for o in others)
+        + " |"
+    )
     print("|---|" + "---|" * (len(shown) + len(others)))
     metrics = []
-    for (fw, metric) in results:
+    for fw, metric in results:
         if metric not in metrics:
             metrics.append(metric)
     for metric in metrics:
         runs = {fw: results[(fw, metric)] for fw in shown if (fw, metric) in results}
         med = {fw: statistics.median(v) for fw, v in runs.items()}
-        cells = [f"{med[fw]:.0f} µs ({min(runs[fw]):.0f}..{max(runs[fw]):.0f})" if fw in med
-                 else "—" for fw in shown]
-        ratios = [f"{med[o] / med['khorovod']:.2f}x" if o in med and "khorovod" in med else "—"
-                  for o in others]
+        cells = [
+            f"{med[fw]:.0f} µs ({min(runs[fw]):.0f}..{max(runs[fw]):.0f})" if fw in med else "—"
+            for fw in shown
+        ]
+        ratios = [
+            f"{med[o] / med['khorovod']:.2f}x" if o in med and "khorovod" in med else "—"
+            for o in others
+        ]
         print(f"| {label(metric)} | " + " | ".join(cells + ratios) + " |")
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--khorovodrun", required=True)
-    p.add_argument("--khorovod-pythonpath", required=True,
-                   help="the build's python/ directory (holds khorovod)")
-    p.add_argument("--horovod-python", default="",
-                   help="python of the venv scripts/horovod-wheel.sh made (needed for horovod)")
-    p.add_argument("--baseline-khorovodrun", default="",
-                   help="khorovodrun of the baseline build (needed for baseline)")
-    p.add_argument("--baseline-pythonpath", default="",
-                   help="the baseline build's python/ directory")
+    p.add_argument(
+        "--khorovod-pythonpath",
+        required=True,
+        help="the build's python/ directory (holds khorovod)",
+    )
+    p.add_argument(
+        "--horovod-python",
+        default="",
+        help="python of the venv scripts/horovod-wheel.sh made (needed for horovod)",
+    )
+    p.add_argument(
+        "--baseline-khorovodrun",
+        default="",
+        help="khorovodrun of the baseline build (needed for baseline)",
+    )
+    p.add_argument(
+        "--baseline-pythonpath", default="", help="the baseline build's python/ directory"
+    )
     p.add_argument("--python", default="/usr/bin/python3")
-    p.add_argument("--ranks", default="2,4",
-                   help="rank counts; with --host-addrs, ranks per host")
-    p.add_argument("--host-addrs", default="",
-                   help="comma-separated host addresses reached over ssh (bench/crossnode.sh)")
-    p.add_argument("--interface", default="eth0",
-                   help="with --host-addrs: the hosts' network interface (Horovod, Gloo)")
+    p.add_argument("--ranks", default="2,4", help="rank counts; with --host-addrs, ranks per host")
+    p.add_argument(
+        "--host-addrs",
+        default="",
+        help="comma-separated host addresses reached over ssh (bench/crossnode.sh)",
+    )
+    p.add_argument(
+        "--interface",
+        default="eth0",
+        help="with --host-addrs: the hosts' network interface (Horovod, Gloo)",
+    )
     p.add_argument("--blocks", type=int, default=5)
-    p.add_argument("--frameworks", default="khorovod,horovod,ddp",
-                   help="comma-separated, of " + ", ".join(FRAMEWORKS))
+    p.add_argument(
+        "--frameworks",
+        default="khorovod,horovod,ddp",
+        help="comma-separated, of " + ", ".join(FRAMEWORKS),
+    )
     p.add_argument("--steps", default="mlp,bandwidth,resnet")
     p.add_argument("--sizes", default="4,65536,4194304,67108864")
     p.add_argument("--timeout", type=int, default=900)
@@ -206,8 +272,7 @@ def main():
                     results.setdefault((fw, row["metric"]), []).append(row["us"])
                     if args.raw:
                         print(f"block {block} {fw} " + json.dumps(row), flush=True)
-            print(f"# {title}: block {block + 1}/{args.blocks} done",
-                  file=sys.stderr, flush=True)
+            print(f"# {title}: block {block + 1}/{args.blocks} done", file=sys.stderr, flush=True)
         summarize(results, title, args.blocks, load_before, frameworks)
 
 

@@ -25,7 +25,6 @@ import resource
 import time
 
 import torch
-
 import workloads
 
 
@@ -34,6 +33,7 @@ class _HorovodApi:
 
     def __init__(self, module_name):
         import importlib
+
         self.hvd = importlib.import_module(module_name)
         self.hvd.init()
         self.rank, self.size = self.hvd.rank(), self.hvd.size()
@@ -59,6 +59,7 @@ class _HorovodApi:
 class _Ddp:
     def __init__(self):
         import torch.distributed as dist
+
         self.dist = dist
         dist.init_process_group("gloo")
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
@@ -116,10 +117,11 @@ def measure_steps(fw, names, report):
         nbytes = workloads.gradient_bytes(model)
         model, opt = fw.wrap(name, model, opt)
 
-        def step():
+        def step(model=model, opt=opt, inputs=inputs):
             opt.zero_grad()
             model(*inputs).backward()
             opt.step()
+
         us = timed(fw, step, STEP_ITERS[name], STEP_WARMUP[name])
         report(f"step/{name}", us, gradient_bytes=nbytes)
 
@@ -133,7 +135,13 @@ def measure_allreduce(fw, sizes, report):
         t = torch.ones(max(nbytes // 4, 1))
         name = f"sxs.allreduce.{nbytes}"
         cpu = []
-        us = timed(fw, lambda: fw.allreduce(t, name), allreduce_iters(nbytes), warmup=1, cpu=cpu)
+        us = timed(
+            fw,
+            lambda t=t, name=name: fw.allreduce(t, name),
+            allreduce_iters(nbytes),
+            warmup=1,
+            cpu=cpu,
+        )
         report(f"allreduce/{nbytes}", us)
         report(f"allreduce-cpu/{nbytes}", cpu[0])
         del t
@@ -142,8 +150,9 @@ def measure_allreduce(fw, sizes, report):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--framework", choices=["khorovod", "horovod", "ddp"], required=True)
-    p.add_argument("--steps", default="mlp,bandwidth,resnet",
-                   help="comma-separated workloads (empty: none)")
+    p.add_argument(
+        "--steps", default="mlp,bandwidth,resnet", help="comma-separated workloads (empty: none)"
+    )
     p.add_argument("--sizes", default="", help="comma-separated allreduce sizes in bytes")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -151,8 +160,20 @@ def main():
 
     def report(metric, us, **extra):
         if fw.rank == 0:
-            print("SXS " + json.dumps({"framework": args.framework, "ranks": fw.size,
-                                       "metric": metric, "us": us, **extra}), flush=True)
+            print(
+                "SXS "
+                + json.dumps(
+                    {
+                        "framework": args.framework,
+                        "ranks": fw.size,
+                        "metric": metric,
+                        "us": us,
+                        **extra,
+                    }
+                ),
+                flush=True,
+            )
+
     measure_steps(fw, [s for s in args.steps.split(",") if s], report)
     measure_allreduce(fw, [int(s) for s in args.sizes.split(",") if s], report)
     fw.barrier()

@@ -26,9 +26,17 @@ def resnet50_shapes():
     inplanes = 64
     for planes, blocks in zip((64, 128, 256, 512), (3, 4, 6, 3)):
         for b in range(blocks):
-            shapes += [(planes, inplanes, 1, 1), (planes,), (planes,),
-                       (planes, planes, 3, 3), (planes,), (planes,),
-                       (planes * 4, planes, 1, 1), (planes * 4,), (planes * 4,)]
+            shapes += [
+                (planes, inplanes, 1, 1),
+                (planes,),
+                (planes,),
+                (planes, planes, 3, 3),
+                (planes,),
+                (planes,),
+                (planes * 4, planes, 1, 1),
+                (planes * 4,),
+                (planes * 4,),
+            ]
             if b == 0:
                 shapes += [(planes * 4, inplanes, 1, 1), (planes * 4,), (planes * 4,)]
             inplanes = planes * 4
@@ -59,8 +67,11 @@ class _ShapesOnly(torch.nn.Module):
 def build(name, rank):
     torch.manual_seed(0)
     if name == "mlp":
-        model = _Classifier(torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(),
-                                                torch.nn.Linear(128, 10)))
+        model = _Classifier(
+            torch.nn.Sequential(
+                torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+            )
+        )
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         return model, opt, (torch.randn(32, 784), torch.randint(0, 10, (32,)))
     if name == "bandwidth":
@@ -78,6 +89,7 @@ def build(name, rank):
         return model, opt, (coeff,)
     if name == "mobilenet":
         from torchvision import models
+
         model = _Classifier(models.mobilenet_v3_small())
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         return model, opt, (torch.randn(4, 3, 224, 224), torch.randint(0, 1000, (4,)))

@@ -31,10 +31,9 @@ import hashlib
 import os
 import sys
 
+import khorovod.tensorflow.keras as hvd
 import numpy as np
 import tensorflow as tf
-
-import khorovod.tensorflow.keras as hvd
 
 
 def make_templates(rng):
@@ -43,9 +42,9 @@ def make_templates(rng):
         for _ in range(4):  # four random strokes per class
             r, col = rng.integers(4, 24, size=2)
             if rng.random() < 0.5:
-                templates[c, r, max(col - 6, 0):col + 6] = 1.0
+                templates[c, r, max(col - 6, 0) : col + 6] = 1.0
             else:
-                templates[c, max(r - 6, 0):r + 6, col] = 1.0
+                templates[c, max(r - 6, 0) : r + 6, col] = 1.0
     return templates
 
 
@@ -73,8 +72,9 @@ def main():
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--checkpoint-dir", default=".",
-                   help="where rank 0 writes checkpoint-{epoch}.keras")
+    p.add_argument(
+        "--checkpoint-dir", default=".", help="where rank 0 writes checkpoint-{epoch}.keras"
+    )
     args = p.parse_args()
 
     hvd.init()
@@ -82,26 +82,41 @@ def main():
     # Each rank draws its own samples: its shard of an endless stream.
     train_x, train_y = make_data(4096, np.random.default_rng([args.seed, 1, hvd.rank()]), templates)
     test_x, test_y = make_data(1024, np.random.default_rng([args.seed, 2]), templates)
-    dataset = (tf.data.Dataset.from_tensor_slices((train_x, train_y))
-               .repeat().shuffle(4096, seed=args.seed).batch(args.batch_size))
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((train_x, train_y))
+        .repeat()
+        .shuffle(4096, seed=args.seed)
+        .batch(args.batch_size)
+    )
 
-    tf.random.set_seed(args.seed + hvd.rank())  # different initial weights: the broadcast unifies them
-    model = tf.keras.Sequential([
-        tf.keras.Input(shape=(28 * 28,)),
-        tf.keras.layers.Dense(256, activation="relu"),
-        tf.keras.layers.Dense(128, activation="relu"),
-        tf.keras.layers.Dense(10),
-    ])
+    tf.random.set_seed(
+        args.seed + hvd.rank()
+    )  # different initial weights: the broadcast unifies them
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input(shape=(28 * 28,)),
+            tf.keras.layers.Dense(256, activation="relu"),
+            tf.keras.layers.Dense(128, activation="relu"),
+            tf.keras.layers.Dense(10),
+        ]
+    )
     # Horovod: scale the learning rate by the world size; average gradients.
-    opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=args.lr * hvd.size(), momentum=0.9))
-    model.compile(optimizer=opt, metrics=["accuracy"],
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    opt = hvd.DistributedOptimizer(
+        tf.keras.optimizers.SGD(learning_rate=args.lr * hvd.size(), momentum=0.9)
+    )
+    model.compile(
+        optimizer=opt,
+        metrics=["accuracy"],
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
 
     def on_state_reset():  # the world changed size: keep the learning rate proportional to it
         state.model.optimizer.learning_rate = args.lr * hvd.size()
         if hvd.rank() == 0:
-            print(f"re-formed: {hvd.size()} ranks, resuming at epoch {state.epoch} batch {state.batch}",
-                  flush=True)
+            print(
+                f"re-formed: {hvd.size()} ranks, resuming at epoch {state.epoch} batch {state.batch}",
+                flush=True,
+            )
 
     state = hvd.elastic.KerasState(model, batch=0, epoch=0)
     state.register_reset_callbacks([on_state_reset])
@@ -117,10 +132,18 @@ def main():
         ]
         # Horovod: only rank 0 writes checkpoints, so workers never overwrite each other's.
         if hvd.rank() == 0:
-            callbacks.append(tf.keras.callbacks.ModelCheckpoint(
-                os.path.join(args.checkpoint_dir, "checkpoint-{epoch}.keras")))
-        model.fit(dataset, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs - state.epoch,
-                  callbacks=callbacks, verbose=2 if hvd.rank() == 0 else 0)
+            callbacks.append(
+                tf.keras.callbacks.ModelCheckpoint(
+                    os.path.join(args.checkpoint_dir, "checkpoint-{epoch}.keras")
+                )
+            )
+        model.fit(
+            dataset,
+            steps_per_epoch=args.steps_per_epoch,
+            epochs=args.epochs - state.epoch,
+            callbacks=callbacks,
+            verbose=2 if hvd.rank() == 0 else 0,
+        )
 
     train(state)
 
@@ -131,8 +154,12 @@ def main():
     if hvd.rank() == 0:
         accuracy = float(np.mean(np.argmax(model.predict(test_x, verbose=0), axis=1) == test_y))
         print(f"final accuracy {accuracy:.3f}", flush=True)
-        print(f"all {hvd.size()} ranks agree on the parameters" if agree
-              else f"ERROR: ranks disagree on the parameters ({hvd.size()} ranks)", flush=True)
+        print(
+            f"all {hvd.size()} ranks agree on the parameters"
+            if agree
+            else f"ERROR: ranks disagree on the parameters ({hvd.size()} ranks)",
+            flush=True,
+        )
     hvd.shutdown()
     return 0 if agree else 1
 

@@ -23,10 +23,9 @@ import argparse
 import os
 import signal
 
+import khorovod.torch as hvd
 import torch
 import torch.nn.functional as F
-
-import khorovod.torch as hvd
 
 
 def make_data(n, seed, templates):
@@ -35,8 +34,9 @@ def make_data(n, seed, templates):
     images = templates[labels].clone()
     shifts = torch.randint(-2, 3, (n, 2), generator=g)
     for i in range(n):
-        images[i] = torch.roll(images[i], shifts=(int(shifts[i, 0]), int(shifts[i, 1])),
-                               dims=(1, 2))
+        images[i] = torch.roll(
+            images[i], shifts=(int(shifts[i, 0]), int(shifts[i, 1])), dims=(1, 2)
+        )
     images += 0.6 * torch.randn(images.shape, generator=g)
     return images, labels
 
@@ -48,9 +48,9 @@ def make_templates(seed):
         for _ in range(4):  # four random strokes per class
             r, col = torch.randint(4, 24, (2,), generator=g).tolist()
             if torch.rand(1, generator=g).item() < 0.5:
-                t[c, 0, r, max(col - 6, 0):col + 6] = 1.0
+                t[c, 0, r, max(col - 6, 0) : col + 6] = 1.0
             else:
-                t[c, 0, max(r - 6, 0):r + 6, col] = 1.0
+                t[c, 0, max(r - 6, 0) : r + 6, col] = 1.0
     return t
 
 
@@ -74,9 +74,13 @@ def main():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.02)
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--fail-at-commit", type=int, default=0,
-                   help="the first worker-1 SIGKILLs itself after this many commits "
-                        "(to watch an elastic job recover)")
+    p.add_argument(
+        "--fail-at-commit",
+        type=int,
+        default=0,
+        help="the first worker-1 SIGKILLs itself after this many commits "
+        "(to watch an elastic job recover)",
+    )
     args = p.parse_args()
 
     hvd.init()
@@ -90,12 +94,14 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     sampler = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=args.seed)
-    state = hvd.elastic.TorchState(model=model, optimizer=optimizer, sampler=sampler,
-                                   epoch=0, batch=0, commits=0)
+    state = hvd.elastic.TorchState(
+        model=model, optimizer=optimizer, sampler=sampler, epoch=0, batch=0, commits=0
+    )
 
     def on_reset():  # the world size changed: keep lr proportional to it
         for group in optimizer.param_groups:
             group["lr"] = args.lr * hvd.size()
+
     state.register_reset_callbacks([on_reset])
 
     def evaluate():
@@ -109,8 +115,9 @@ def main():
     def train(state):
         accuracy = 0.0
         while state.epoch < args.epochs:
-            loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size,
-                                                 sampler=sampler)
+            loader = torch.utils.data.DataLoader(
+                dataset, batch_size=args.batch_size, sampler=sampler
+            )
             total, batches = 0.0, 0
             for state.batch, (x, y) in enumerate(loader):
                 optimizer.zero_grad()
@@ -122,15 +129,20 @@ def main():
                 if state.batch % 16 == 15:
                     state.commit()
                     state.commits += 1
-                    if (state.commits == args.fail_at_commit
-                            and os.environ.get("KHOROVOD_WORKER_NAME") == "worker-1"):
+                    if (
+                        state.commits == args.fail_at_commit
+                        and os.environ.get("KHOROVOD_WORKER_NAME") == "worker-1"
+                    ):
                         print("worker-1: simulating a crash", flush=True)
                         os.kill(os.getpid(), signal.SIGKILL)
             accuracy = evaluate()
             mean_loss = hvd.allreduce(torch.tensor(total / max(batches, 1)), name="loss").item()
             if hvd.rank() == 0:
-                print(f"epoch {state.epoch}: loss {mean_loss:.4f}  accuracy {accuracy:.3f}  "
-                      f"world {hvd.size()}", flush=True)
+                print(
+                    f"epoch {state.epoch}: loss {mean_loss:.4f}  accuracy {accuracy:.3f}  "
+                    f"world {hvd.size()}",
+                    flush=True,
+                )
             state.epoch += 1
             state.batch = 0
             sampler.set_epoch(state.epoch)

@@ -136,7 +136,8 @@ class _Context:
         if runtime is None or not runtime.is_initialized():
             raise NotInitializedError(
                 "FAILED_PRECONDITION",
-                "khorovod has not been initialized; call khorovod.init() (hvd.init()) first")
+                "khorovod has not been initialized; call khorovod.init() (hvd.init()) first",
+            )
         return runtime
 
     def auto_name(self, prefix, process_set=0):

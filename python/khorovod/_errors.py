@@ -62,8 +62,13 @@ class JobFinishedExit(SystemExit):
 def exit_job_finished(error):
     """Says why on stderr and raises JobFinishedExit(error)."""
     import sys
-    print(f"khorovod: this worker ends with exit status 0: the elastic job finished training "
-          f"before it joined ({error})", file=sys.stderr, flush=True)
+
+    print(
+        f"khorovod: this worker ends with exit status 0: the elastic job finished training "
+        f"before it joined ({error})",
+        file=sys.stderr,
+        flush=True,
+    )
     raise JobFinishedExit(error) from error
 
 

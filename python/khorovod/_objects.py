@@ -18,8 +18,7 @@ or the global set. They block until done and raise what the runtime reports
 import ctypes
 import pickle
 
-from . import _khorovod
-from . import process_sets
+from . import _khorovod, process_sets
 from ._context import CONTEXT
 from ._errors import raise_for_status
 
@@ -89,12 +88,15 @@ def allgather_object(obj, name=None, process_set=None):
     payload = _pickler.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     size = bytearray(len(payload).to_bytes(8, "little", signed=True))
     sizes_raw = _allgather(size, _INT64, 1, f"{base}.size", set_id)
-    sizes = [int.from_bytes(sizes_raw[i:i + 8], "little", signed=True)
-             for i in range(0, len(sizes_raw), 8)]
-    gathered = _allgather(bytearray(payload) or bytearray(1), _UINT8, len(payload),
-                          f"{base}.data", set_id)
+    sizes = [
+        int.from_bytes(sizes_raw[i : i + 8], "little", signed=True)
+        for i in range(0, len(sizes_raw), 8)
+    ]
+    gathered = _allgather(
+        bytearray(payload) or bytearray(1), _UINT8, len(payload), f"{base}.data", set_id
+    )
     out, offset = [], 0
     for n in sizes:
-        out.append(pickle.loads(gathered[offset:offset + n]))
+        out.append(pickle.loads(gathered[offset : offset + n]))
         offset += n
     return out

@@ -9,10 +9,9 @@ peers cannot be reached.
 Thread-safety: see _context.py.
 """
 
-from . import _objects
+from . import _build_info, _objects
 from ._context import CONTEXT
 from ._errors import raise_for_status
-from . import _build_info
 
 
 def init(comm=None, process_sets=None):
@@ -23,9 +22,12 @@ def init(comm=None, process_sets=None):
     later (as HOROVOD_DYNAMIC_PROCESS_SETS=1 does). ``comm`` (an MPI
     communicator in Horovod) must be None: there is no MPI here."""
     if comm is not None:
-        raise ValueError("khorovod: init(comm=...) takes no MPI communicator (khorovod runs without MPI)")
+        raise ValueError(
+            "khorovod: init(comm=...) takes no MPI communicator (khorovod runs without MPI)"
+        )
     if CONTEXT.init():
         from . import process_sets as _process_sets  # noqa: PLC0415 (it imports this package)
+
         _process_sets.setup_at_init(process_sets)
 
 
@@ -67,8 +69,19 @@ def is_homogeneous():
     definition). Computed from each rank's local size with one allgather on
     the first call after each init, so every rank must call it (it is
     collective, as in khorovod a rank cannot see the others' placement)."""
-    return CONTEXT.per_session("is_homogeneous", lambda: len(set(_objects.allgather_object(
-        CONTEXT.runtime().local_size(), name="is_homogeneous.local_sizes"))) == 1)
+    return CONTEXT.per_session(
+        "is_homogeneous",
+        lambda: (
+            len(
+                set(
+                    _objects.allgather_object(
+                        CONTEXT.runtime().local_size(), name="is_homogeneous.local_sizes"
+                    )
+                )
+            )
+            == 1
+        ),
+    )
 
 
 def gloo_enabled():
@@ -97,6 +110,7 @@ def nccl_runtime_info():
     if not nccl_built():
         return {}
     from . import _khorovod  # noqa: PLC0415 (the extension loads lazily)
+
     code, message, facts = _khorovod.describe_backend("nccl")
     raise_for_status((code, message))
     out = dict(facts)

@@ -41,15 +41,20 @@ import functools
 import os
 import time
 
+from . import _khorovod, _objects
 from ._context import CONTEXT
-from ._errors import (HorovodInternalError, HostsUpdatedInterrupt, JobFinishedError, KhorovodError,
-                      exit_job_finished, raise_for_status)
-from . import _khorovod
-from . import _objects
+from ._errors import (
+    HorovodInternalError,
+    HostsUpdatedInterrupt,
+    JobFinishedError,
+    KhorovodError,
+    exit_job_finished,
+    raise_for_status,
+)
 from ._host_messages import HostMessages
 
 _INT32 = 6  # dtype code of int32 (dtype.h)
-_MAX = 3    # ReduceOp::kMax
+_MAX = 3  # ReduceOp::kMax
 
 
 class State:
@@ -103,8 +108,9 @@ class State:
         # every rank holds, and its process ends (docs/elastic.md).
         runtime.at_commit_boundary()
         if flag[0]:
-            raise HostsUpdatedInterrupt("MEMBERSHIP_CHANGED",
-                                        "workers joined or left; re-forming at this commit")
+            raise HostsUpdatedInterrupt(
+                "MEMBERSHIP_CHANGED", "workers joined or left; re-forming at this commit"
+            )
 
     def save(self):
         raise NotImplementedError
@@ -214,9 +220,11 @@ def _reset(resets, reset_limit, cause):
     while True:
         resets += 1
         if resets > reset_limit:
-            raise KhorovodError("FAILED_PRECONDITION",
-                                f"elastic run gave up: the reset limit of {reset_limit} resets was "
-                                f"reached; last cause: {cause}") from cause
+            raise KhorovodError(
+                "FAILED_PRECONDITION",
+                f"elastic run gave up: the reset limit of {reset_limit} resets was "
+                f"reached; last cause: {cause}",
+            ) from cause
         try:
             raise_for_status(CONTEXT.reset())
             return resets
@@ -229,14 +237,22 @@ def _reset(resets, reset_limit, cause):
         except KhorovodError as e:
             if e.code not in _RETRYABLE_RESET:
                 if e.code == "FAILED_PRECONDITION" and "worker_fenced" in e.runtime_message:
-                    raise KhorovodError(e.code, "the rendezvous no longer counts this worker in "
-                                        f"the job: {e.runtime_message}") from e
+                    raise KhorovodError(
+                        e.code,
+                        "the rendezvous no longer counts this worker in "
+                        f"the job: {e.runtime_message}",
+                    ) from e
                 if e.code == "FAILED_PRECONDITION":
-                    raise KhorovodError(e.code, "the rendezvous ended the job (its reset limit or "
-                                        f"elastic timeout, see the reason): {e.runtime_message}") from e
+                    raise KhorovodError(
+                        e.code,
+                        "the rendezvous ended the job (its reset limit or "
+                        f"elastic timeout, see the reason): {e.runtime_message}",
+                    ) from e
                 raise
             if time.monotonic() >= give_up_at:
-                raise KhorovodError("DEADLINE_EXCEEDED",
-                                    f"elastic run gave up: no generation formed within the elastic timeout "
-                                    f"of {_elastic_timeout_s():g} s; last cause: {e}") from e
+                raise KhorovodError(
+                    "DEADLINE_EXCEEDED",
+                    f"elastic run gave up: no generation formed within the elastic timeout "
+                    f"of {_elastic_timeout_s():g} s; last cause: {e}",
+                ) from e
             cause = e

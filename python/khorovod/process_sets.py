@@ -41,8 +41,10 @@ class ProcessSet:
         try:
             self.ranks = sorted({int(r) for r in ranks})
         except TypeError as e:
-            raise ValueError(f"khorovod: ProcessSet takes a sequence of ranks, got "
-                             f"{type(ranks).__name__} (MPI communicators are not supported)") from e
+            raise ValueError(
+                f"khorovod: ProcessSet takes a sequence of ranks, got "
+                f"{type(ranks).__name__} (MPI communicators are not supported)"
+            ) from e
         self._id = None
         self._generation = None
 
@@ -158,11 +160,12 @@ def add_process_set(process_set):
     with _lock:
         if not _dynamic["enabled"]:
             raise InvalidArgumentError(
-                "INVALID_ARGUMENT", "add_process_set needs dynamic process sets: set "
-                "HOROVOD_DYNAMIC_PROCESS_SETS=1 (or init(process_sets=\"dynamic\"))")
+                "INVALID_ARGUMENT",
+                "add_process_set needs dynamic process sets: set "
+                'HOROVOD_DYNAMIC_PROCESS_SETS=1 (or init(process_sets="dynamic"))',
+            )
         if ps._registered_id() is not None:
-            raise InvalidArgumentError("INVALID_ARGUMENT",
-                                       f"{ps!r} is already registered")
+            raise InvalidArgumentError("INVALID_ARGUMENT", f"{ps!r} is already registered")
         return _register(ps)
 
 
@@ -172,8 +175,10 @@ def remove_process_set(process_set):
     with _lock:
         if not _dynamic["enabled"]:
             raise InvalidArgumentError(
-                "INVALID_ARGUMENT", "remove_process_set needs dynamic process sets: set "
-                "HOROVOD_DYNAMIC_PROCESS_SETS=1 (or init(process_sets=\"dynamic\"))")
+                "INVALID_ARGUMENT",
+                "remove_process_set needs dynamic process sets: set "
+                'HOROVOD_DYNAMIC_PROCESS_SETS=1 (or init(process_sets="dynamic"))',
+            )
         set_id = process_set._registered_id() if isinstance(process_set, ProcessSet) else None
         if not set_id:
             return False
@@ -188,13 +193,16 @@ def resolve(process_set):
     if process_set is None or process_set is global_process_set:
         return 0
     if not isinstance(process_set, ProcessSet):
-        raise ValueError(f"khorovod: process_set must be a ProcessSet, got "
-                         f"{type(process_set).__name__}")
+        raise ValueError(
+            f"khorovod: process_set must be a ProcessSet, got {type(process_set).__name__}"
+        )
     set_id = process_set._registered_id()
     if set_id is None:
         raise InvalidArgumentError(
-            "INVALID_ARGUMENT", f"{process_set!r} is not registered (pass it to init(process_sets=...) "
-            "or add_process_set; an elastic reset drops every non-global set)")
+            "INVALID_ARGUMENT",
+            f"{process_set!r} is not registered (pass it to init(process_sets=...) "
+            "or add_process_set; an elastic reset drops every non-global set)",
+        )
     return set_id
 
 

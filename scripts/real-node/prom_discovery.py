@@ -14,6 +14,7 @@ Files are replaced atomically. Runs until killed, or until OUT_DIR is removed
 (the node went down). Single-threaded.
 Usage: prom_discovery.py KUBECTL_CMD_JSON OUT_DIR PERIOD
 """
+
 import json
 import os
 import subprocess
@@ -37,14 +38,23 @@ def pod_targets(cmd):
         for c in p["spec"]["containers"]:
             for port in c.get("ports", []):
                 if port.get("name") == "metrics":
-                    groups.append({"targets": [f"{ip}:{port['containerPort']}"],
-                                   "labels": {"khorovod_job": meta["labels"]["khorovod.dev/job-name"],
-                                              "namespace": meta["namespace"], "pod": meta["name"]}})
+                    groups.append(
+                        {
+                            "targets": [f"{ip}:{port['containerPort']}"],
+                            "labels": {
+                                "khorovod_job": meta["labels"]["khorovod.dev/job-name"],
+                                "namespace": meta["namespace"],
+                                "pod": meta["name"],
+                            },
+                        }
+                    )
     return groups
 
 
 def operator_targets(cmd):
-    services = kubectl(cmd, "get", "services", "-A", "-l", "app.kubernetes.io/name=khorovod", "-o", "json")["items"]
+    services = kubectl(
+        cmd, "get", "services", "-A", "-l", "app.kubernetes.io/name=khorovod", "-o", "json"
+    )["items"]
     wanted = {(x["metadata"]["namespace"], x["metadata"]["name"]) for x in services}
     slices = kubectl(cmd, "get", "endpointslices", "-A", "-o", "json")["items"] if wanted else []
     groups = []
@@ -57,7 +67,9 @@ def operator_targets(cmd):
             if e.get("conditions", {}).get("ready") is False:
                 continue
             for a in e.get("addresses", []):
-                groups.extend({"targets": [f"{a}:{port}"], "labels": {"namespace": ns}} for port in ports)
+                groups.extend(
+                    {"targets": [f"{a}:{port}"], "labels": {"namespace": ns}} for port in ports
+                )
     return groups
 
 

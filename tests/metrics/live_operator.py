@@ -14,6 +14,7 @@ depth, leadership, API requests and their latency.
 Every wait is bounded by the caller's deadline; a pod status update that the
 operator's own writes raced with is sent again rather than waited for.
 """
+
 import json
 import os
 import signal
@@ -53,8 +54,13 @@ class LiveOperator:
         return os.path.join(self.work, "operator.log")
 
     def kubectl(self, *args, stdin=None):
-        r = subprocess.run([self.kubectl_binary, "--kubeconfig", self.kubeconfig, "--request-timeout=30s", *args],
-                           input=stdin, capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [self.kubectl_binary, "--kubeconfig", self.kubeconfig, "--request-timeout=30s", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         return r.returncode, (r.stdout + r.stderr).strip()
 
     def must_kubectl(self, *args, stdin=None):
@@ -76,43 +82,89 @@ class LiveOperator:
 
     def check_alive(self):
         if self.process is not None and self.process.poll() is not None:
-            raise AssertionError(f"khorovod-operator exited early with {self.process.returncode}; "
-                                 f"log: {self.log_path}")
+            raise AssertionError(
+                f"khorovod-operator exited early with {self.process.returncode}; "
+                f"log: {self.log_path}"
+            )
 
     def start(self, deadline):
         """Namespace, HorovodJob, then the operator on 127.0.0.1:port."""
         self.must_kubectl("create", "namespace", self.namespace)
         self.namespace_created = True
         # Pods are refused until the controller-manager made the default service account.
-        self.poll("the namespace's default service account",
-                  lambda: (self.kubectl("get", "serviceaccount", "default", "-n", self.namespace)[0] == 0, "absent"),
-                  deadline)
+        self.poll(
+            "the namespace's default service account",
+            lambda: (
+                self.kubectl("get", "serviceaccount", "default", "-n", self.namespace)[0] == 0,
+                "absent",
+            ),
+            deadline,
+        )
         job = {
-            "apiVersion": "khorovod.dev/v1alpha1", "kind": "HorovodJob",
+            "apiVersion": "khorovod.dev/v1alpha1",
+            "kind": "HorovodJob",
             "metadata": {"name": JOB_NAME, "namespace": self.namespace},
             "spec": {
-                "replicas": REPLICAS, "minReplicas": 1, "maxReplicas": REPLICAS,
-                "worker": {"template": {"spec": {"containers": [
-                    {"name": "trainer", "image": "ghcr.io/khorovod/khorovod-runtime:0.1.0",
-                     "command": ["khorovod-example-trainer"]}]}}},
+                "replicas": REPLICAS,
+                "minReplicas": 1,
+                "maxReplicas": REPLICAS,
+                "worker": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "trainer",
+                                    "image": "ghcr.io/khorovod/khorovod-runtime:0.1.0",
+                                    "command": ["khorovod-example-trainer"],
+                                }
+                            ]
+                        }
+                    }
+                },
             },
         }
         self.must_kubectl("apply", "-f", "-", stdin=json.dumps(job))
         log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [self.operator_binary, "--kubeconfig", self.kubeconfig,
-             "--namespace", self.namespace, "--lease-namespace", self.namespace,
-             "--metrics-bind", f"127.0.0.1:{self.port}",
-             "--retry-period-seconds", "1", "--renew-deadline-seconds", "3", "--lease-duration-seconds", "4"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                self.operator_binary,
+                "--kubeconfig",
+                self.kubeconfig,
+                "--namespace",
+                self.namespace,
+                "--lease-namespace",
+                self.namespace,
+                "--metrics-bind",
+                f"127.0.0.1:{self.port}",
+                "--retry-period-seconds",
+                "1",
+                "--renew-deadline-seconds",
+                "3",
+                "--lease-duration-seconds",
+                "4",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def worker_pods(self):
-        rc, out = self.kubectl("get", "pods", "-n", self.namespace, "-l",
-                               f"khorovod.dev/job-name={JOB_NAME},khorovod.dev/role=worker", "-o", "json")
+        rc, out = self.kubectl(
+            "get",
+            "pods",
+            "-n",
+            self.namespace,
+            "-l",
+            f"khorovod.dev/job-name={JOB_NAME},khorovod.dev/role=worker",
+            "-o",
+            "json",
+        )
         return json.loads(out)["items"] if rc == 0 else []
 
     def job_phase(self):
-        rc, out = self.kubectl("get", "hvdjob", JOB_NAME, "-n", self.namespace, "-o", "jsonpath={.status.phase}")
+        rc, out = self.kubectl(
+            "get", "hvdjob", JOB_NAME, "-n", self.namespace, "-o", "jsonpath={.status.phase}"
+        )
         return out if rc == 0 else f"(kubectl: {out})"
 
     def set_pod_status(self, pod, phase, ready, exit_code=None):
@@ -120,19 +172,40 @@ class LiveOperator:
         if exit_code is None:
             state = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
         else:
-            state = {"terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}}
+            state = {
+                "terminated": {
+                    "exitCode": exit_code,
+                    "reason": "Error" if exit_code else "Completed",
+                }
+            }
         pod["status"] = {
-            "phase": phase, "podIP": "127.0.0.1",
+            "phase": phase,
+            "podIP": "127.0.0.1",
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-            "containerStatuses": [{"name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
-                                   "restartCount": 0, "state": state} for c in pod["spec"]["containers"]],
+            "containerStatuses": [
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": "",
+                    "ready": ready,
+                    "restartCount": 0,
+                    "state": state,
+                }
+                for c in pod["spec"]["containers"]
+            ],
         }
-        return self.kubectl("replace", "--subresource", "status", "-f", "-", stdin=json.dumps(pod))[0] == 0
+        return (
+            self.kubectl("replace", "--subresource", "status", "-f", "-", stdin=json.dumps(pod))[0]
+            == 0
+        )
 
     def drive_to_restarting(self, deadline):
         """Created -> Running (every worker ready) -> Restarting (one failed)."""
-        self.poll(f"{REPLICAS} worker pods", lambda: (len(self.worker_pods()) == REPLICAS, len(self.worker_pods())),
-                  deadline)
+        self.poll(
+            f"{REPLICAS} worker pods",
+            lambda: (len(self.worker_pods()) == REPLICAS, len(self.worker_pods())),
+            deadline,
+        )
 
         def running():
             for pod in self.worker_pods():
@@ -140,6 +213,7 @@ class LiveOperator:
                     self.set_pod_status(pod, "Running", True)
             phase = self.job_phase()
             return phase == "Running", phase
+
         self.poll("job phase Running", running, deadline, interval=0.5)
 
         failed_uid = None
@@ -148,12 +222,23 @@ class LiveOperator:
             nonlocal failed_uid
             pods = {p["metadata"]["name"]: p for p in self.worker_pods()}
             victim = pods.get(f"{JOB_NAME}-worker-1")
-            if failed_uid is None and victim and self.set_pod_status(victim, "Failed", False, exit_code=137):
+            if (
+                failed_uid is None
+                and victim
+                and self.set_pod_status(victim, "Failed", False, exit_code=137)
+            ):
                 failed_uid = victim["metadata"]["uid"]
-            elif victim and victim["metadata"]["uid"] == failed_uid and victim["status"].get("phase") != "Failed":
-                self.set_pod_status(victim, "Failed", False, exit_code=137)  # a lost update, sent again
+            elif (
+                victim
+                and victim["metadata"]["uid"] == failed_uid
+                and victim["status"].get("phase") != "Failed"
+            ):
+                self.set_pod_status(
+                    victim, "Failed", False, exit_code=137
+                )  # a lost update, sent again
             phase = self.job_phase()
             return phase == "Restarting", phase
+
         self.poll("job phase Restarting", restarting, deadline, interval=0.5)
 
     def stop(self):

@@ -31,6 +31,7 @@ binds 127.0.0.1. Usage:
   prometheus_e2e_test.py KHOROVODRUN TRAINER PROMETHEUS PROMTOOL MONITORING_DIR
                          OPERATOR CLUSTER_DIR
 """
+
 import json
 import os
 import random
@@ -130,7 +131,9 @@ def child_with_env(parent_pid, assignment):
 
 
 def promtool_check(promtool, text):
-    r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+    )
     return r.returncode, (r.stdout + r.stderr).strip()
 
 
@@ -155,7 +158,9 @@ def rules_by_name(prom):
 
 
 def main():
-    khorovodrun, trainer, prometheus, promtool, monitoring, operator_binary, cluster_dir = sys.argv[1:8]
+    khorovodrun, trainer, prometheus, promtool, monitoring, operator_binary, cluster_dir = sys.argv[
+        1:8
+    ]
     rules = os.path.abspath(os.path.join(monitoring, "khorovod-rules.yaml"))
     dashboard = os.path.join(monitoring, "khorovod-dashboard.json")
     work = tempfile.mkdtemp(prefix="khorovod-prom-e2e-")
@@ -173,29 +178,63 @@ def main():
         procs.append(operator.process)
 
         env = dict(os.environ)
-        env.update({
-            "KHOROVOD_METRICS_PORT": str(base),
-            "KHOROVOD_METRICS_HOST": "127.0.0.1",
-            "KHOROVOD_BASELINE_SAMPLES_PER_SECOND": "2000",
-        })
+        env.update(
+            {
+                "KHOROVOD_METRICS_PORT": str(base),
+                "KHOROVOD_METRICS_HOST": "127.0.0.1",
+                "KHOROVOD_BASELINE_SAMPLES_PER_SECOND": "2000",
+            }
+        )
         job_log = open(os.path.join(work, "job.log"), "w")
         job = subprocess.Popen(
-            [khorovodrun, "-np", "2", "--min-np", "1", "--max-np", "2", trainer,
-             "--steps", "100000000", "--log-every", "1000"],
-            env=env, stdout=job_log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                khorovodrun,
+                "-np",
+                "2",
+                "--min-np",
+                "1",
+                "--max-np",
+                "2",
+                trainer,
+                "--steps",
+                "100000000",
+                "--log-every",
+                "1000",
+            ],
+            env=env,
+            stdout=job_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         procs.append(job)
 
         config = {
-            "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
+            "global": {
+                "scrape_interval": "1s",
+                "scrape_timeout": "900ms",
+                "evaluation_interval": "1s",
+            },
             "rule_files": [rules],
             "scrape_configs": [
-                {"job_name": "khorovod-workers",
-                 "static_configs": [{"targets": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 2}"],
-                                     "labels": {"khorovod_job": JOB}}]},
-                {"job_name": "khorovod-rendezvous",
-                 "static_configs": [{"targets": [f"127.0.0.1:{base}"], "labels": {"khorovod_job": JOB}}]},
-                {"job_name": "khorovod-operator",
-                 "static_configs": [{"targets": [f"127.0.0.1:{operator_port}"]}]},
+                {
+                    "job_name": "khorovod-workers",
+                    "static_configs": [
+                        {
+                            "targets": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 2}"],
+                            "labels": {"khorovod_job": JOB},
+                        }
+                    ],
+                },
+                {
+                    "job_name": "khorovod-rendezvous",
+                    "static_configs": [
+                        {"targets": [f"127.0.0.1:{base}"], "labels": {"khorovod_job": JOB}}
+                    ],
+                },
+                {
+                    "job_name": "khorovod-operator",
+                    "static_configs": [{"targets": [f"127.0.0.1:{operator_port}"]}],
+                },
             ],
         }
         config_path = os.path.join(work, "prometheus.yml")
@@ -203,20 +242,31 @@ def main():
             json.dump(config, f)  # JSON is YAML
         prom_log = open(os.path.join(work, "prometheus.log"), "w")
         prom = subprocess.Popen(
-            [prometheus, f"--config.file={config_path}", f"--storage.tsdb.path={work}/tsdb",
-             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
-            stdout=prom_log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                prometheus,
+                f"--config.file={config_path}",
+                f"--storage.tsdb.path={work}/tsdb",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+                "--log.level=warn",
+            ],
+            stdout=prom_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         procs.append(prom)
         url = f"http://127.0.0.1:{prom_port}"
 
         def alive():
             for p in procs:
                 if p.poll() is not None:
-                    raise AssertionError(f"{p.args[0]} exited early with {p.returncode}; logs in {work}")
+                    raise AssertionError(
+                        f"{p.args[0]} exited early with {p.returncode}; logs in {work}"
+                    )
 
         def ready():
             alive()
             return "Ready" in http_get(url + "/-/ready"), "not ready"
+
         wait_until("prometheus ready", ready, deadline)
 
         # The operator's HorovodJob reaches Restarting while the local job runs.
@@ -227,10 +277,16 @@ def main():
         def job_scraped():
             alive()
             workers = scalar(url, f'count(khorovod_worker_world_size{{khorovod_job="{JOB}"}} == 2)')
-            histograms = scalar(url, f'count(khorovod_worker_recovery_duration_seconds_count{{khorovod_job="{JOB}"}})')
+            histograms = scalar(
+                url,
+                f'count(khorovod_worker_recovery_duration_seconds_count{{khorovod_job="{JOB}"}})',
+            )
             rendezvous = scalar(url, f'max(khorovod_rendezvous_generation{{khorovod_job="{JOB}"}})')
-            return workers == 2 and histograms == 2 and (rendezvous or 0) >= 1, \
-                f"workers in world 2={workers} recovery histograms={histograms} generation={rendezvous}"
+            return (
+                workers == 2 and histograms == 2 and (rendezvous or 0) >= 1,
+                f"workers in world 2={workers} recovery histograms={histograms} generation={rendezvous}",
+            )
+
         wait_until("a first scrape of the whole job", job_scraped, deadline)
 
         victim = None
@@ -240,6 +296,7 @@ def main():
             alive()
             victim = child_with_env(job.pid, f"KHOROVOD_METRICS_PORT={base + 2}")
             return victim is not None, "no worker process holds slot 1"
+
         wait_until("the worker of slot 1", find_victim, deadline)
         os.kill(victim, signal.SIGKILL)
 
@@ -250,7 +307,11 @@ def main():
             j = scalar(url, f'max(khorovod_rendezvous_joins_total{{khorovod_job="{JOB}"}})') or 0
             w = scalar(url, f'khorovod_job:world_size:max{{khorovod_job="{JOB}"}}') or 0
             return r >= 1 and j >= 3 and w == 2, f"resets={r} joins={j} world={w}"
-        print("job:", wait_until("a reset, the replacement's join and world size 2", job_recovered, deadline))
+
+        print(
+            "job:",
+            wait_until("a reset, the replacement's join and world size 2", job_recovered, deadline),
+        )
 
         # Every endpoint's exposition passes promtool.
         for port in (base, base + 1, base + 2, operator_port):
@@ -265,6 +326,7 @@ def main():
             active = body["data"]["activeTargets"]
             down = [t["scrapeUrl"] + " " + t["health"] for t in active if t["health"] != "up"]
             return len(active) == 4 and not down, down
+
         wait_until("all targets up", targets_up, deadline)
 
         # The operator's series describe the live cluster, not just exist.
@@ -272,10 +334,16 @@ def main():
             alive()
             leader = scalar(url, "max(khorovod_operator_is_leader)")
             restarting = scalar(url, 'sum(khorovod_operator_jobs{phase="Restarting"})')
-            reconciled = scalar(url, 'sum(khorovod_operator_reconcile_total{result=~"success|requeue"})')
+            reconciled = scalar(
+                url, 'sum(khorovod_operator_reconcile_total{result=~"success|requeue"})'
+            )
             answered = scalar(url, 'sum(khorovod_operator_api_requests_total{code=~"2.."})')
             ok = leader == 1 and restarting == 1 and (reconciled or 0) > 0 and (answered or 0) > 0
-            return ok, f"leader={leader} restarting_jobs={restarting} reconciles={reconciled} api_2xx={answered}"
+            return (
+                ok,
+                f"leader={leader} restarting_jobs={restarting} reconciles={reconciled} api_2xx={answered}",
+            )
+
         try:
             print("operator:", wait_until("the operator's live series", operator_live, deadline))
         except AssertionError as e:
@@ -295,28 +363,45 @@ def main():
                 if has_number(query(url, expr)):
                     del pending[label]
             return not pending, sorted(pending)
+
         try:
             wait_until("data for every dashboard query", all_have_data, deadline)
-            print(f"dashboard: all {len(queries)} queries return data "
-                  f"({len(operator_queries)} of them the operator's)")
+            print(
+                f"dashboard: all {len(queries)} queries return data "
+                f"({len(operator_queries)} of them the operator's)"
+            )
         except AssertionError as e:
             failures.append(str(e))
 
         # The rules evaluate on the live series: none errs, and the operator
         # alerts read the operator's state (leader present; one job
         # Restarting, for less than the alert's 10 minutes).
-        expected_alerts = {"KhorovodOperatorNoLeader": "inactive", "KhorovodOperatorJobsStuckRestarting": "pending"}
+        expected_alerts = {
+            "KhorovodOperatorNoLeader": "inactive",
+            "KhorovodOperatorJobsStuckRestarting": "pending",
+        }
 
         def rules_agree():
             alive()
             by_name = rules_by_name(url)
-            bad = [f"{n}: {r['health']} {r.get('lastError', '')}".strip()
-                   for n, r in by_name.items() if r["health"] != "ok"]
-            bad += [f"{n}: {by_name.get(n, {}).get('state')} (want {want})"
-                    for n, want in expected_alerts.items() if by_name.get(n, {}).get("state") != want]
+            bad = [
+                f"{n}: {r['health']} {r.get('lastError', '')}".strip()
+                for n, r in by_name.items()
+                if r["health"] != "ok"
+            ]
+            bad += [
+                f"{n}: {by_name.get(n, {}).get('state')} (want {want})"
+                for n, want in expected_alerts.items()
+                if by_name.get(n, {}).get("state") != want
+            ]
             return not bad, bad
+
         try:
-            wait_until("every rule healthy and the operator alerts in their expected state", rules_agree, deadline)
+            wait_until(
+                "every rule healthy and the operator alerts in their expected state",
+                rules_agree,
+                deadline,
+            )
             print(f"rules: {len(rules_by_name(url))} evaluate without error")
         except AssertionError as e:
             failures.append(str(e))

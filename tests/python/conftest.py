@@ -33,14 +33,28 @@ class Job:
 
 def run_job(script, *args, np=2, launcher_args=(), timeout=150, env=None):
     """Runs ``khorovodrun -np N python script args`` and returns a Job."""
-    cmd = [_env("KHOROVODRUN"), "-np", str(np), *launcher_args,
-           _env("KHOROVOD_TEST_PYTHON"), script, *[str(a) for a in args]]
+    cmd = [
+        _env("KHOROVODRUN"),
+        "-np",
+        str(np),
+        *launcher_args,
+        _env("KHOROVOD_TEST_PYTHON"),
+        script,
+        *[str(a) for a in args],
+    ]
     full_env = dict(os.environ)
     full_env.setdefault("OMP_NUM_THREADS", "1")
     full_env.update(env or {})
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout, env=full_env, check=False)
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+            env=full_env,
+            check=False,
+        )
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         pytest.fail(f"job timed out after {timeout}s: {' '.join(cmd)}\n{out}")

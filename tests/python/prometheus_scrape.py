@@ -24,7 +24,6 @@ import urllib.parse
 import urllib.request
 
 import pytest
-
 from conftest import ROOT
 
 
@@ -60,36 +59,64 @@ def values(url, expr):
 
 
 def _start_prometheus(tmp_path, base, job_label):
-    prometheus = shutil.which("prometheus") or ("/usr/bin/prometheus" if os.path.exists("/usr/bin/prometheus")
-                                                else None)
+    prometheus = shutil.which("prometheus") or (
+        "/usr/bin/prometheus" if os.path.exists("/usr/bin/prometheus") else None
+    )
     if prometheus is None:
         pytest.fail("prometheus is not installed (scripts/install-deps.sh installs it)")
     prom_port = free_port_block(1)
     rules = os.path.join(ROOT, "deploy", "monitoring", "khorovod-rules.yaml")
-    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "900ms",
-                         "evaluation_interval": "1s"},
-              "rule_files": [rules],
-              "scrape_configs": [{"job_name": "khorovod-workers", "static_configs": [
-                  {"targets": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 2}"],
-                   "labels": {"khorovod_job": job_label}}]}]}
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"},
+        "rule_files": [rules],
+        "scrape_configs": [
+            {
+                "job_name": "khorovod-workers",
+                "static_configs": [
+                    {
+                        "targets": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 2}"],
+                        "labels": {"khorovod_job": job_label},
+                    }
+                ],
+            }
+        ],
+    }
     (tmp_path / "prometheus.yml").write_text(json.dumps(config))
-    prom = subprocess.Popen([prometheus, f"--config.file={tmp_path}/prometheus.yml",
-                             f"--storage.tsdb.path={tmp_path}/tsdb",
-                             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    prom = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={tmp_path}/prometheus.yml",
+            f"--storage.tsdb.path={tmp_path}/tsdb",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+            "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     return prom, f"http://127.0.0.1:{prom_port}"
 
 
 def scrape_job(tmp_path, cmd, job_label, checks, job_checks, extra_env=None):
     base = free_port_block(3)
-    env = dict(os.environ, KHOROVOD_METRICS_PORT=str(base), KHOROVOD_METRICS_HOST="127.0.0.1",
-               OMP_NUM_THREADS="1", **(extra_env or {}))
+    env = dict(
+        os.environ,
+        KHOROVOD_METRICS_PORT=str(base),
+        KHOROVOD_METRICS_HOST="127.0.0.1",
+        OMP_NUM_THREADS="1",
+        **(extra_env or {}),
+    )
     # No baseline: the scaling efficiency must not need one.
     for var in ("KHOROVOD_BASELINE_SAMPLES_PER_SECOND", "HOROVOD_BASELINE_SAMPLES_PER_SECOND"):
         env.pop(var, None)
-    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                           start_new_session=True)
+    job = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     prom, url = _start_prometheus(tmp_path, base, job_label)
     seen, out = {}, ""
     try:
@@ -97,7 +124,9 @@ def scrape_job(tmp_path, cmd, job_label, checks, job_checks, extra_env=None):
         while time.monotonic() < deadline and job.poll() is None:
             seen = {name: values(url, expr) for name, expr in checks.items()}
             seen.update({name: values(url, expr) for name, expr in job_checks.items()})
-            if all(len(seen[n]) == 2 for n in checks) and all(len(seen[n]) == 1 for n in job_checks):
+            if all(len(seen[n]) == 2 for n in checks) and all(
+                len(seen[n]) == 1 for n in job_checks
+            ):
                 break
             time.sleep(1)
         (tmp_path / "stop").write_text("")
@@ -123,8 +152,7 @@ def step_checks(job_label):
     }
     # Recorded per job: one series (world size 2), as the dashboard shows it.
     job_checks = {
-        "job scaling efficiency":
-            f'khorovod_job:scaling_efficiency:by_world_size{{khorovod_job="{job_label}",world_size="2"}}',
+        "job scaling efficiency": f'khorovod_job:scaling_efficiency:by_world_size{{khorovod_job="{job_label}",world_size="2"}}',
         "job step efficiency": f'khorovod_job:step_efficiency:ratio_rate1m{{khorovod_job="{job_label}"}}',
     }
     return checks, job_checks

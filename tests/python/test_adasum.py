@@ -3,7 +3,6 @@ implementation of Horovod's pairwise formula, and Horovod's refusal at 3
 ranks (tests/python/workers/adasum.py holds the checks)."""
 
 import pytest
-
 from conftest import run_job, worker
 
 

@@ -2,11 +2,20 @@
 ranks (tests/python/workers/api_semantics.py holds the checks)."""
 
 import pytest
-
 from conftest import run_job, worker
 
-CHECKS = ["dtypes", "autograd", "grouped", "errors", "join", "optimizer_state",
-          "distributed_optimizer", "sparse", "sync_batch_norm", "queries"]
+CHECKS = [
+    "dtypes",
+    "autograd",
+    "grouped",
+    "errors",
+    "join",
+    "optimizer_state",
+    "distributed_optimizer",
+    "sparse",
+    "sync_batch_norm",
+    "queries",
+]
 
 
 @pytest.mark.parametrize("np", [2, 3])

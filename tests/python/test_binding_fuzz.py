@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import run_job, worker
 
 
@@ -26,8 +25,16 @@ def test_the_preloaded_sanitizer_sees_python_heap_errors():
     reported. Elsewhere there is no sanitizer to check."""
     if "libasan" not in os.environ.get("LD_PRELOAD", ""):
         pytest.skip("not the ASan build")
-    overflow = ("import ctypes; b = ctypes.create_string_buffer(16); "
-                "ctypes.memmove(ctypes.addressof(b), b'x' * 64, 64)")
-    proc = subprocess.run([sys.executable, "-c", overflow], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=60, check=False)
+    overflow = (
+        "import ctypes; b = ctypes.create_string_buffer(16); "
+        "ctypes.memmove(ctypes.addressof(b), b'x' * 64, 64)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", overflow],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode != 0 and "heap-buffer-overflow" in proc.stdout, proc.stdout

@@ -34,6 +34,7 @@ def test_not_empty_while_the_rendezvous_announces_a_change(monkeypatch):
 def test_not_initialized_is_the_only_error_swallowed(monkeypatch):
     def broken(self):
         raise RuntimeError("boom")
+
     monkeypatch.setattr(type(CONTEXT), "runtime", broken)
     try:
         elastic.ObjectState(epoch=0)._host_messages.empty()

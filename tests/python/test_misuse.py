@@ -4,9 +4,16 @@ in flight. See workers/dropped_handles.py for the cases."""
 
 from conftest import run_job, worker
 
-CASES = ("allreduce_duplicate", "allreduce_inplace_duplicate", "allgather_duplicate",
-         "broadcast_duplicate", "reducescatter_duplicate", "dropped_output", "many_dropped",
-         "shutdown_in_flight")
+CASES = (
+    "allreduce_duplicate",
+    "allreduce_inplace_duplicate",
+    "allgather_duplicate",
+    "broadcast_duplicate",
+    "reducescatter_duplicate",
+    "dropped_output",
+    "many_dropped",
+    "shutdown_in_flight",
+)
 
 
 def test_dropped_handles_and_duplicate_names_do_not_crash():

@@ -2,14 +2,21 @@
 and the broadcast helpers, through khorovodrun."""
 
 import pytest
-
 from conftest import run_job, worker
 
 
-@pytest.mark.parametrize("args", [
-    ("sgd",), ("adam",), ("sgd", "fp16"), ("sgd", "none", "2"), ("adam", "none", "1", "2.0"),
-    ("sgd", "none", "1", "1.0", "clip"),
-], ids=["sgd", "adam", "sgd-fp16", "sgd-2-passes", "adam-predivide", "sgd-clip-synchronize"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sgd",),
+        ("adam",),
+        ("sgd", "fp16"),
+        ("sgd", "none", "2"),
+        ("adam", "none", "1", "2.0"),
+        ("sgd", "none", "1", "1.0", "clip"),
+    ],
+    ids=["sgd", "adam", "sgd-fp16", "sgd-2-passes", "adam-predivide", "sgd-clip-synchronize"],
+)
 def test_matches_single_process_on_concatenated_batch(args):
     job = run_job(worker("equivalence.py"), *args, np=2)
     assert job.returncode == 0, job.output

@@ -2,7 +2,6 @@
 (tests/python/workers/process_sets.py holds the checks)."""
 
 import pytest
-
 from conftest import run_job, worker
 
 CHECKS = ["static", "dynamic", "mismatch", "optimizer"]

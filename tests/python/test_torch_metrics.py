@@ -15,8 +15,15 @@ JOB = "torch-job"
 
 def test_torch_job_exports_step_series(tmp_path):
     checks, job_checks = step_checks(JOB)
-    cmd = [_env("KHOROVODRUN"), "-np", "2", _env("KHOROVOD_TEST_PYTHON"), worker("metrics_train.py"),
-           str(tmp_path / "stop"), "120"]
+    cmd = [
+        _env("KHOROVODRUN"),
+        "-np",
+        "2",
+        _env("KHOROVOD_TEST_PYTHON"),
+        worker("metrics_train.py"),
+        str(tmp_path / "stop"),
+        "120",
+    ]
     seen, returncode, out = scrape_job(tmp_path, cmd, JOB, checks, job_checks)
     assert_step_series(seen, checks, job_checks, 32.0)
     assert returncode == 0 and out.count(": OK") == 2, out

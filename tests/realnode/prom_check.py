@@ -20,6 +20,7 @@ the node's network namespace, where the Prometheus pod's address routes).
 Exit status 0 when the check holds, 1 otherwise (the reason on stdout).
 Single checks do not wait: the caller polls them with a deadline.
 """
+
 import json
 import re
 import sys
@@ -39,8 +40,11 @@ def get(url, path, params=None):
 
 
 def targets(url, pool, min_up):
-    active = [t for t in get(url, "/api/v1/targets", {"state": "active"})["activeTargets"]
-              if t.get("scrapePool") == pool]
+    active = [
+        t
+        for t in get(url, "/api/v1/targets", {"state": "active"})["activeTargets"]
+        if t.get("scrapePool") == pool
+    ]
     for t in active:
         print(f"  {t['health']:7} {t['scrapeUrl']} {t.get('lastError', '')}".rstrip())
     up = sum(t["health"] == "up" for t in active)
@@ -85,10 +89,15 @@ def rules(url, path):
             if r is None:
                 problems.append(f"{group}/{n} not loaded")
             elif r.get("health") != "ok":
-                problems.append(f"{group}/{n}: health {r.get('health')!r} {r.get('lastError', '')}".rstrip())
+                problems.append(
+                    f"{group}/{n}: health {r.get('health')!r} {r.get('lastError', '')}".rstrip()
+                )
     total = sum(len(v) for v in want.values())
     if problems or total == 0:
-        print(f"rules: of {total} rules in {len(want)} groups, not loaded or not healthy: " + "; ".join(problems[:10]))
+        print(
+            f"rules: of {total} rules in {len(want)} groups, not loaded or not healthy: "
+            + "; ".join(problems[:10])
+        )
         return 1
     print(f"rules: all {total} rules of {len(want)} groups loaded and evaluated without error")
     return 0
@@ -103,6 +112,7 @@ def dashboard_queries(path):
                 if t.get("expr"):
                     out.append((p.get("title", "?"), t["expr"]))
             walk(p.get("panels", []))
+
     walk(json.load(open(path))["panels"])
     return out
 
@@ -161,11 +171,15 @@ def dashboard(url, path, job, rate_interval, seconds):
         except Exception as e:
             variables_missing = [f"variable queries failed: {e}"]
         if not pending and not variables_missing:
-            print(f"dashboard: all {len(queries)} queries return data ({operator} of them the operator's)"
-                  f" and its {len(variable_queries(path))} variable(s) offer {job}")
+            print(
+                f"dashboard: all {len(queries)} queries return data ({operator} of them the operator's)"
+                f" and its {len(variable_queries(path))} variable(s) offer {job}"
+            )
             return 0
         if time.monotonic() >= deadline:
-            print(f"dashboard: {len(pending)} of {len(queries)} queries returned no data in {seconds}s:")
+            print(
+                f"dashboard: {len(pending)} of {len(queries)} queries returned no data in {seconds}s:"
+            )
             for label in sorted(pending):
                 print("  " + label)
             for m in variables_missing:

@@ -41,6 +41,7 @@ def _internal_errors(func):
                 code = "UNAVAILABLE" if "UNAVAILABLE" in e.message else "ABORTED"
                 raise HorovodInternalError(code, e.message) from e
             raise
+
     return wrapper
 
 
@@ -85,7 +86,9 @@ class _VariablesState(ObjectState):
     def synced_bytes(self):
         # tf.Variable and Keras 3 variables alike (the latter have a tuple
         # shape and a string dtype).
-        return sum(int(np.prod(tuple(v.shape))) * tf.as_dtype(v.dtype).size for v in self._variables())
+        return sum(
+            int(np.prod(tuple(v.shape))) * tf.as_dtype(v.dtype).size for v in self._variables()
+        )
 
 
 class TensorFlowState(_VariablesState):
@@ -93,7 +96,9 @@ class TensorFlowState(_VariablesState):
 
     def __init__(self, variables=None, session=None, **kwargs):
         if session is not None:
-            raise ValueError("khorovod: TensorFlowState takes no TF1 session (eager TensorFlow 2 only)")
+            raise ValueError(
+                "khorovod: TensorFlowState takes no TF1 session (eager TensorFlow 2 only)"
+            )
         self.variables = list(variables or [])
         super().__init__(**kwargs)
 
@@ -141,7 +146,9 @@ class TensorFlowKerasState(_VariablesState):
         local = len(self._optimizer_variables())
         root = functions.broadcast_object(local, root_rank=0, name="elastic.optimizer_variables")
         if local != root:
-            raise ValueError(f"khorovod: this rank's optimizer has {local} variables and rank 0's has {root}; "
-                             "the elastic state cannot be synchronized (build the optimizer the same way on "
-                             "every rank, e.g. optimizer.build(model.trainable_variables) before training)")
+            raise ValueError(
+                f"khorovod: this rank's optimizer has {local} variables and rank 0's has {root}; "
+                "the elastic state cannot be synchronized (build the optimizer the same way on "
+                "every rank, e.g. optimizer.build(model.trainable_variables) before training)"
+            )
         super().sync()

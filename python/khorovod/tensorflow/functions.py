@@ -19,10 +19,17 @@ from .util import _executing_eagerly
 
 
 def _assign_all(variables, root_rank, process_set):
-    return [var.assign(mpi_ops.broadcast(tf.convert_to_tensor(var), root_rank,
-                                         name=None if not _executing_eagerly() else
-                                         f"broadcast_variables.{i}", process_set=process_set))
-            for i, var in enumerate(variables)]
+    return [
+        var.assign(
+            mpi_ops.broadcast(
+                tf.convert_to_tensor(var),
+                root_rank,
+                name=None if not _executing_eagerly() else f"broadcast_variables.{i}",
+                process_set=process_set,
+            )
+        )
+        for i, var in enumerate(variables)
+    ]
 
 
 def broadcast_variables(variables, root_rank, process_set=global_process_set, inplace=False):
@@ -38,8 +45,10 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, in
 def broadcast_global_variables(root_rank):
     """TF1 graphs only: broadcasts every global variable of the default graph."""
     if _executing_eagerly():
-        raise RuntimeError("hvd.broadcast_global_variables() does not support eager execution. "
-                           "Please use `hvd.broadcast_variables(<model/optimizer variables>)` instead.")
+        raise RuntimeError(
+            "hvd.broadcast_global_variables() does not support eager execution. "
+            "Please use `hvd.broadcast_variables(<model/optimizer variables>)` instead."
+        )
     return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
@@ -47,8 +56,9 @@ def broadcast_object(obj, root_rank=0, session=None, name=None, process_set=glob
     """``obj`` as root_rank has it, on every rank of the set (khorovod/_objects.py:
     pickled bytes through the runtime, the same path as khorovod.torch's)."""
     del session
-    return _objects.broadcast_object(obj, root_rank=root_rank, name=name or type(obj).__name__,
-                                     process_set=process_set)
+    return _objects.broadcast_object(
+        obj, root_rank=root_rank, name=name or type(obj).__name__, process_set=process_set
+    )
 
 
 def broadcast_object_fn(root_rank=0, session=None, name=None, process_set=global_process_set):

@@ -21,8 +21,9 @@ def check_predivide(op, gradient_predivide_factor):
         raise ValueError("gradient_predivide_factor not supported with op != Average")
 
 
-def reduce_gradients(grads, compression, sparse_as_dense, op, gradient_predivide_factor,
-                     process_set, name=None):
+def reduce_gradients(
+    grads, compression, sparse_as_dense, op, gradient_predivide_factor, process_set, name=None
+):
     """The reduced gradients, in the order given."""
     check_predivide(op, gradient_predivide_factor)
     present = []
@@ -38,12 +39,20 @@ def reduce_gradients(grads, compression, sparse_as_dense, op, gradient_predivide
     if gradient_predivide_factor != 1.0:
         prescale, postscale = 1.0 / gradient_predivide_factor, gradient_predivide_factor
     if op == Adasum:
-        reduced = [collectives.allreduce(g, compression=compression, op=op, process_set=process_set)
-                   for _, g in present]
+        reduced = [
+            collectives.allreduce(g, compression=compression, op=op, process_set=process_set)
+            for _, g in present
+        ]
     else:
-        reduced = collectives.grouped_allreduce([g for _, g in present], compression=compression, op=op,
-                                                prescale_factor=prescale, postscale_factor=postscale,
-                                                process_set=process_set, name=name)
+        reduced = collectives.grouped_allreduce(
+            [g for _, g in present],
+            compression=compression,
+            op=op,
+            prescale_factor=prescale,
+            postscale_factor=postscale,
+            process_set=process_set,
+            name=name,
+        )
     out = list(grads)
     for (i, _), r in zip(present, reduced):
         out[i] = r

@@ -52,13 +52,17 @@ Adasum = 5
 def _check_version():
     built = _build_info.TENSORFLOW_VERSION
     if not built:
-        raise ImportError("khorovod.tensorflow: this khorovod was built without TensorFlow's ops "
-                          "(TensorFlow was not importable when it was built); install TensorFlow "
-                          "first, then reinstall khorovod (pip install --force-reinstall --no-deps .)")
+        raise ImportError(
+            "khorovod.tensorflow: this khorovod was built without TensorFlow's ops "
+            "(TensorFlow was not importable when it was built); install TensorFlow "
+            "first, then reinstall khorovod (pip install --force-reinstall --no-deps .)"
+        )
     if built.split(".")[:2] != tf.__version__.split(".")[:2]:
-        raise ImportError(f"khorovod.tensorflow: its ops were built against TensorFlow {built}, "
-                          f"but TensorFlow {tf.__version__} is installed; reinstall khorovod "
-                          "so that it builds against this TensorFlow")
+        raise ImportError(
+            f"khorovod.tensorflow: its ops were built against TensorFlow {built}, "
+            f"but TensorFlow {tf.__version__} is installed; reinstall khorovod "
+            "so that it builds against this TensorFlow"
+        )
 
 
 _check_version()
@@ -100,31 +104,55 @@ def _names(kind, name, tensor, process_set_id, ignore_name_scope):
     return _normalize_name(name), (name if ignore_name_scope else "")
 
 
-def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
-               ignore_name_scope=False, process_set=global_process_set):
+def _allreduce(
+    tensor,
+    name=None,
+    op=Sum,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    ignore_name_scope=False,
+    process_set=global_process_set,
+):
     """The allreduce op itself (allreduce() adds compression and sparse
     handling on top)."""
     set_id = _set_id(process_set)
     node, tensor_name = _names("Allreduce", name, tensor, set_id, ignore_name_scope)
-    return MPI_LIB.khorovod_allreduce(tensor, reduce_op=op, prescale_factor=prescale_factor,
-                                      postscale_factor=postscale_factor,
-                                      ignore_name_scope=ignore_name_scope, process_set_id=set_id,
-                                      tensor_name=tensor_name, name=node)
+    return MPI_LIB.khorovod_allreduce(
+        tensor,
+        reduce_op=op,
+        prescale_factor=prescale_factor,
+        postscale_factor=postscale_factor,
+        ignore_name_scope=ignore_name_scope,
+        process_set_id=set_id,
+        tensor_name=tensor_name,
+        name=node,
+    )
 
 
-def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
-                       ignore_name_scope=False, process_set=global_process_set):
+def _grouped_allreduce(
+    tensors,
+    name=None,
+    op=Sum,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    ignore_name_scope=False,
+    process_set=global_process_set,
+):
     """One fused allreduce of several tensors of one dtype."""
     set_id = _set_id(process_set)
     node, tensor_name = _names("GroupedAllreduce", name, tensors[0], set_id, ignore_name_scope)
     if node is not None and name is None:
         node = _normalize_name(f"KhorovodGroupedAllreduce_{tensors[0].name}_{tensors[-1].name}")
-    return MPI_LIB.khorovod_grouped_allreduce(list(tensors), reduce_op=op,
-                                              prescale_factor=prescale_factor,
-                                              postscale_factor=postscale_factor,
-                                              ignore_name_scope=ignore_name_scope,
-                                              process_set_id=set_id, tensor_name=tensor_name,
-                                              name=node)
+    return MPI_LIB.khorovod_grouped_allreduce(
+        list(tensors),
+        reduce_op=op,
+        prescale_factor=prescale_factor,
+        postscale_factor=postscale_factor,
+        ignore_name_scope=ignore_name_scope,
+        process_set_id=set_id,
+        tensor_name=tensor_name,
+        name=node,
+    )
 
 
 def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_process_set):
@@ -132,8 +160,13 @@ def allgather(tensor, name=None, ignore_name_scope=False, process_set=global_pro
     differ between ranks)."""
     set_id = _set_id(process_set)
     node, tensor_name = _names("Allgather", name, tensor, set_id, ignore_name_scope)
-    return MPI_LIB.khorovod_allgather(tensor, ignore_name_scope=ignore_name_scope,
-                                      process_set_id=set_id, tensor_name=tensor_name, name=node)
+    return MPI_LIB.khorovod_allgather(
+        tensor,
+        ignore_name_scope=ignore_name_scope,
+        process_set_id=set_id,
+        tensor_name=tensor_name,
+        name=node,
+    )
 
 
 def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=global_process_set):
@@ -141,20 +174,40 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False, process_set=g
     together when they are in flight at once, as in a tf.function)."""
     if not tensors:
         return []
-    base = name if name is not None else (None if _executing_eagerly() else
-                                          f"KhorovodGroupedAllgather_{_normalize_name(tensors[0].name)}")
-    return [allgather(t, name=None if base is None else f"{base}_{i}",
-                      ignore_name_scope=ignore_name_scope, process_set=process_set)
-            for i, t in enumerate(tensors)]
+    base = (
+        name
+        if name is not None
+        else (
+            None
+            if _executing_eagerly()
+            else f"KhorovodGroupedAllgather_{_normalize_name(tensors[0].name)}"
+        )
+    )
+    return [
+        allgather(
+            t,
+            name=None if base is None else f"{base}_{i}",
+            ignore_name_scope=ignore_name_scope,
+            process_set=process_set,
+        )
+        for i, t in enumerate(tensors)
+    ]
 
 
-def broadcast(tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set):
+def broadcast(
+    tensor, root_rank, name=None, ignore_name_scope=False, process_set=global_process_set
+):
     """``tensor`` from ``root_rank`` (a global rank) on every member."""
     set_id = _set_id(process_set)
     node, tensor_name = _names("Broadcast", name, tensor, set_id, ignore_name_scope)
-    return MPI_LIB.khorovod_broadcast(tensor, root_rank=root_rank,
-                                      ignore_name_scope=ignore_name_scope, process_set_id=set_id,
-                                      tensor_name=tensor_name, name=node)
+    return MPI_LIB.khorovod_broadcast(
+        tensor,
+        root_rank=root_rank,
+        ignore_name_scope=ignore_name_scope,
+        process_set_id=set_id,
+        tensor_name=tensor_name,
+        name=node,
+    )
 
 
 def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
@@ -166,7 +219,9 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
         var_name = None if name is None else f"{name}.{i}"
         if var_name is None and _executing_eagerly():
             var_name = f"broadcast_.{_normalize_name(var.name)}"
-        value = broadcast(tf.convert_to_tensor(var), root_rank, name=var_name, process_set=process_set)
+        value = broadcast(
+            tf.convert_to_tensor(var), root_rank, name=var_name, process_set=process_set
+        )
         assigned = var.assign(value)
         if _executing_eagerly():
             results.append(var.read_value())
@@ -176,38 +231,83 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     return results
 
 
-def alltoall(tensor, splits=None, name=None, ignore_name_scope=False, process_set=global_process_set):
+def alltoall(
+    tensor, splits=None, name=None, ignore_name_scope=False, process_set=global_process_set
+):
     """Sends rows of ``tensor`` to each rank (``splits[r]`` rows to rank r,
     an equal split when None) and returns what every rank sent here, plus
     the received splits when ``splits`` was given."""
     set_id = _set_id(process_set)
-    splits_ = tf.convert_to_tensor(splits, dtype=tf.int32) if splits is not None \
+    splits_ = (
+        tf.convert_to_tensor(splits, dtype=tf.int32)
+        if splits is not None
         else tf.constant([], dtype=tf.int32)
+    )
     node, tensor_name = _names("Alltoall", name, tensor, set_id, ignore_name_scope)
-    output, received = MPI_LIB.khorovod_alltoall(tensor, splits_, ignore_name_scope=ignore_name_scope,
-                                                 process_set_id=set_id, tensor_name=tensor_name,
-                                                 name=node)
+    output, received = MPI_LIB.khorovod_alltoall(
+        tensor,
+        splits_,
+        ignore_name_scope=ignore_name_scope,
+        process_set_id=set_id,
+        tensor_name=tensor_name,
+        name=node,
+    )
     return (output, received) if splits is not None else output
 
 
-def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False, process_set=global_process_set,
-                   prescale_factor=1.0, postscale_factor=1.0):
+def _reducescatter(
+    tensor,
+    name=None,
+    op=Sum,
+    ignore_name_scope=False,
+    process_set=global_process_set,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
     set_id = _set_id(process_set)
     node, tensor_name = _names("Reducescatter", name, tensor, set_id, ignore_name_scope)
-    return MPI_LIB.khorovod_reducescatter(tensor, reduce_op=op, prescale_factor=prescale_factor,
-                                          postscale_factor=postscale_factor,
-                                          ignore_name_scope=ignore_name_scope, process_set_id=set_id,
-                                          tensor_name=tensor_name, name=node)
+    return MPI_LIB.khorovod_reducescatter(
+        tensor,
+        reduce_op=op,
+        prescale_factor=prescale_factor,
+        postscale_factor=postscale_factor,
+        ignore_name_scope=ignore_name_scope,
+        process_set_id=set_id,
+        tensor_name=tensor_name,
+        name=node,
+    )
 
 
-def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False,
-                           process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
-    base = name if name is not None else (None if _executing_eagerly() else
-                                          f"KhorovodGroupedReducescatter_{_normalize_name(tensors[0].name)}")
-    return [_reducescatter(t, name=None if base is None else f"{base}_{i}", op=op,
-                           ignore_name_scope=ignore_name_scope, process_set=process_set,
-                           prescale_factor=prescale_factor, postscale_factor=postscale_factor)
-            for i, t in enumerate(tensors)]
+def _grouped_reducescatter(
+    tensors,
+    name=None,
+    op=Sum,
+    ignore_name_scope=False,
+    process_set=global_process_set,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
+    base = (
+        name
+        if name is not None
+        else (
+            None
+            if _executing_eagerly()
+            else f"KhorovodGroupedReducescatter_{_normalize_name(tensors[0].name)}"
+        )
+    )
+    return [
+        _reducescatter(
+            t,
+            name=None if base is None else f"{base}_{i}",
+            op=op,
+            ignore_name_scope=ignore_name_scope,
+            process_set=process_set,
+            prescale_factor=prescale_factor,
+            postscale_factor=postscale_factor,
+        )
+        for i, t in enumerate(tensors)
+    ]
 
 
 def join():
@@ -240,8 +340,9 @@ def local_rank_op(name=None):
 
 def process_set_included_op(process_set_id=0, name=None):
     """1 when this rank is in the set, 0 when not; an error for an unknown set."""
-    return MPI_LIB.khorovod_topology(query="process_set_included", process_set_id=process_set_id,
-                                     name=name)
+    return MPI_LIB.khorovod_topology(
+        query="process_set_included", process_set_id=process_set_id, name=name
+    )
 
 
 for _op in ("KhorovodJoin", "KhorovodBarrier", "KhorovodTopology"):
@@ -255,18 +356,27 @@ def _attrs(op):
 @tf_ops.RegisterGradient("KhorovodAllreduce")
 def _allreduce_grad(op, grad):
     ignore, set_id = _attrs(op)
-    return _allreduce(grad, op=op.get_attr("reduce_op"), prescale_factor=op.get_attr("prescale_factor"),
-                      postscale_factor=op.get_attr("postscale_factor"), ignore_name_scope=ignore,
-                      process_set=set_id)
+    return _allreduce(
+        grad,
+        op=op.get_attr("reduce_op"),
+        prescale_factor=op.get_attr("prescale_factor"),
+        postscale_factor=op.get_attr("postscale_factor"),
+        ignore_name_scope=ignore,
+        process_set=set_id,
+    )
 
 
 @tf_ops.RegisterGradient("KhorovodGroupedAllreduce")
 def _grouped_allreduce_grad(op, *grads):
     ignore, set_id = _attrs(op)
-    return _grouped_allreduce(list(grads), op=op.get_attr("reduce_op"),
-                              prescale_factor=op.get_attr("prescale_factor"),
-                              postscale_factor=op.get_attr("postscale_factor"),
-                              ignore_name_scope=ignore, process_set=set_id)
+    return _grouped_allreduce(
+        list(grads),
+        op=op.get_attr("reduce_op"),
+        prescale_factor=op.get_attr("prescale_factor"),
+        postscale_factor=op.get_attr("postscale_factor"),
+        ignore_name_scope=ignore,
+        process_set=set_id,
+    )
 
 
 @tf_ops.RegisterGradient("KhorovodAllgather")
@@ -276,7 +386,9 @@ def _allgather_grad(op, grad):
     grad = _allreduce(grad, op=Average, ignore_name_scope=ignore, process_set=set_id)
     with tf.device("/cpu:0"):
         rows = tf.reshape(tf.shape(op.inputs[0])[0], [1])
-        all_rows = tf.reshape(allgather(rows, ignore_name_scope=ignore, process_set=set_id), [set_size(set_id)])
+        all_rows = tf.reshape(
+            allgather(rows, ignore_name_scope=ignore, process_set=set_id), [set_size(set_id)]
+        )
     return tf.split(grad, num_or_size_splits=all_rows, axis=0)[set_rank(set_id)]
 
 
@@ -295,8 +407,9 @@ def _alltoall_grad(op, grad_wrt_output, grad_wrt_received_splits):
     """The gradient rows sent back where they came from."""
     del grad_wrt_received_splits  # integer output
     ignore, set_id = _attrs(op)
-    grad, _ = alltoall(grad_wrt_output, splits=op.outputs[1], ignore_name_scope=ignore,
-                       process_set=set_id)
+    grad, _ = alltoall(
+        grad_wrt_output, splits=op.outputs[1], ignore_name_scope=ignore, process_set=set_id
+    )
     return [grad, None]
 
 

@@ -50,11 +50,11 @@ DistributedOptimizer submits from autograd hooks).
 import torch
 import torch.utils.dlpack
 
+from .. import _khorovod
 from .._context import CONTEXT
 from .._errors import raise_for_status
-from .. import _khorovod
-from .compression import Compression
 from . import process_sets
+from .compression import Compression  # noqa: F401  (mpi_ops re-exports it, as Horovod's does)
 
 # Reduce ops, with the runtime's wire values (ops.h).
 Sum = 0
@@ -65,9 +65,16 @@ Product = 4
 Adasum = 5  # core/adasum.h: host tensors, global set, power-of-two size
 
 _DTYPES = {
-    torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
-    torch.int8: 4, torch.uint8: 5, torch.int32: 6, torch.int64: 7,
-    torch.int16: 8, torch.bool: 9,
+    torch.float32: 0,
+    torch.float64: 1,
+    torch.float16: 2,
+    torch.bfloat16: 3,
+    torch.int8: 4,
+    torch.uint8: 5,
+    torch.int32: 6,
+    torch.int64: 7,
+    torch.int16: 8,
+    torch.bool: 9,
 }
 _TORCH_DTYPES = {code: dtype for dtype, code in _DTYPES.items()}
 
@@ -77,8 +84,9 @@ def _dtype_code(tensor):
         return _DTYPES[tensor.dtype]
     except KeyError:
         supported = ", ".join(str(d) for d in _DTYPES)
-        raise ValueError(f"khorovod: tensors of dtype {tensor.dtype} are not supported "
-                         f"(supported: {supported})") from None
+        raise ValueError(
+            f"khorovod: tensors of dtype {tensor.dtype} are not supported (supported: {supported})"
+        ) from None
 
 
 def _view(tensor):
@@ -86,8 +94,10 @@ def _view(tensor):
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"khorovod: expected a torch.Tensor, got {type(tensor).__name__}")
     if tensor.is_sparse:
-        raise ValueError("khorovod: sparse tensors are reduced with sparse_allreduce_async "
-                         "(or DistributedOptimizer(sparse_as_dense=True)), not here")
+        raise ValueError(
+            "khorovod: sparse tensors are reduced with sparse_allreduce_async "
+            "(or DistributedOptimizer(sparse_as_dense=True)), not here"
+        )
     if not tensor.is_contiguous():
         raise ValueError("khorovod: internal error: tensor must be contiguous here")
     if tensor.is_cuda:
@@ -99,8 +109,9 @@ def _view(tensor):
         kind, index = 0, 0
     else:
         raise ValueError(f"khorovod: tensors on device {tensor.device} are not supported")
-    return _khorovod.TensorView(tensor.data_ptr(), _dtype_code(tensor), list(tensor.shape),
-                                kind, index)
+    return _khorovod.TensorView(
+        tensor.data_ptr(), _dtype_code(tensor), list(tensor.shape), kind, index
+    )
 
 
 def _op_code(op, average):
@@ -127,17 +138,22 @@ def _check_adasum(tensors, op, ps):
         raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")
     for t in tensors:
         if t.is_cuda:
-            raise NotImplementedError("khorovod: Adasum reduces host (CPU) tensors only; move "
-                                      "the tensor to the CPU or use op=Average")
+            raise NotImplementedError(
+                "khorovod: Adasum reduces host (CPU) tensors only; move "
+                "the tensor to the CPU or use op=Average"
+            )
         if t.dtype not in (torch.float16, torch.float32, torch.float64):
-            raise ValueError(f"khorovod: Adasum supports float16, float32 and float64 tensors, "
-                             f"not {t.dtype}")
+            raise ValueError(
+                f"khorovod: Adasum supports float16, float32 and float64 tensors, not {t.dtype}"
+            )
 
 
 def _check_reduce_dtype(tensor, op):
     if tensor.dtype == torch.bool and op == Average:
-        raise ValueError("khorovod: op=Average is undefined for bool tensors; use Sum "
-                         "(logical or), Min, Max or Product (logical and)")
+        raise ValueError(
+            "khorovod: op=Average is undefined for bool tensors; use Sum "
+            "(logical or), Min, Max or Product (logical and)"
+        )
 
 
 def _submitted(handle):
@@ -151,8 +167,11 @@ def _submitted(handle):
     return handle
 
 
-_NAMES_AT_SUBMIT = {code: True for name, code in _khorovod.STATUS_CODES.items()
-                    if name in ("INVALID_ARGUMENT", "ALREADY_EXISTS")}
+_NAMES_AT_SUBMIT = {
+    code: True
+    for name, code in _khorovod.STATUS_CODES.items()
+    if name in ("INVALID_ARGUMENT", "ALREADY_EXISTS")
+}
 
 
 class Handle:
@@ -239,47 +258,81 @@ def _name(name, prefix, ps=0):
 
 # --- allreduce ---------------------------------------------------------------
 
+
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, ps=0):
     """Reduces contiguous ``tensor`` into contiguous ``output`` (in set ``ps``)."""
     _check_reduce_dtype(tensor, op)
     _check_adasum([tensor], op, ps)
     if ps:
-        return CONTEXT.runtime().allreduce_async_in_set(name, _view(tensor), _view(output), op,
-                                                        float(prescale_factor),
-                                                        float(postscale_factor), ps)
-    return CONTEXT.runtime().allreduce_async(name, _view(tensor), _view(output), op,
-                                             float(prescale_factor), float(postscale_factor))
+        return CONTEXT.runtime().allreduce_async_in_set(
+            name,
+            _view(tensor),
+            _view(output),
+            op,
+            float(prescale_factor),
+            float(postscale_factor),
+            ps,
+        )
+    return CONTEXT.runtime().allreduce_async(
+        name, _view(tensor), _view(output), op, float(prescale_factor), float(postscale_factor)
+    )
 
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, process_set=None):
+def allreduce_async(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """Out-of-place allreduce; synchronize() returns the reduced tensor."""
     ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     src = tensor.detach().contiguous()
     out = torch.empty_like(src, memory_format=torch.contiguous_format)
-    h = _allreduce_into(src, out, _name(name, "allreduce", ps), op, prescale_factor, postscale_factor, ps)
+    h = _allreduce_into(
+        src, out, _name(name, "allreduce", ps), op, prescale_factor, postscale_factor, ps
+    )
     return Handle(h, (src, out), lambda _h: out)
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=None):
+def allreduce_async_(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """In-place allreduce; synchronize() returns ``tensor`` holding the result."""
     ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     in_place = tensor.is_contiguous()
     buf = tensor.detach() if in_place else tensor.detach().contiguous()
-    h = _allreduce_into(buf, buf, _name(name, "allreduce", ps), op, prescale_factor, postscale_factor, ps)
+    h = _allreduce_into(
+        buf, buf, _name(name, "allreduce", ps), op, prescale_factor, postscale_factor, ps
+    )
 
     def finish(_h):
         if not in_place:
             tensor.data.copy_(buf)
         return tensor
+
     return Handle(h, (tensor, buf), finish)
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, process_set=None):
+def allreduce_(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     if isinstance(tensor, torch.Tensor) and not tensor.is_sparse and tensor.is_contiguous():
         # One runtime call that submits and waits with the GIL released: no
         # Handle, and the runtime counts this thread as blocked before it
@@ -289,12 +342,21 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
         _check_reduce_dtype(tensor, op)
         buf = tensor.detach()
         view = _view(buf)
-        raise_for_status(CONTEXT.runtime().allreduce(
-            _name(name, "allreduce", ps), view, view, op, float(prescale_factor),
-            float(postscale_factor), ps))
+        raise_for_status(
+            CONTEXT.runtime().allreduce(
+                _name(name, "allreduce", ps),
+                view,
+                view,
+                op,
+                float(prescale_factor),
+                float(postscale_factor),
+                ps,
+            )
+        )
         return tensor
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor, process_set))
+    return synchronize(
+        allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set)
+    )
 
 
 def _group_names(name, prefix, count, ps=0):
@@ -309,15 +371,28 @@ def _grouped(tensors, outputs, name, op, prescale_factor, postscale_factor, ps=0
     _check_adasum(tensors, op, ps)
     for t in tensors:
         _check_reduce_dtype(t, op)
-    args = (names, [_view(t) for t in tensors], [_view(o) for o in outputs], op,
-            float(prescale_factor), float(postscale_factor))
+    args = (
+        names,
+        [_view(t) for t in tensors],
+        [_view(o) for o in outputs],
+        op,
+        float(prescale_factor),
+        float(postscale_factor),
+    )
     if ps:
         return CONTEXT.runtime().grouped_allreduce_async_in_set(*args, ps)
     return CONTEXT.runtime().grouped_allreduce_async(*args)
 
 
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=None):
+def grouped_allreduce_async(
+    tensors,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """Reduces a list of tensors together (one fused step); returns a list."""
     ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
@@ -327,8 +402,15 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     return Handle(h, (srcs, outs), lambda _h: outs)
 
 
-def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, process_set=None):
+def grouped_allreduce_async_(
+    tensors,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     ps = process_sets.resolve(process_set)
     op = _op_code(op, average)
     in_place = [t.is_contiguous() for t in tensors]
@@ -340,16 +422,28 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
             if not c:
                 t.data.copy_(b)
         return list(tensors)
+
     return Handle(h, (list(tensors), bufs), finish)
 
 
-def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0, process_set=None):
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                                postscale_factor, process_set))
+def grouped_allreduce_(
+    tensors,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
+    return synchronize(
+        grouped_allreduce_async_(
+            tensors, average, name, op, prescale_factor, postscale_factor, process_set
+        )
+    )
 
 
 # --- allgather, broadcast, alltoall, reducescatter ---------------------------
+
 
 def _output_tensor(h, like):
     """The result of ``h`` on ``like``'s device: device results are taken
@@ -394,15 +488,19 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     in_place = tensor.is_contiguous()
     buf = tensor.detach() if in_place else tensor.detach().contiguous()
     if ps:
-        h = CONTEXT.runtime().broadcast_async_in_set(_name(name, "broadcast", ps), _view(buf),
-                                                     int(root_rank), ps)
+        h = CONTEXT.runtime().broadcast_async_in_set(
+            _name(name, "broadcast", ps), _view(buf), int(root_rank), ps
+        )
     else:
-        h = CONTEXT.runtime().broadcast_async(_name(name, "broadcast", ps), _view(buf), int(root_rank))
+        h = CONTEXT.runtime().broadcast_async(
+            _name(name, "broadcast", ps), _view(buf), int(root_rank)
+        )
 
     def finish(_h):
         if not in_place:
             tensor.data.copy_(buf)
         return tensor
+
     return Handle(h, (tensor, buf), finish)
 
 
@@ -412,8 +510,9 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
 
 def broadcast_async(tensor, root_rank, name=None, process_set=None):
     """Out of place: returns a new tensor holding root's values."""
-    return broadcast_async_(tensor.detach().clone(memory_format=torch.contiguous_format),
-                            root_rank, name, process_set)
+    return broadcast_async_(
+        tensor.detach().clone(memory_format=torch.contiguous_format), root_rank, name, process_set
+    )
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
@@ -422,13 +521,20 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     ps = process_sets.resolve(process_set)
     if isinstance(splits, torch.Tensor) and splits.dtype != torch.int32:
         # Horovod's check: split counts travel as int32.
-        raise ValueError(f"khorovod: alltoall splits must be a tensor of type int32 or a "
-                         f"list of ints, got a {splits.dtype} tensor")
+        raise ValueError(
+            f"khorovod: alltoall splits must be a tensor of type int32 or a "
+            f"list of ints, got a {splits.dtype} tensor"
+        )
     src = tensor.detach().contiguous()
-    split_list = [] if splits is None else [int(s) for s in (
-        splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
+    split_list = (
+        []
+        if splits is None
+        else [int(s) for s in (splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
+    )
     if ps:
-        h = CONTEXT.runtime().alltoall_async_in_set(_name(name, "alltoall", ps), _view(src), split_list, ps)
+        h = CONTEXT.runtime().alltoall_async_in_set(
+            _name(name, "alltoall", ps), _view(src), split_list, ps
+        )
     else:
         h = CONTEXT.runtime().alltoall_async(_name(name, "alltoall", ps), _view(src), split_list)
 
@@ -437,6 +543,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         if splits is None:
             return out
         return out, torch.tensor(hh.received_splits(), dtype=torch.int32)  # as Horovod
+
     return Handle(h, (src,), finish)
 
 
@@ -453,25 +560,38 @@ def _reducescatter_one(tensor, name, op, prescale_factor, postscale_factor, ps=0
     return Handle(h, (src,), lambda hh: _output_tensor(hh, tensor))
 
 
-def reducescatter_async(tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
-                        process_set=None):
+def reducescatter_async(
+    tensor, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=None
+):
     """Reduces, then gives rank r the r-th slice along dimension 0."""
     ps = process_sets.resolve(process_set)
-    return _reducescatter_one(tensor, _name(name, "reducescatter", ps), _op_code(op, None),
-                              prescale_factor, postscale_factor, ps)
+    return _reducescatter_one(
+        tensor,
+        _name(name, "reducescatter", ps),
+        _op_code(op, None),
+        prescale_factor,
+        postscale_factor,
+        ps,
+    )
 
 
-def grouped_reducescatter_async(tensors, name=None, op=None, prescale_factor=1.0,
-                                postscale_factor=1.0, process_set=None):
+def grouped_reducescatter_async(
+    tensors, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0, process_set=None
+):
     """reducescatter of each tensor of a list; synchronize() returns the list."""
     ps = process_sets.resolve(process_set)
     op = _op_code(op, None)
     names = _group_names(name, "grouped_reducescatter", len(tensors), ps)
-    return GroupHandle([_reducescatter_one(t, n, op, prescale_factor, postscale_factor, ps)
-                        for t, n in zip(tensors, names)])
+    return GroupHandle(
+        [
+            _reducescatter_one(t, n, op, prescale_factor, postscale_factor, ps)
+            for t, n in zip(tensors, names)
+        ]
+    )
 
 
 # --- barrier, join ------------------------------------------------------------
+
 
 def barrier(process_set=None):
     """Blocks until every rank (of the process set) reached the barrier."""
@@ -487,4 +607,3 @@ def join(device=-1):
     code, message, last = CONTEXT.runtime().join()
     raise_for_status((code, message))
     return last
-

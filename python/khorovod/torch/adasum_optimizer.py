@@ -35,11 +35,15 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         if named_parameters is not None:
             names = {p: n for n, p in named_parameters}
         else:
-            names = {p: f"allreduce.noname.{i}" for group in self.param_groups
-                     for i, p in enumerate(group["params"])}
+            names = {
+                p: f"allreduce.noname.{i}"
+                for group in self.param_groups
+                for i, p in enumerate(group["params"])
+            }
         self._parameter_names = names
-        self._names = {p: n if n.startswith("allreduce.") else f"allreduce.{n}"
-                       for p, n in names.items()}
+        self._names = {
+            p: n if n.startswith("allreduce.") else f"allreduce.{n}" for p, n in names.items()
+        }
         mpi_ops.CONTEXT.runtime()  # NotInitializedError before init()
 
     def set_backward_passes_per_step(self, passes):
@@ -50,8 +54,9 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     @contextlib.contextmanager
     def skip_synchronize(self):
-        raise AssertionError("Skipping synchronization is not supported when using Adasum "
-                             "optimizer.")
+        raise AssertionError(
+            "Skipping synchronization is not supported when using Adasum optimizer."
+        )
         yield  # pragma: no cover - a generator, as contextmanager requires
 
     def step(self, closure=None):
@@ -62,8 +67,9 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         with torch.no_grad():
             for p, start in zip(params, starts):
                 delta, ctx = self._compression.compress(p.detach() - start)
-                handles.append((mpi_ops.allreduce_async_(delta, name=self._names[p],
-                                                         op=mpi_ops.Adasum), ctx))
+                handles.append(
+                    (mpi_ops.allreduce_async_(delta, name=self._names[p], op=mpi_ops.Adasum), ctx)
+                )
             for p, start, (handle, ctx) in zip(params, starts, handles):
                 delta = self._compression.decompress(mpi_ops.synchronize(handle), ctx)
                 p.copy_(start + delta)
@@ -71,8 +77,11 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
 
 def make(optimizer, named_parameters, compression=Compression.none, backward_passes_per_step=1):
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedAdasumOptimizer.__dict__))
+    cls = type(
+        optimizer.__class__.__name__,
+        (optimizer.__class__,),
+        dict(_DistributedAdasumOptimizer.__dict__),
+    )
     wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step)
     wrapped.state = optimizer.state
     return wrapped

@@ -34,68 +34,133 @@ class _Allreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
         ctx.args = (op, prescale, postscale, process_set)
-        return ops.synchronize(ops.allreduce_async(
-            tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale,
-            process_set=process_set))
+        return ops.synchronize(
+            ops.allreduce_async(
+                tensor,
+                name=name,
+                op=op,
+                prescale_factor=prescale,
+                postscale_factor=postscale,
+                process_set=process_set,
+            )
+        )
 
     @staticmethod
     def backward(ctx, grad):
         op, prescale, postscale, process_set = ctx.args
-        return allreduce(grad, op=op, prescale_factor=prescale, postscale_factor=postscale,
-                         process_set=process_set), None, None, None, None, None
+        return (
+            allreduce(
+                grad,
+                op=op,
+                prescale_factor=prescale,
+                postscale_factor=postscale,
+                process_set=process_set,
+            ),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
-def _compressed(function, tensor, name, compression, op, prescale_factor, postscale_factor,
-                process_set):
+def _compressed(
+    function, tensor, name, compression, op, prescale_factor, postscale_factor, process_set
+):
     """Runs a reducing autograd function on the compressed tensor, then decompresses."""
     compressed, ctx = compression.compress(tensor)
-    out = function.apply(compressed, name, op, float(prescale_factor), float(postscale_factor),
-                         process_set)
+    out = function.apply(
+        compressed, name, op, float(prescale_factor), float(postscale_factor), process_set
+    )
     return compression.decompress(out, ctx)
 
 
-def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
-              prescale_factor=1.0, postscale_factor=1.0, process_set=None):
+def allreduce(
+    tensor,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """Reduces ``tensor`` over all ranks (default: average) and returns the result."""
     ops.process_sets.resolve(process_set)
-    return _compressed(_Allreduce, tensor, name, compression, ops._op_code(op, average),
-                       prescale_factor, postscale_factor, process_set)
+    return _compressed(
+        _Allreduce,
+        tensor,
+        name,
+        compression,
+        ops._op_code(op, average),
+        prescale_factor,
+        postscale_factor,
+        process_set,
+    )
 
 
 class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
-        return tuple(ops.synchronize(ops.grouped_allreduce_async(
-            list(tensors), name=name, op=op, prescale_factor=prescale,
-            postscale_factor=postscale, process_set=process_set)))
+        return tuple(
+            ops.synchronize(
+                ops.grouped_allreduce_async(
+                    list(tensors),
+                    name=name,
+                    op=op,
+                    prescale_factor=prescale,
+                    postscale_factor=postscale,
+                    process_set=process_set,
+                )
+            )
+        )
 
     @staticmethod
     def backward(ctx, *grads):
         op, prescale, postscale, process_set = ctx.args
-        reduced = grouped_allreduce(list(grads), op=op, prescale_factor=prescale,
-                                    postscale_factor=postscale, process_set=process_set)
+        reduced = grouped_allreduce(
+            list(grads),
+            op=op,
+            prescale_factor=prescale,
+            postscale_factor=postscale,
+            process_set=process_set,
+        )
         return (None, None, None, None, None, *reduced)
 
 
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0, process_set=None):
+def grouped_allreduce(
+    tensors,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """Reduces a list of tensors together (one fused step); returns a list."""
     ops.process_sets.resolve(process_set)
     op = ops._op_code(op, average)
     pairs = [compression.compress(t) for t in tensors]
-    reduced = _GroupedAllreduce.apply(name, op, float(prescale_factor), float(postscale_factor),
-                                      process_set, *[p[0] for p in pairs])
+    reduced = _GroupedAllreduce.apply(
+        name,
+        op,
+        float(prescale_factor),
+        float(postscale_factor),
+        process_set,
+        *[p[0] for p in pairs],
+    )
     return [compression.decompress(r, p[1]) for r, p in zip(reduced, pairs)]
 
 
 def _own_rows(grad, rows, process_set):
     """This rank's rows of a gradient over the concatenation of every member's
     ``rows`` rows (the gather of row counts runs on every member)."""
-    counts = ops.synchronize(ops.allgather_async(torch.tensor([rows], dtype=torch.int64),
-                                                         process_set=process_set))
-    offset = int(counts[:ops.process_sets.set_rank(
-        ops.process_sets.resolve(process_set))].sum())
+    counts = ops.synchronize(
+        ops.allgather_async(torch.tensor([rows], dtype=torch.int64), process_set=process_set)
+    )
+    offset = int(counts[: ops.process_sets.set_rank(ops.process_sets.resolve(process_set))].sum())
     return grad.narrow(0, offset, rows)
 
 
@@ -104,8 +169,7 @@ class _Allgather(torch.autograd.Function):
     def forward(ctx, tensor, name, process_set):
         ctx.rows = tensor.shape[0] if tensor.dim() else 0
         ctx.process_set = process_set
-        return ops.synchronize(ops.allgather_async(tensor, name=name,
-                                                           process_set=process_set))
+        return ops.synchronize(ops.allgather_async(tensor, name=name, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
@@ -124,15 +188,20 @@ class _GroupedAllgather(torch.autograd.Function):
     def forward(ctx, name, process_set, *tensors):
         ctx.rows = [t.shape[0] if t.dim() else 0 for t in tensors]
         ctx.process_set = process_set
-        return tuple(ops.synchronize(ops.grouped_allgather_async(
-            list(tensors), name, process_set=process_set)))
+        return tuple(
+            ops.synchronize(
+                ops.grouped_allgather_async(list(tensors), name, process_set=process_set)
+            )
+        )
 
     @staticmethod
     def backward(ctx, *grads):
-        averaged = grouped_allreduce(list(grads), op=ops.Average,
-                                     process_set=ctx.process_set)
-        return (None, None, *[_own_rows(g, rows, ctx.process_set)
-                              for g, rows in zip(averaged, ctx.rows)])
+        averaged = grouped_allreduce(list(grads), op=ops.Average, process_set=ctx.process_set)
+        return (
+            None,
+            None,
+            *[_own_rows(g, rows, ctx.process_set) for g, rows in zip(averaged, ctx.rows)],
+        )
 
 
 def grouped_allgather(tensors, name=None, process_set=None):
@@ -146,8 +215,9 @@ class _Broadcast(torch.autograd.Function):
     def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
         ctx.process_set = process_set
-        return ops.synchronize(ops.broadcast_async(tensor, root_rank, name=name,
-                                                           process_set=process_set))
+        return ops.synchronize(
+            ops.broadcast_async(tensor, root_rank, name=name, process_set=process_set)
+        )
 
     @staticmethod
     def backward(ctx, grad):
@@ -166,9 +236,14 @@ def broadcast(tensor, root_rank, name=None, process_set=None):
 class _Alltoall(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, splits, name, process_set):
-        out, received = ops.synchronize(ops.alltoall_async(
-            tensor, splits if splits is not None else _equal_splits(tensor, process_set),
-            name=name, process_set=process_set))
+        out, received = ops.synchronize(
+            ops.alltoall_async(
+                tensor,
+                splits if splits is not None else _equal_splits(tensor, process_set),
+                name=name,
+                process_set=process_set,
+            )
+        )
         ctx.received = received
         ctx.process_set = process_set
         ctx.mark_non_differentiable(received)
@@ -184,8 +259,10 @@ def _equal_splits(tensor, process_set):
     size = ops.process_sets.set_size(ops.process_sets.resolve(process_set))
     rows = tensor.shape[0] if tensor.dim() else 0
     if rows % size:
-        raise ValueError(f"khorovod: alltoall without splits needs a first dimension "
-                         f"divisible by the number of ranks ({rows} rows, {size} ranks)")
+        raise ValueError(
+            f"khorovod: alltoall without splits needs a first dimension "
+            f"divisible by the number of ranks ({rows} rows, {size} ranks)"
+        )
     return [rows // size] * size
 
 
@@ -210,41 +287,81 @@ class _Reducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
         ctx.args = (op, prescale, postscale, process_set)
-        return ops.synchronize(ops.reducescatter_async(
-            tensor, name=name, op=op, prescale_factor=prescale, postscale_factor=postscale,
-            process_set=process_set))
+        return ops.synchronize(
+            ops.reducescatter_async(
+                tensor,
+                name=name,
+                op=op,
+                prescale_factor=prescale,
+                postscale_factor=postscale,
+                process_set=process_set,
+            )
+        )
 
     @staticmethod
     def backward(ctx, grad):
         return _gather_back(grad, *ctx.args), None, None, None, None, None
 
 
-def reducescatter(tensor, name=None, compression=Compression.none, op=None,
-                  prescale_factor=1.0, postscale_factor=1.0, process_set=None):
+def reducescatter(
+    tensor,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """Reduces, then returns this rank's slice along dimension 0."""
     ops.process_sets.resolve(process_set)
-    return _compressed(_Reducescatter, tensor, name, compression, ops._op_code(op, None),
-                       prescale_factor, postscale_factor, process_set)
+    return _compressed(
+        _Reducescatter,
+        tensor,
+        name,
+        compression,
+        ops._op_code(op, None),
+        prescale_factor,
+        postscale_factor,
+        process_set,
+    )
 
 
 class _GroupedReducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
-        return tuple(ops.synchronize(ops.grouped_reducescatter_async(
-            list(tensors), name, op, prescale, postscale, process_set=process_set)))
+        return tuple(
+            ops.synchronize(
+                ops.grouped_reducescatter_async(
+                    list(tensors), name, op, prescale, postscale, process_set=process_set
+                )
+            )
+        )
 
     @staticmethod
     def backward(ctx, *grads):
         return (None, None, None, None, None, *[_gather_back(g, *ctx.args) for g in grads])
 
 
-def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=None,
-                          prescale_factor=1.0, postscale_factor=1.0, process_set=None):
+def grouped_reducescatter(
+    tensors,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    process_set=None,
+):
     """reducescatter of each tensor of a list; returns the list of slices."""
     ops.process_sets.resolve(process_set)
     op = ops._op_code(op, None)
     pairs = [compression.compress(t) for t in tensors]
-    outs = _GroupedReducescatter.apply(name, op, float(prescale_factor), float(postscale_factor),
-                                       process_set, *[p[0] for p in pairs])
+    outs = _GroupedReducescatter.apply(
+        name,
+        op,
+        float(prescale_factor),
+        float(postscale_factor),
+        process_set,
+        *[p[0] for p in pairs],
+    )
     return [compression.decompress(o, p[1]) for o, p in zip(outs, pairs)]

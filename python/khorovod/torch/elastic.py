@@ -40,8 +40,14 @@ import torch
 from ..elastic import State, run
 from . import functions, mpi_ops
 
-__all__ = ["TorchState", "ElasticSampler", "run", "StateHandler", "get_handler_registry",
-           "set_handler_registry"]
+__all__ = [
+    "TorchState",
+    "ElasticSampler",
+    "run",
+    "StateHandler",
+    "get_handler_registry",
+    "set_handler_registry",
+]
 
 
 class ElasticSampler(torch.utils.data.Sampler):
@@ -61,8 +67,9 @@ class ElasticSampler(torch.utils.data.Sampler):
         self.reset()
 
     def record_batch(self, batch_idx, batch_size):
-        self.processed_num = min(len(self.dataset),
-                                 self._base + (batch_idx + 1) * batch_size * self.num_replicas)
+        self.processed_num = min(
+            len(self.dataset), self._base + (batch_idx + 1) * batch_size * self.num_replicas
+        )
 
     def state_dict(self):
         return {"epoch": self.epoch, "processed_num": self.processed_num}
@@ -83,12 +90,12 @@ class ElasticSampler(torch.utils.data.Sampler):
             order = torch.randperm(n, generator=g).tolist()
         else:
             order = list(range(n))
-        remaining = order[self.processed_num:]
+        remaining = order[self.processed_num :]
         self._base = self.processed_num
         if remaining:
             per_rank = -(-len(remaining) // self.num_replicas)
-            padded = remaining + remaining[:per_rank * self.num_replicas - len(remaining)]
-            self.indices = padded[self.rank::self.num_replicas]
+            padded = remaining + remaining[: per_rank * self.num_replicas - len(remaining)]
+            self.indices = padded[self.rank :: self.num_replicas]
         else:
             self.indices = []
 
@@ -135,8 +142,11 @@ class ModelStateHandler(StateHandler):
         functions.broadcast_parameters(self.value.state_dict(), root_rank=root_rank)
 
     def nbytes(self):
-        return sum(t.numel() * t.element_size() for t in self.value.state_dict().values()
-                   if isinstance(t, torch.Tensor))
+        return sum(
+            t.numel() * t.element_size()
+            for t in self.value.state_dict().values()
+            if isinstance(t, torch.Tensor)
+        )
 
 
 class OptimizerStateHandler(StateHandler):
@@ -150,8 +160,12 @@ class OptimizerStateHandler(StateHandler):
         functions.broadcast_optimizer_state(self.value, root_rank=root_rank)
 
     def nbytes(self):
-        return sum(v.numel() * v.element_size() for slots in self.value.state.values()
-                   for v in slots.values() if isinstance(v, torch.Tensor))
+        return sum(
+            v.numel() * v.element_size()
+            for slots in self.value.state.values()
+            for v in slots.values()
+            if isinstance(v, torch.Tensor)
+        )
 
 
 class SamplerStateHandler(StateHandler):
@@ -166,8 +180,9 @@ class SamplerStateHandler(StateHandler):
         self.value.load_state_dict(copy.deepcopy(self.saved))
 
     def sync(self, root_rank):
-        state = functions.broadcast_object(self.value.state_dict(), root_rank=root_rank,
-                                           name="elastic.sampler")
+        state = functions.broadcast_object(
+            self.value.state_dict(), root_rank=root_rank, name="elastic.sampler"
+        )
         self.value.load_state_dict(state)
 
 
@@ -183,8 +198,9 @@ class EpochSamplerStateHandler(StateHandler):
         self.value.set_epoch(self.saved["epoch"])
 
     def sync(self, root_rank):
-        state = functions.broadcast_object({"epoch": getattr(self.value, "epoch", 0)},
-                                           root_rank=root_rank, name="elastic.sampler")
+        state = functions.broadcast_object(
+            {"epoch": getattr(self.value, "epoch", 0)}, root_rank=root_rank, name="elastic.sampler"
+        )
         sampler = self.value
         if hasattr(sampler, "num_replicas") and hasattr(sampler, "rank"):
             sampler.num_replicas = mpi_ops.CONTEXT.runtime().size()
@@ -192,8 +208,9 @@ class EpochSamplerStateHandler(StateHandler):
             if hasattr(sampler, "dataset") and hasattr(sampler, "num_samples"):
                 n = len(sampler.dataset)
                 drop = getattr(sampler, "drop_last", False)
-                sampler.num_samples = (n // sampler.num_replicas if drop
-                                       else -(-n // sampler.num_replicas))
+                sampler.num_samples = (
+                    n // sampler.num_replicas if drop else -(-n // sampler.num_replicas)
+                )
                 sampler.total_size = sampler.num_samples * sampler.num_replicas
         sampler.set_epoch(state["epoch"])
 
@@ -281,16 +298,24 @@ class TorchState(State):
 
     def _write_checkpoint_if_due(self):
         serial = self._saved["serial"]
-        if (self._checkpoint_path is None or serial == 0 or serial % self._checkpoint_every
-                or not mpi_ops.CONTEXT.is_initialized() or mpi_ops.CONTEXT.runtime().rank() != 0):
+        if (
+            self._checkpoint_path is None
+            or serial == 0
+            or serial % self._checkpoint_every
+            or not mpi_ops.CONTEXT.is_initialized()
+            or mpi_ops.CONTEXT.runtime().rank() != 0
+        ):
             return
         tmp = f"{self._checkpoint_path}.tmp.{os.getpid()}"
         try:
             torch.save(self._saved, tmp)
             os.replace(tmp, self._checkpoint_path)
         except OSError as e:
-            print(f"khorovod elastic: cannot write the checkpoint {self._checkpoint_path}: {e} "
-                  "(training goes on)", file=sys.stderr)
+            print(
+                f"khorovod elastic: cannot write the checkpoint {self._checkpoint_path}: {e} "
+                "(training goes on)",
+                file=sys.stderr,
+            )
 
     def _checkpoint_serial(self):
         if self._checkpoint_path is None or not os.path.exists(self._checkpoint_path):
@@ -304,13 +329,16 @@ class TorchState(State):
         """Collective: (root rank, whether root loads the checkpoint first)."""
         mine = torch.tensor([[self.commit_serial, self._checkpoint_serial()]], dtype=torch.int64)
         every = mpi_ops.allgather(mine, name="elastic.election")
-        live = int(torch.argmax(every[:, 0]))      # argmax returns the first maximum
+        live = int(torch.argmax(every[:, 0]))  # argmax returns the first maximum
         disk = int(torch.argmax(every[:, 1]))
         if every[disk, 1] > every[live, 0]:
             if mpi_ops.CONTEXT.runtime().rank() == disk:
-                print(f"khorovod elastic: WARNING: no live worker holds a commit newer than "
-                      f"{int(every[live, 0])}; resuming from the checkpoint {self._checkpoint_path} "
-                      f"(commit {int(every[disk, 1])})", file=sys.stderr)
+                print(
+                    f"khorovod elastic: WARNING: no live worker holds a commit newer than "
+                    f"{int(every[live, 0])}; resuming from the checkpoint {self._checkpoint_path} "
+                    f"(commit {int(every[disk, 1])})",
+                    file=sys.stderr,
+                )
             return disk, True
         return live, False
 

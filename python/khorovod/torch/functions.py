@@ -40,9 +40,11 @@ def broadcast_parameters(params, root_rank=0, process_set=None):
         items = [item if isinstance(item, tuple) else (None, item) for item in params]
         for i, item in enumerate(items):
             if len(item) != 2:
-                raise ValueError("khorovod: broadcast_parameters expects a state_dict, "
-                                 "(name, tensor) pairs such as model.named_parameters(), "
-                                 "or tensors such as list(model.parameters())")
+                raise ValueError(
+                    "khorovod: broadcast_parameters expects a state_dict, "
+                    "(name, tensor) pairs such as model.named_parameters(), "
+                    "or tensors such as list(model.parameters())"
+                )
             if item[0] is None:
                 items[i] = (f"unnamed.{i}", item[1])
     handles = []
@@ -52,11 +54,14 @@ def broadcast_parameters(params, root_rank=0, process_set=None):
                 continue
             tensor = p.data if isinstance(p, torch.nn.Parameter) else p
             if not isinstance(tensor, torch.Tensor):
-                raise ValueError(f"khorovod: parameter '{name}' is a {type(p).__name__}, "
-                                 "not a tensor")
-            handles.append(mpi_ops.broadcast_async_(tensor, root_rank,
-                                                    name=f"broadcast.param.{name}",
-                                                    process_set=process_set))
+                raise ValueError(
+                    f"khorovod: parameter '{name}' is a {type(p).__name__}, not a tensor"
+                )
+            handles.append(
+                mpi_ops.broadcast_async_(
+                    tensor, root_rank, name=f"broadcast.param.{name}", process_set=process_set
+                )
+            )
         first_error = None
         for h in handles:
             try:
@@ -70,8 +75,10 @@ def broadcast_parameters(params, root_rank=0, process_set=None):
 def broadcast_optimizer_state(optimizer, root_rank=0, model=None, process_set=None):
     """Makes every rank's optimizer state equal to root's."""
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise ValueError("khorovod: broadcast_optimizer_state expects a torch.optim.Optimizer, "
-                         f"got {type(optimizer).__name__}")
+        raise ValueError(
+            "khorovod: broadcast_optimizer_state expects a torch.optim.Optimizer, "
+            f"got {type(optimizer).__name__}"
+        )
     del model  # horovod uses it for parameter names only; the state_dict needs none
     if not optimizer.state_dict()["state"]:
         # Horovod forces state into existence with a step on zero gradients
@@ -88,8 +95,9 @@ def broadcast_optimizer_state(optimizer, root_rank=0, model=None, process_set=No
         buf = io.BytesIO()
         torch.save(optimizer.state_dict(), buf)
         payload = buf.getvalue()
-    payload = broadcast_object(payload, root_rank, name="broadcast.optimizer_state",
-                               process_set=process_set)
+    payload = broadcast_object(
+        payload, root_rank, name="broadcast.optimizer_state", process_set=process_set
+    )
     state = torch.load(io.BytesIO(payload), weights_only=False)  # root's own state_dict
     # Local tensors (parameters) keep their device; the state follows it.
     optimizer.load_state_dict(state)

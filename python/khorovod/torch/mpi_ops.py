@@ -10,8 +10,16 @@ Thread-safety: as _async_ops.
 """
 
 from ._async_ops import *  # noqa: F401,F403
+
 # Private names that sparse.py and the tests reach through this module.
 from ._async_ops import _DTYPES, _name, _view  # noqa: F401
-from .autograd_ops import (allgather, allreduce, alltoall, broadcast,  # noqa: F401
-                           grouped_allgather, grouped_allreduce, grouped_reducescatter,
-                           reducescatter)
+from .autograd_ops import (  # noqa: F401
+    allgather,
+    allreduce,
+    alltoall,
+    broadcast,
+    grouped_allgather,
+    grouped_allreduce,
+    grouped_reducescatter,
+    reducescatter,
+)

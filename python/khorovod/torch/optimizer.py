@@ -60,23 +60,32 @@ def _parameter_names(param_groups, named_parameters):
     """Horovod's names: the user's (unique, covering every parameter) or
     ``allreduce.noname.<group>.<index>``."""
     if named_parameters is None:
-        return {p: f"allreduce.noname.{i}.{j}"
-                for i, group in enumerate(param_groups) for j, p in enumerate(group["params"])}
+        return {
+            p: f"allreduce.noname.{i}.{j}"
+            for i, group in enumerate(param_groups)
+            for j, p in enumerate(group["params"])
+        }
     named = list(named_parameters)
     if any(not isinstance(item, tuple) for item in named):
-        raise ValueError("khorovod: named_parameters should be a sequence of tuples "
-                         "(name, parameter), usually produced by model.named_parameters()")
+        raise ValueError(
+            "khorovod: named_parameters should be a sequence of tuples "
+            "(name, parameter), usually produced by model.named_parameters()"
+        )
     names = [n for n, _ in named]
     if len(set(names)) != len(names):
         dups = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"khorovod: parameter names in named_parameters must be unique; "
-                         f"found duplicates: {', '.join(dups)}")
+        raise ValueError(
+            f"khorovod: parameter names in named_parameters must be unique; "
+            f"found duplicates: {', '.join(dups)}"
+        )
     by_param = {p: n for n, p in named}
     all_params = [p for group in param_groups for p in group["params"]]
     unnamed = [i for i, p in enumerate(all_params) if p not in by_param]
     if unnamed:
-        raise ValueError("khorovod: named_parameters was specified, but one or more model "
-                         f"parameters were not named (param_group positions {unnamed})")
+        raise ValueError(
+            "khorovod: named_parameters was specified, but one or more model "
+            f"parameters were not named (param_group positions {unnamed})"
+        )
     return {p: by_param[p] for p in all_params}
 
 
@@ -95,8 +104,9 @@ def _form_groups(trainable, groups):
     else:
         n = min(int(groups), len(trainable)) or 1
         d, r = divmod(len(trainable), n)  # Horovod's split_list
-        formed = [tuple(trainable[i * d + min(i, r):(i + 1) * d + min(i + 1, r)])
-                  for i in range(n)]
+        formed = [
+            tuple(trainable[i * d + min(i, r) : (i + 1) * d + min(i + 1, r)]) for i in range(n)
+        ]
     return {p: g for g in formed if g for p in g}
 
 
@@ -104,8 +114,9 @@ def _check_groups(groups):
     if groups is None:
         return
     if not (isinstance(groups, list) or (isinstance(groups, int) and groups > 0)):
-        raise ValueError("khorovod: groups should be a non-negative integer or a list of "
-                         "list of torch.Tensor")
+        raise ValueError(
+            "khorovod: groups should be a non-negative integer or a list of list of torch.Tensor"
+        )
     if isinstance(groups, list):
         seen = set()
         for inner in groups:
@@ -120,8 +131,19 @@ def _check_groups(groups):
 class _DistributedOptimizer(torch.optim.Optimizer):
     # Mixed into a subclass of the user's optimizer class; see DistributedOptimizer.
 
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense, batch_size, process_set):
+    def __init__(
+        self,
+        params,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups,
+        sparse_as_dense,
+        batch_size,
+        process_set,
+    ):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self._op = op
@@ -133,17 +155,20 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.backward_passes_per_step = int(backward_passes_per_step)
 
         self._parameter_names = _parameter_names(self.param_groups, named_parameters)
-        self._names = {p: n if n.startswith("allreduce.") else f"allreduce.{n}"
-                       for p, n in self._parameter_names.items()}
-        self._trainable = [p for group in self.param_groups for p in group["params"]
-                           if p.requires_grad]
+        self._names = {
+            p: n if n.startswith("allreduce.") else f"allreduce.{n}"
+            for p, n in self._parameter_names.items()
+        }
+        self._trainable = [
+            p for group in self.param_groups for p in group["params"] if p.requires_grad
+        ]
         self._p_to_group = _form_groups(self._trainable, groups)
         self._group_ready = {g: 0 for g in set(self._p_to_group.values())}
 
         # param (or group tuple) -> (Handle or None, compression ctxs, sent tensors)
         self._handles = {}
         self._delay = {p: self.backward_passes_per_step for p in self._parameter_names}
-        self._grad_accs = []     # keeps the accumulator nodes (and their hooks) alive
+        self._grad_accs = []  # keeps the accumulator nodes (and their hooks) alive
         self._synchronized = False
         self._should_synchronize = True
         mpi_ops.CONTEXT.runtime()  # NotInitializedError before init()
@@ -167,7 +192,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 raise AssertionError(
                     "khorovod: gradients were computed more than backward_passes_per_step "
                     f"({self.backward_passes_per_step}) times before step(); raise "
-                    "backward_passes_per_step to accumulate gradients locally")
+                    "backward_passes_per_step to accumulate gradients locally"
+                )
             self._delay[p] -= 1
             entry = (None, None, None)
             if self._delay[p] == 0:
@@ -180,6 +206,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 else:
                     entry = self._allreduce_grad_async(p)
             self._handles[p] = entry
+
         return hook
 
     def _scales(self):
@@ -196,25 +223,35 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _allreduce_grad_async(self, p):
         if p.grad is not None and p.grad.is_sparse and not self._sparse_as_dense:
-            handle = sparse.sparse_allreduce_async(p.grad, name=self._names[p], op=self._op,
-                                                   process_set=self._process_set)
+            handle = sparse.sparse_allreduce_async(
+                p.grad, name=self._names[p], op=self._op, process_set=self._process_set
+            )
             return handle, None, None
         prescale, postscale = self._scales()
         sent, ctx = self._compression.compress(self._dense_grad(p))
         # In place on the gradient itself, or on its compressed/dense copy.
-        handle = mpi_ops.allreduce_async_(sent, name=self._names[p], op=self._op,
-                                          prescale_factor=prescale, postscale_factor=postscale,
-                                          process_set=self._process_set)
+        handle = mpi_ops.allreduce_async_(
+            sent,
+            name=self._names[p],
+            op=self._op,
+            prescale_factor=prescale,
+            postscale_factor=postscale,
+            process_set=self._process_set,
+        )
         return handle, ctx, sent
 
     def _submit_group(self, group):
         prescale, postscale = self._scales()
         pairs = [self._compression.compress(self._dense_grad(p)) for p in group]
         sent = [s for s, _ in pairs]
-        handle = mpi_ops.grouped_allreduce_async_(sent, name=self._names[group[0]], op=self._op,
-                                                  prescale_factor=prescale,
-                                                  postscale_factor=postscale,
-                                                  process_set=self._process_set)
+        handle = mpi_ops.grouped_allreduce_async_(
+            sent,
+            name=self._names[group[0]],
+            op=self._op,
+            prescale_factor=prescale,
+            postscale_factor=postscale,
+            process_set=self._process_set,
+        )
         for p in group:
             self._handles.pop(p, None)
         self._handles[group] = (handle, [c for _, c in pairs], sent)
@@ -305,11 +342,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if self._synchronized and not self._handles:
                 # Horovod's warning. Reducing the reduced gradients again
                 # would be wrong for op=Sum; use what synchronize() produced.
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "context after optimizer.synchronize(). This can cause training "
-                              "slowdown. You may want to consider using "
-                              "optimizer.skip_synchronize() context if you use "
-                              "optimizer.synchronize() in your code.", stacklevel=2)
+                warnings.warn(
+                    "optimizer.step() called without optimizer.skip_synchronize() "
+                    "context after optimizer.synchronize(). This can cause training "
+                    "slowdown. You may want to consider using "
+                    "optimizer.skip_synchronize() context if you use "
+                    "optimizer.synchronize() in your code.",
+                    stacklevel=2,
+                )
             else:
                 self.synchronize()
         self._synchronized = False
@@ -321,18 +361,30 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._handles:
             raise AssertionError(
                 "khorovod: optimizer.zero_grad() was called after loss.backward() but before "
-                "optimizer.step() or optimizer.synchronize(); call zero_grad() before backward")
+                "optimizer.step() or optimizer.synchronize(); call zero_grad() before backward"
+            )
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=mpi_ops.Average,
-                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False, process_set=None, batch_size=None):
+def DistributedOptimizer(
+    optimizer,
+    named_parameters=None,
+    compression=Compression.none,
+    backward_passes_per_step=1,
+    op=mpi_ops.Average,
+    gradient_predivide_factor=1.0,
+    num_groups=0,
+    groups=None,
+    sparse_as_dense=False,
+    process_set=None,
+    batch_size=None,
+):
     """Wraps ``optimizer`` so that step() applies gradients averaged over all ranks."""
     if not isinstance(optimizer, torch.optim.Optimizer):
-        raise ValueError("khorovod: DistributedOptimizer expects a torch.optim.Optimizer, "
-                         f"got {type(optimizer).__name__}")
+        raise ValueError(
+            "khorovod: DistributedOptimizer expects a torch.optim.Optimizer, "
+            f"got {type(optimizer).__name__}"
+        )
     if op not in (mpi_ops.Average, mpi_ops.Sum, mpi_ops.Adasum):
         raise ValueError("khorovod: DistributedOptimizer supports op=Average, Sum or Adasum")
     if gradient_predivide_factor != 1.0 and op != mpi_ops.Average:
@@ -342,8 +394,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if int(backward_passes_per_step) < 1:
         raise ValueError("khorovod: backward_passes_per_step must be > 0")
     if num_groups != 0:
-        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
-                      "removed in v0.23.0.", DeprecationWarning)
+        warnings.warn(
+            "Parameter `num_groups` has been replaced by `groups` and will be removed in v0.23.0.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if groups is None:
             groups = num_groups
     _check_groups(groups)
@@ -353,12 +408,24 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         # uses the plain wrapper, and so does this.
         if ps:
             raise NotImplementedError("Adasum does not support non-global process sets yet.")
-        return adasum_optimizer.make(optimizer, named_parameters, compression,
-                                     backward_passes_per_step)
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
-    wrapped = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-                  op, gradient_predivide_factor, groups, sparse_as_dense, batch_size, process_set)
+        return adasum_optimizer.make(
+            optimizer, named_parameters, compression, backward_passes_per_step
+        )
+    cls = type(
+        optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__)
+    )
+    wrapped = cls(
+        optimizer.param_groups,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups,
+        sparse_as_dense,
+        batch_size,
+        process_set,
+    )
     # Keep what opt accumulated so far (horovod starts from empty state).
     wrapped.state = optimizer.state
     return wrapped

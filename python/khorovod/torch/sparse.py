@@ -37,8 +37,9 @@ class SparseHandle:
         indices, values = self._group.wait()
         if self._op == mpi_ops.Average:
             values = values / self._size
-        return torch.sparse_coo_tensor(indices.t(), values, self._like.shape,
-                                       dtype=self._like.dtype)
+        return torch.sparse_coo_tensor(
+            indices.t(), values, self._like.shape, dtype=self._like.dtype
+        )
 
 
 def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=None):
@@ -51,7 +52,10 @@ def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=No
     # allgather concatenates along dimension 0, so indices travel as rows.
     indices = tensor._indices().t().contiguous()
     values = tensor._values().contiguous()
-    group = mpi_ops.GroupHandle([
-        mpi_ops.allgather_async(indices, name=f"{base}.indices", process_set=process_set),
-        mpi_ops.allgather_async(values, name=f"{base}.values", process_set=process_set)])
+    group = mpi_ops.GroupHandle(
+        [
+            mpi_ops.allgather_async(indices, name=f"{base}.indices", process_set=process_set),
+            mpi_ops.allgather_async(values, name=f"{base}.values", process_set=process_set),
+        ]
+    )
     return SparseHandle(group, tensor, op, mpi_ops.process_sets.set_size(ps))

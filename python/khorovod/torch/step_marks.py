@@ -41,8 +41,10 @@ class StepMarks:
                 if marks is not None:
                     marks._depth = max(0, marks._depth - 1)
 
-            self._hooks = [torch.nn.modules.module.register_module_forward_pre_hook(pre),
-                           torch.nn.modules.module.register_module_forward_hook(post)]
+            self._hooks = [
+                torch.nn.modules.module.register_module_forward_pre_hook(pre),
+                torch.nn.modules.module.register_module_forward_hook(post),
+            ]
             weakref.finalize(self, StepMarks._remove, list(self._hooks))
 
     @staticmethod

@@ -22,8 +22,9 @@ from . import autograd_ops, mpi_ops
 class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() < 2:
-            raise ValueError(f"khorovod: SyncBatchNorm expects at least 2D input "
-                             f"(got {input.dim()}D)")
+            raise ValueError(
+                f"khorovod: SyncBatchNorm expects at least 2D input (got {input.dim()}D)"
+            )
 
     def forward(self, input):
         self._check_input_dim(input)
@@ -38,13 +39,12 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
                 self.num_batches_tracked += 1
         channels = input.shape[1]
         dims = [0] + list(range(2, input.dim()))
-        count = torch.tensor([input.numel() // channels], dtype=input.dtype,
-                             device=input.device)
+        count = torch.tensor([input.numel() // channels], dtype=input.dtype, device=input.device)
         local = torch.cat([input.sum(dims), (input * input).sum(dims), count])
         total = autograd_ops.allreduce(local, op=mpi_ops.Sum)
         n = total[2 * channels]
         mean = total[:channels] / n
-        var = (total[channels:2 * channels] / n - mean * mean).clamp_min(0)
+        var = (total[channels : 2 * channels] / n - mean * mean).clamp_min(0)
         if self.track_running_stats and self.running_mean is not None:
             with torch.no_grad():
                 unbiased = var * (n / (n - 1)) if n > 1 else var

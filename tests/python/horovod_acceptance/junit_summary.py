@@ -19,11 +19,18 @@ def main():
         s = ET.parse(path).getroot()
         s = s if s.tag == "testsuite" else s.find("testsuite")
         t, f, e, sk = (int(s.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
-        fails = [c.get("name") for c in s.iter("testcase")
-                 if c.find("failure") is not None or c.find("error") is not None]
-        print(f"rank {r}: passed={t-f-e-sk} failed={f} skipped={sk} errors={e} {' '.join(fails)}")
+        fails = [
+            c.get("name")
+            for c in s.iter("testcase")
+            if c.find("failure") is not None or c.find("error") is not None
+        ]
+        print(
+            f"rank {r}: passed={t - f - e - sk} failed={f} skipped={sk} errors={e} {' '.join(fails)}"
+        )
         if r == 0:
-            summary = f"{name}: ranks={np} passed={t-f-e-sk} failed={f} skipped={sk} errors={e}"
+            summary = (
+                f"{name}: ranks={np} passed={t - f - e - sk} failed={f} skipped={sk} errors={e}"
+            )
     print(summary)
 
 

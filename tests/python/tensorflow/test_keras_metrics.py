@@ -26,9 +26,22 @@ def test_keras_fit_exports_step_series(tmp_path, legacy_keras):
     skip_without_tf_keras(2 if legacy_keras == "1" else 3)
     job_label = f"keras-job-{legacy_keras}"
     checks, job_checks = step_checks(job_label)
-    cmd = [_env("KHOROVODRUN"), "-np", "2", _env("KHOROVOD_TEST_PYTHON"),
-           os.path.join(HERE, "workers", "keras_metrics_fit.py"), str(tmp_path / "stop"), "120"]
-    seen, returncode, out = scrape_job(tmp_path, cmd, job_label, checks, job_checks,
-                                       extra_env={"TF_USE_LEGACY_KERAS": legacy_keras})
+    cmd = [
+        _env("KHOROVODRUN"),
+        "-np",
+        "2",
+        _env("KHOROVOD_TEST_PYTHON"),
+        os.path.join(HERE, "workers", "keras_metrics_fit.py"),
+        str(tmp_path / "stop"),
+        "120",
+    ]
+    seen, returncode, out = scrape_job(
+        tmp_path,
+        cmd,
+        job_label,
+        checks,
+        job_checks,
+        extra_env={"TF_USE_LEGACY_KERAS": legacy_keras},
+    )
     assert_step_series(seen, checks, job_checks, 32.0)
     assert returncode == 0 and out.count(": OK") == 2, out

@@ -34,7 +34,9 @@ def worker(name):
 def horovod_script(tmp_path, name):
     """The Horovod script with only its import line changed."""
     text = open(worker(name)).read()
-    changed = text.replace("import horovod.tensorflow.keras as hvd\n", "import khorovod.tensorflow.keras as hvd\n")
+    changed = text.replace(
+        "import horovod.tensorflow.keras as hvd\n", "import khorovod.tensorflow.keras as hvd\n"
+    )
     assert changed.count("\n") == text.count("\n") and changed != text
     path = tmp_path / name
     path.write_text(changed)
@@ -45,21 +47,33 @@ def horovod_script(tmp_path, name):
 def test_collectives(np):
     job = run_job(worker("tf_collectives.py"), np=np, timeout=240)
     assert job.returncode == 0, job.output
-    assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), job.output
+    assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), (
+        job.output
+    )
 
 
-@pytest.mark.parametrize("np,keras", [(2, 3), (4, 3), (2, 2)], ids=["np2-keras3", "np4-keras3", "np2-keras2"])
+@pytest.mark.parametrize(
+    "np,keras", [(2, 3), (4, 3), (2, 2)], ids=["np2-keras3", "np4-keras3", "np2-keras2"]
+)
 def test_horovod_keras_script(tmp_path, np, keras):
     """Keras 2 is tf-keras through TF_USE_LEGACY_KERAS=1, as legacy code runs."""
     skip_without_tf_keras(keras)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    job = run_job(horovod_script(tmp_path, "keras_horovod_fit.py"), ckpt, np=np, timeout=300,
-                  env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"})
+    job = run_job(
+        horovod_script(tmp_path, "keras_horovod_fit.py"),
+        ckpt,
+        np=np,
+        timeout=300,
+        env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"},
+    )
     assert job.returncode == 0, job.output
     assert job.lines(f"keras {keras}."), job.output
-    losses = [float(m.group(1)) for m in map(re.compile(r"epoch \d loss=(\S+)").search, job.output.splitlines())
-              if m]
+    losses = [
+        float(m.group(1))
+        for m in map(re.compile(r"epoch \d loss=(\S+)").search, job.output.splitlines())
+        if m
+    ]
     assert len(losses) == 4 and losses[-1] < losses[0] / 4, job.output
     assert job.lines("checkpoint restored, optimizer distributed"), job.output
     assert sorted(os.listdir(ckpt)) == [f"checkpoint-{e}.keras" for e in range(1, 5)]
@@ -70,15 +84,32 @@ def _done(job, pattern):
 
 
 def elastic_args(np):
-    return ("--min-np", str(np - 1), "--max-np", str(np), "--elastic-timeout", "60", "--reset-limit", "3")
+    return (
+        "--min-np",
+        str(np - 1),
+        "--max-np",
+        str(np),
+        "--elastic-timeout",
+        "60",
+        "--reset-limit",
+        "3",
+    )
 
 
 @pytest.mark.parametrize("np", [2, 4])
 def test_keras_elastic_worker_killed_mid_fit(tmp_path, np):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    job = run_job(horovod_script(tmp_path, "keras_elastic.py"), 3, 1, np, ckpt, np=np,
-                  launcher_args=elastic_args(np), timeout=300)
+    job = run_job(
+        horovod_script(tmp_path, "keras_elastic.py"),
+        3,
+        1,
+        np,
+        ckpt,
+        np=np,
+        launcher_args=elastic_args(np),
+        timeout=300,
+    )
     assert job.returncode == 0, job.output
     assert job.lines("worker-1: simulating a crash in epoch 1 batch 3"), job.output
     survivors = [l for l in job.lines("re-formed as rank") if f"of {np - 1} at epoch 1" in l]
@@ -94,9 +125,12 @@ def test_peer_killed_during_a_tf_allreduce():
     job = run_job(worker("tf_peer_dies.py"), 30, 10, 3, np=3, launcher_args=ELASTIC, timeout=300)
     assert job.returncode == 0, job.output
     failed = [l for l in job.lines("allreduce of step 10 failed:")]
-    assert len(failed) == 2 and all("khorovod UNAVAILABLE" in l or "khorovod ABORTED" in l for l in failed), \
+    assert len(failed) == 2 and all(
+        "khorovod UNAVAILABLE" in l or "khorovod ABORTED" in l for l in failed
+    ), job.output
+    assert len([l for l in job.lines("re-formed as rank") if "of 2 at step 10" in l]) == 2, (
         job.output
-    assert len([l for l in job.lines("re-formed as rank") if "of 2 at step 10" in l]) == 2, job.output
+    )
     done = _done(job, r"(worker-\d+): done: rank (\d) of 3, step (\d+), probe (\S+)")
     assert sorted(m.group(1) for m in done) == ["worker-0", "worker-2", "worker-3"], job.output
     assert len({(m.group(3), m.group(4)) for m in done}) == 1, job.output
@@ -105,17 +139,31 @@ def test_peer_killed_during_a_tf_allreduce():
 def test_tensorflow_and_torch_in_one_process():
     torch_site = os.environ.get("KHOROVOD_TEST_TORCH_SITE")
     if not torch_site:
-        pytest.skip("no torch to add (KHOROVOD_TEST_TORCH_SITE: run.sh sets it to the pip-install "
-                    "stage's PyPI torch venv when it exists)")
-    job = run_job(worker("tf_and_torch.py"), np=2, timeout=240, env={"KHOROVOD_TEST_TORCH_SITE": torch_site})
+        pytest.skip(
+            "no torch to add (KHOROVOD_TEST_TORCH_SITE: run.sh sets it to the pip-install "
+            "stage's PyPI torch venv when it exists)"
+        )
+    job = run_job(
+        worker("tf_and_torch.py"), np=2, timeout=240, env={"KHOROVOD_TEST_TORCH_SITE": torch_site}
+    )
     assert job.returncode == 0, job.output
-    assert sorted(job.lines(": OK")) == [f"[{r}]<stdout>:rank {r}: OK" for r in range(2)], job.output
+    assert sorted(job.lines(": OK")) == [f"[{r}]<stdout>:rank {r}: OK" for r in range(2)], (
+        job.output
+    )
 
 
-@pytest.mark.parametrize("np,keras", [(2, 3), (3, 3), (2, 2)], ids=["np2-keras3", "np3-keras3", "np2-keras2"])
+@pytest.mark.parametrize(
+    "np,keras", [(2, 3), (3, 3), (2, 2)], ids=["np2-keras3", "np3-keras3", "np2-keras2"]
+)
 def test_sync_batch_normalization(np, keras):
     skip_without_tf_keras(keras)
-    job = run_job(worker("tf_sync_batch_norm.py"), np=np, timeout=240,
-                  env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"})
+    job = run_job(
+        worker("tf_sync_batch_norm.py"),
+        np=np,
+        timeout=240,
+        env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"},
+    )
     assert job.returncode == 0, job.output
-    assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), job.output
+    assert sorted(job.lines(": OK")) == sorted(f"[{r}]<stdout>:rank {r}: OK" for r in range(np)), (
+        job.output
+    )

@@ -10,10 +10,9 @@ over ranks (0,1), (2,3), then the pairs' results, in float64.
 
 import sys
 
+import khorovod.torch as hvd
 import numpy as np
 import torch
-
-import khorovod.torch as hvd
 
 TINY = np.sqrt(np.finfo(np.float64).tiny)
 
@@ -80,10 +79,15 @@ def check_refusals(r, n):
             assert needle in str(e), (needle, str(e))
             return
         raise AssertionError(f"expected {exc.__name__} ({needle})")
-    raises(ValueError, lambda: hvd.allreduce(torch.ones(3, dtype=torch.int32), op=hvd.Adasum),
-           "float16, float32 and float64")
-    raises(NotImplementedError, lambda: hvd.reducescatter(torch.ones(2 * n), op=hvd.Adasum),
-           "Adasum")
+
+    raises(
+        ValueError,
+        lambda: hvd.allreduce(torch.ones(3, dtype=torch.int32), op=hvd.Adasum),
+        "float16, float32 and float64",
+    )
+    raises(
+        NotImplementedError, lambda: hvd.reducescatter(torch.ones(2 * n), op=hvd.Adasum), "Adasum"
+    )
 
 
 def check_optimizer(r, n):
@@ -99,8 +103,11 @@ def check_optimizer(r, n):
 
     lr = 0.1
     net = model()
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=lr),
-                                   named_parameters=net.named_parameters(), op=hvd.Adasum)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(net.parameters(), lr=lr),
+        named_parameters=net.named_parameters(),
+        op=hvd.Adasum,
+    )
     x, y = batch(r)
     opt.zero_grad()
     torch.nn.functional.mse_loss(net(x), y).backward()
@@ -130,8 +137,12 @@ def check_non_power_of_two(r, n):
     raise AssertionError("Adasum at a non-power-of-two size was not refused")
 
 
-CHECKS = {"values": check_values, "refusals": check_refusals, "optimizer": check_optimizer,
-          "non_power_of_two": check_non_power_of_two}
+CHECKS = {
+    "values": check_values,
+    "refusals": check_refusals,
+    "optimizer": check_optimizer,
+    "non_power_of_two": check_non_power_of_two,
+}
 
 if __name__ == "__main__":
     hvd.init()

@@ -10,27 +10,41 @@ import sys
 import tempfile
 import time
 
+import khorovod.torch as hvd
 import torch
 
-import khorovod.torch as hvd
-
-DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-          torch.bfloat16, torch.float32, torch.float64, torch.bool]
+DTYPES = [
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.bool,
+]
 
 
 def rank_value(dtype, r):
-    return torch.full((2, 3), r % 2 == 0, dtype=dtype) if dtype == torch.bool else \
-        torch.full((2, 3), r + 1, dtype=dtype)
+    return (
+        torch.full((2, 3), r % 2 == 0, dtype=dtype)
+        if dtype == torch.bool
+        else torch.full((2, 3), r + 1, dtype=dtype)
+    )
 
 
 def check_dtypes(r, n):
     for dt in DTYPES:
         x = rank_value(dt, r)
         if dt == torch.bool:
-            assert torch.equal(hvd.allreduce(x, op=hvd.Sum, name=f"dt.or.{dt}"),
-                               torch.ones(2, 3, dtype=dt))  # some rank is even
-            assert torch.equal(hvd.allreduce(x, op=hvd.Min, name=f"dt.and.{dt}"),
-                               torch.zeros(2, 3, dtype=dt))  # rank 1 is odd
+            assert torch.equal(
+                hvd.allreduce(x, op=hvd.Sum, name=f"dt.or.{dt}"), torch.ones(2, 3, dtype=dt)
+            )  # some rank is even
+            assert torch.equal(
+                hvd.allreduce(x, op=hvd.Min, name=f"dt.and.{dt}"), torch.zeros(2, 3, dtype=dt)
+            )  # rank 1 is odd
         else:
             total = sum(range(1, n + 1))
             out = hvd.allreduce(x, op=hvd.Sum, name=f"dt.sum.{dt}")
@@ -52,8 +66,9 @@ def check_dtypes(r, n):
 
 def weights(k, shape):
     """A gradient that differs per rank k, known to every rank."""
-    return (torch.arange(torch.Size(shape).numel(), dtype=torch.float64).reshape(shape) + 1) \
-        * (k + 1)
+    return (torch.arange(torch.Size(shape).numel(), dtype=torch.float64).reshape(shape) + 1) * (
+        k + 1
+    )
 
 
 def check_autograd(r, n):
@@ -70,7 +85,7 @@ def check_autograd(r, n):
     y = hvd.allgather(xs, name="ag.gather")
     (y * weights(r, y.shape)).sum().backward()
     total = sum(weights(k, y.shape) for k in range(n)) / n
-    assert torch.allclose(xs.grad, total[r * (r + 1) // 2:r * (r + 1) // 2 + r + 1]), xs.grad
+    assert torch.allclose(xs.grad, total[r * (r + 1) // 2 : r * (r + 1) // 2 + r + 1]), xs.grad
     # broadcast from the last rank.
     xb = torch.ones(2, 2, dtype=torch.float64, requires_grad=True)
     y = hvd.broadcast(xb, root_rank=n - 1, name="ag.bcast")
@@ -82,7 +97,7 @@ def check_autograd(r, n):
     xa = torch.ones(2 * n, 3, dtype=torch.float64, requires_grad=True)
     y, _ = hvd.alltoall(xa, splits=[2] * n, name="ag.a2a")
     (y * weights(r, y.shape)).sum().backward()
-    expect = torch.cat([weights(k, y.shape)[2 * r:2 * r + 2] for k in range(n)])
+    expect = torch.cat([weights(k, y.shape)[2 * r : 2 * r + 2] for k in range(n)])
     assert torch.allclose(xa.grad, expect), xa.grad
     # reducescatter: the gradient of my rows of block k is rank k's weights,
     # times the size for Sum (Horovod's definition; Average's as is).
@@ -103,7 +118,7 @@ def check_autograd(r, n):
     (ga,) = hvd.grouped_allgather([a], name="ag.gag")
     (ga * weights(r, ga.shape)).sum().backward()
     total = sum(weights(k, ga.shape) for k in range(n)) / n
-    assert torch.allclose(a.grad, total[r * (r + 1) // 2:r * (r + 1) // 2 + r + 1])
+    assert torch.allclose(a.grad, total[r * (r + 1) // 2 : r * (r + 1) // 2 + r + 1])
     c = torch.ones(2 * n, dtype=torch.float64, requires_grad=True)
     (gc,) = hvd.grouped_reducescatter([c], op=hvd.Sum, name="ag.grs")
     (gc * weights(r, gc.shape)).sum().backward()
@@ -134,36 +149,52 @@ def expect_raise(kinds, fn, what):
 def check_errors(r, n):
     # Mismatches across ranks raise on every rank (RuntimeError, as
     # Horovod's HorovodInternalError/torch.FatalError), and the job goes on.
-    expect_raise(RuntimeError, lambda: hvd.allreduce(torch.ones(r + 1), name="err.shape"),
-                 "shape mismatch")
+    expect_raise(
+        RuntimeError, lambda: hvd.allreduce(torch.ones(r + 1), name="err.shape"), "shape mismatch"
+    )
     dt = torch.float32 if r == 0 else torch.float64
-    expect_raise(RuntimeError, lambda: hvd.allreduce(torch.ones(2, dtype=dt), name="err.dtype"),
-                 "dtype mismatch")
+    expect_raise(
+        RuntimeError,
+        lambda: hvd.allreduce(torch.ones(2, dtype=dt), name="err.dtype"),
+        "dtype mismatch",
+    )
     op = hvd.Sum if r == 0 else hvd.Max
-    expect_raise(RuntimeError, lambda: hvd.allreduce(torch.ones(2), op=op, name="err.op"),
-                 "op mismatch")
-    expect_raise(RuntimeError, lambda: hvd.broadcast(torch.ones(2), root_rank=r, name="err.root"),
-                 "root mismatch")
-    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="err.after"),
-                       torch.full((2,), float(n)))
+    expect_raise(
+        RuntimeError, lambda: hvd.allreduce(torch.ones(2), op=op, name="err.op"), "op mismatch"
+    )
+    expect_raise(
+        RuntimeError,
+        lambda: hvd.broadcast(torch.ones(2), root_rank=r, name="err.root"),
+        "root mismatch",
+    )
+    assert torch.equal(
+        hvd.allreduce(torch.ones(2), op=hvd.Sum, name="err.after"), torch.full((2,), float(n))
+    )
     # Invalid arguments: ValueError on the calling rank.
-    expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.complex64)),
-                 "complex dtype")
-    expect_raise(ValueError, lambda: hvd.broadcast(torch.ones(2), root_rank=n + 3), "root outside the job")
-    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name=""),  # no name, as Horovod
-                       torch.full((2,), float(n)))
+    expect_raise(
+        ValueError, lambda: hvd.allreduce(torch.ones(2, dtype=torch.complex64)), "complex dtype"
+    )
+    expect_raise(
+        ValueError, lambda: hvd.broadcast(torch.ones(2), root_rank=n + 3), "root outside the job"
+    )
+    assert torch.equal(
+        hvd.allreduce(torch.ones(2), op=hvd.Sum, name=""),  # no name, as Horovod
+        torch.full((2,), float(n)),
+    )
     expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2), op=42), "unknown op")
     if n & (n - 1):  # Horovod's refusal; power-of-two sizes: tests/python/test_adasum.py
-        e = expect_raise(NotImplementedError,
-                         lambda: hvd.allreduce(torch.ones(2), op=hvd.Adasum), "Adasum")
+        e = expect_raise(
+            NotImplementedError, lambda: hvd.allreduce(torch.ones(2), op=hvd.Adasum), "Adasum"
+        )
         assert "non-power of 2" in str(e) and isinstance(e, RuntimeError)
     # A name still in flight: ValueError from the second submission. Each
     # rank submits its duplicate while the op cannot complete (a peer has
     # not submitted yet): rank 0 is late for "dup.a", the others for "dup.b".
     late, early = ("dup.a", "dup.b") if r == 0 else ("dup.b", "dup.a")
     h_early = hvd.allreduce_async(torch.ones(4), name=early)
-    expect_raise(ValueError, lambda: hvd.allreduce_async(torch.ones(4), name=early),
-                 "duplicate name")
+    expect_raise(
+        ValueError, lambda: hvd.allreduce_async(torch.ones(4), name=early), "duplicate name"
+    )
     time.sleep(0.5)
     h_late = hvd.allreduce_async(torch.ones(4), name=late)
     for h in (h_early, h_late):
@@ -177,9 +208,11 @@ def check_join(r, n):
     start = time.monotonic()
     out = hvd.allreduce(torch.ones(3), op=hvd.Sum, name="join.ar")
     assert torch.equal(out, torch.full((3,), float(n - 1))), out  # the joined rank adds zeros
-    for what, call in (("allgather", lambda: hvd.allgather(torch.ones(1), name="join.ag")),
-                       ("broadcast", lambda: hvd.broadcast(torch.ones(1), 1, name="join.bc")),
-                       ("alltoall", lambda: hvd.alltoall(torch.ones(n), name="join.a2a"))):
+    for what, call in (
+        ("allgather", lambda: hvd.allgather(torch.ones(1), name="join.ag")),
+        ("broadcast", lambda: hvd.broadcast(torch.ones(1), 1, name="join.bc")),
+        ("alltoall", lambda: hvd.alltoall(torch.ones(n), name="join.a2a")),
+    ):
         expect_raise(RuntimeError, call, f"{what} while a rank joined")
     assert time.monotonic() - start < 20, "join conflicts must raise, not stall"
     hvd.join()
@@ -188,11 +221,16 @@ def check_join(r, n):
 def check_optimizer_state(r, n):
     optimizers = [
         lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
-        lambda p: torch.optim.Adam(p, lr=0.01), lambda p: torch.optim.AdamW(p, lr=0.01),
-        lambda p: torch.optim.Adagrad(p, lr=0.01), lambda p: torch.optim.Adadelta(p),
-        lambda p: torch.optim.Adamax(p), lambda p: torch.optim.RMSprop(p, lr=0.01),
-        lambda p: torch.optim.ASGD(p), lambda p: torch.optim.Rprop(p),
-        lambda p: torch.optim.NAdam(p), lambda p: torch.optim.RAdam(p),
+        lambda p: torch.optim.Adam(p, lr=0.01),
+        lambda p: torch.optim.AdamW(p, lr=0.01),
+        lambda p: torch.optim.Adagrad(p, lr=0.01),
+        lambda p: torch.optim.Adadelta(p),
+        lambda p: torch.optim.Adamax(p),
+        lambda p: torch.optim.RMSprop(p, lr=0.01),
+        lambda p: torch.optim.ASGD(p),
+        lambda p: torch.optim.Rprop(p),
+        lambda p: torch.optim.NAdam(p),
+        lambda p: torch.optim.RAdam(p),
     ]
     for i, make in enumerate(optimizers):
         torch.manual_seed(1 + r)
@@ -209,8 +247,10 @@ def check_optimizer_state(r, n):
         hvd.broadcast_optimizer_state(opt, root_rank=0)
         root = hvd.broadcast_object(opt.state_dict(), root_rank=0, name=f"opt.sd.{i}")
         mine = opt.state_dict()
-        assert [g["lr"] for g in mine["param_groups"]] == \
-            [g["lr"] for g in root["param_groups"]], (i, mine["param_groups"])
+        assert [g["lr"] for g in mine["param_groups"]] == [g["lr"] for g in root["param_groups"]], (
+            i,
+            mine["param_groups"],
+        )
         assert sorted(mine["state"]) == sorted(root["state"]), i
         for k, slots in root["state"].items():
             for key, v in slots.items():
@@ -242,9 +282,11 @@ def check_distributed_optimizer(r, n):
     # fresh model (the first optimizer's hooks stay on the first one).
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                   named_parameters=model.named_parameters(),
-                                   backward_passes_per_step=2)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        named_parameters=model.named_parameters(),
+        backward_passes_per_step=2,
+    )
     for step in range(2):
         opt.zero_grad()
         for _ in range(2):
@@ -270,9 +312,11 @@ def check_sparse(r, n):
     for as_dense in (False, True):
         torch.manual_seed(3)
         emb = torch.nn.Embedding(10, 3, sparse=True)
-        opt = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=0.5),
-                                       named_parameters=emb.named_parameters(prefix=f"e{as_dense}"),
-                                       sparse_as_dense=as_dense)
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(emb.parameters(), lr=0.5),
+            named_parameters=emb.named_parameters(prefix=f"e{as_dense}"),
+            sparse_as_dense=as_dense,
+        )
         emb(torch.tensor([r, r + 1, 5])).sum().backward()
         opt.step()
         params_agree(emb, f"sp.{as_dense}")
@@ -285,15 +329,15 @@ def check_sync_batch_norm(r, n):
     full = torch.randn(4 * n, 3, 5, dtype=torch.float64)
     ref = torch.nn.BatchNorm1d(3).double()
     sync = hvd.SyncBatchNorm(3).double()
-    mine = full[4 * r:4 * r + 4].clone().requires_grad_()
+    mine = full[4 * r : 4 * r + 4].clone().requires_grad_()
     whole = full.clone().requires_grad_()
     w = torch.randn(4 * n, 3, 5, dtype=torch.float64)
     ref_out = ref(whole)  # one forward: each also updates the running statistics
     (ref_out * w).sum().backward()
     out = sync(mine)
-    (out * w[4 * r:4 * r + 4]).sum().backward()
-    assert torch.allclose(out, ref_out.detach()[4 * r:4 * r + 4], atol=1e-6)
-    assert torch.allclose(mine.grad, whole.grad[4 * r:4 * r + 4], atol=1e-6), "input grad"
+    (out * w[4 * r : 4 * r + 4]).sum().backward()
+    assert torch.allclose(out, ref_out.detach()[4 * r : 4 * r + 4], atol=1e-6)
+    assert torch.allclose(mine.grad, whole.grad[4 * r : 4 * r + 4], atol=1e-6), "input grad"
     assert torch.allclose(sync.running_mean, ref.running_mean, atol=1e-6)
     assert torch.allclose(sync.running_var, ref.running_var, atol=1e-6)
 
@@ -327,6 +371,7 @@ def check_timeline(r):
 
 def check_queries(r, n):
     from khorovod import _build_info
+
     assert hvd.nccl_built() == _build_info.NCCL_BUILT and hvd.gloo_built() and hvd.gloo_enabled()
     # Horovod answers NCCL_VERSION_CODE (an int, >= 2.14's 21400 here) or 0.
     assert type(hvd.nccl_built()) is int
@@ -355,16 +400,27 @@ def check_queries(r, n):
     expect_raise(ValueError, lambda: hvd.add_process_set([0]), "dynamic process sets")
 
 
-CHECKS = {f.__name__[len("check_"):]: f for f in (
-    check_dtypes, check_autograd, check_grouped, check_errors, check_join,
-    check_optimizer_state, check_distributed_optimizer, check_sparse, check_sync_batch_norm,
-    check_queries)}
+CHECKS = {
+    f.__name__[len("check_") :]: f
+    for f in (
+        check_dtypes,
+        check_autograd,
+        check_grouped,
+        check_errors,
+        check_join,
+        check_optimizer_state,
+        check_distributed_optimizer,
+        check_sparse,
+        check_sync_batch_norm,
+        check_queries,
+    )
+}
 
 
 def main():
     hvd.init()
     r, n = hvd.rank(), hvd.size()
-    for name in (sys.argv[1:] or CHECKS):
+    for name in sys.argv[1:] or CHECKS:
         CHECKS[name](r, n)
         print(f"rank {r}: {name} ok", flush=True)
     hvd.shutdown()

@@ -20,12 +20,19 @@ import os
 import random
 import sys
 
+import khorovod.torch as hvd
 import torch
 
-import khorovod.torch as hvd
-
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-          torch.int8, torch.uint8]
+DTYPES = [
+    torch.float32,
+    torch.float64,
+    torch.float16,
+    torch.bfloat16,
+    torch.int32,
+    torch.int64,
+    torch.int8,
+    torch.uint8,
+]
 FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
 EXPECTED_ERRORS = (ValueError, TypeError, RuntimeError, hvd.HorovodInternalError, torch.FatalError)
 # Horovod itself answers a non-tensor with the AttributeError of tensor.new().
@@ -60,8 +67,19 @@ class Call:
     """One drawn collective: its inputs on every rank and whether it is valid."""
 
     def __init__(self, rng, size, index):
-        self.kind = rng.choice(["allreduce", "allreduce_", "grouped_allreduce", "allgather",
-                                "broadcast", "broadcast_", "alltoall", "reducescatter", "not_a_tensor"])
+        self.kind = rng.choice(
+            [
+                "allreduce",
+                "allreduce_",
+                "grouped_allreduce",
+                "allgather",
+                "broadcast",
+                "broadcast_",
+                "alltoall",
+                "reducescatter",
+                "not_a_tensor",
+            ]
+        )
         self.dtype = rng.choice(DTYPES)
         self.shape = draw_shape(rng)
         self.seed = index
@@ -157,9 +175,16 @@ def expected(call, rank, size):
         if scalar:
             return None, None
         ragged_rows = call.mismatch == "shape" and len(call.shape) == 1  # dim 0 may differ
-        if call.split_error or call.mismatch == "dtype" or (call.mismatch == "shape" and not ragged_rows):
+        if (
+            call.split_error
+            or call.mismatch == "dtype"
+            or (call.mismatch == "shape" and not ragged_rows)
+        ):
             return False, None
-        parts = [torch.split(t.double(), splits_for(call, r, size, t.shape[0])) for r, t in enumerate(inputs)]
+        parts = [
+            torch.split(t.double(), splits_for(call, r, size, t.shape[0]))
+            for r, t in enumerate(inputs)
+        ]
         return True, torch.cat([parts[r][rank] for r in range(size)])
     if kind == "reducescatter":
         if scalar or call.op not in (hvd.Sum, hvd.Average):
@@ -188,7 +213,9 @@ def run(call, t, rank, size):
         return hvd.broadcast_(t, call.root_on(rank), **kw)
     if call.kind == "alltoall":
         rows = t.shape[0] if t.dim() else 0
-        out = hvd.alltoall(t, splits=torch.tensor(splits_for(call, rank, size, rows), dtype=torch.int32), **kw)
+        out = hvd.alltoall(
+            t, splits=torch.tensor(splits_for(call, rank, size, rows), dtype=torch.int32), **kw
+        )
         return out[0] if isinstance(out, tuple) else out
     if call.kind == "reducescatter":
         return hvd.reducescatter(t, op=op, **scale, **kw)
@@ -233,22 +260,31 @@ def main():
         valid, reference = expected(call, rank, size)
         t = maybe_noncontiguous(call.input(rank), call.noncontig_rng)
         if VERBOSE:
-            print(f"fuzz: call {i}: {call.kind} {call.dtype} {call.shape} mismatch={call.mismatch} "
-                  f"root={call.root} split_error={call.split_error} name={call.name!r:.20}", flush=True)
+            print(
+                f"fuzz: call {i}: {call.kind} {call.dtype} {call.shape} mismatch={call.mismatch} "
+                f"root={call.root} split_error={call.split_error} name={call.name!r:.20}",
+                flush=True,
+            )
         try:
             result = run(call, t, rank, size)
-        except EXPECTED_ERRORS + ((AttributeError,) if call.kind == "not_a_tensor" else ()) as e:
+        except EXPECTED_ERRORS + ((AttributeError,) if call.kind == "not_a_tensor" else ()) as e:  # noqa: B030
             if valid:
-                sys.exit(f"fuzz: call {i} ({call.kind} {call.dtype} {call.shape} {call.mismatch}) "
-                         f"should work but raised {type(e).__name__}: {e}")
+                sys.exit(
+                    f"fuzz: call {i} ({call.kind} {call.dtype} {call.shape} {call.mismatch}) "
+                    f"should work but raised {type(e).__name__}: {e}"
+                )
             refused += 1
             continue
         if valid is False:
-            sys.exit(f"fuzz: call {i} ({call.kind} {call.dtype} {call.shape} mismatch={call.mismatch} "
-                     f"root={call.root}) should have raised")
+            sys.exit(
+                f"fuzz: call {i} ({call.kind} {call.dtype} {call.shape} mismatch={call.mismatch} "
+                f"root={call.root}) should have raised"
+            )
         if reference is not None and not close(result, reference, call.dtype):
-            sys.exit(f"fuzz: call {i} ({call.kind} {call.dtype} {call.shape}) wrong result: "
-                     f"{result.flatten()[:8]} vs {reference.flatten()[:8]}")
+            sys.exit(
+                f"fuzz: call {i} ({call.kind} {call.dtype} {call.shape}) wrong result: "
+                f"{result.flatten()[:8]} vs {reference.flatten()[:8]}"
+            )
     hvd.barrier()
     print(f"fuzz: rank {rank}: {iterations} calls, {refused} refused: OK", flush=True)
 

@@ -3,15 +3,15 @@ different weights and optimizer states (only rank 0 has stepped, so only it
 has Adam's moment buffers, and its lr differs); afterwards every rank must
 hold rank 0's exactly. Also checks broadcast_object and allgather_object."""
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def flat_state(opt):
     sd = opt.state_dict()
-    tensors = [v for slot in sd["state"].values() for v in slot.values()
-               if isinstance(v, torch.Tensor)]
+    tensors = [
+        v for slot in sd["state"].values() for v in slot.values() if isinstance(v, torch.Tensor)
+    ]
     return sd["param_groups"][0]["lr"], tensors
 
 
@@ -35,7 +35,9 @@ def main():
     everyone = hvd.allgather_object((mine, lr, slots))
     root = everyone[0]
     assert lr == 0.01, f"rank {rank}: lr {lr}, expected root's 0.01"
-    assert len(slots) == 2 * 4 + 4, f"rank {rank}: expected Adam state for 4 params, got {len(slots)}"
+    assert len(slots) == 2 * 4 + 4, (
+        f"rank {rank}: expected Adam state for 4 params, got {len(slots)}"
+    )
     for r, (params, r_lr, r_slots) in enumerate(everyone):
         assert all(torch.equal(a, b) for a, b in zip(params, root[0])), f"rank {r} params differ"
         assert r_lr == root[1]

@@ -4,9 +4,8 @@ message. Prints 'rank R: OK' at the end."""
 
 import os
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def main():
@@ -15,7 +14,9 @@ def main():
     assert hvd.is_initialized() and 0 <= r < n and hvd.local_rank() == r and hvd.local_size() == n
     assert hvd.cross_rank() == 0
     # The runtime's background thread is named (top -H, perf, gdb).
-    threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    threads = [
+        open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")
+    ]
     assert "khorovod-bg" in threads, threads
 
     x = torch.full((3, 2), float(r + 1))
@@ -23,8 +24,10 @@ def main():
     assert torch.allclose(hvd.allreduce(x, name="avg"), torch.full((3, 2), expected_sum / n))
     assert torch.equal(hvd.allreduce(x, name="sum", op=hvd.Sum), torch.full((3, 2), expected_sum))
     assert torch.equal(hvd.allreduce(x, name="max", op=hvd.Max), torch.full((3, 2), float(n)))
-    assert torch.equal(hvd.allreduce(x, name="scaled", op=hvd.Sum, prescale_factor=2.0,
-                                     postscale_factor=0.5), torch.full((3, 2), expected_sum))
+    assert torch.equal(
+        hvd.allreduce(x, name="scaled", op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5),
+        torch.full((3, 2), expected_sum),
+    )
     assert torch.equal(x, torch.full((3, 2), float(r + 1))), "out-of-place must not modify input"
     y = torch.full((4,), float(r), dtype=torch.float64)
     assert hvd.allreduce_(y, name="inplace", op=hvd.Sum) is y
@@ -41,11 +44,13 @@ def main():
     out = hvd.synchronize(h)
     assert hvd.poll(h) and torch.equal(out, torch.full((1000,), float(sum(range(n)))))
 
-    g = hvd.grouped_allreduce([torch.ones(2) * r, torch.ones(3, dtype=torch.int32) * r],
-                              name="group", op=hvd.Sum)
+    g = hvd.grouped_allreduce(
+        [torch.ones(2) * r, torch.ones(3, dtype=torch.int32) * r], name="group", op=hvd.Sum
+    )
     assert torch.equal(g[0], torch.full((2,), float(sum(range(n)))))
-    assert g[1].dtype == torch.int32 and torch.equal(g[1], torch.full((3,), sum(range(n)),
-                                                                     dtype=torch.int32))
+    assert g[1].dtype == torch.int32 and torch.equal(
+        g[1], torch.full((3,), sum(range(n)), dtype=torch.int32)
+    )
 
     # allgather with a different first dimension on every rank.
     gathered = hvd.allgather(torch.full((r + 1, 2), r, dtype=torch.int64), name="gather")

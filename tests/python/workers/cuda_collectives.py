@@ -2,9 +2,8 @@
 input's device, values each rank can check. Run only where
 torch.cuda.is_available(). Prints 'rank R: OK' at the end."""
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def main():
@@ -19,8 +18,9 @@ def main():
     assert out.device == dev and torch.equal(out, torch.full_like(x, 2 * total))
     y = torch.full((3, 5), float(r + 1), device=dev)
     assert hvd.allreduce_(y, name="avg") is y and torch.allclose(y, torch.full_like(y, total / n))
-    g = hvd.grouped_allreduce([torch.ones(2, device=dev) * r, torch.ones(70000, device=dev)],
-                              name="group", op=hvd.Sum)
+    g = hvd.grouped_allreduce(
+        [torch.ones(2, device=dev) * r, torch.ones(70000, device=dev)], name="group", op=hvd.Sum
+    )
     assert torch.equal(g[0].cpu(), torch.full((2,), float(sum(range(n)))))
     assert torch.equal(g[1].cpu(), torch.full((70000,), float(n)))
 

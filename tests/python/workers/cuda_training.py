@@ -4,9 +4,8 @@ DistributedOptimizer averaging gradients of device tensors, and a check
 that every rank ends with bit-identical parameters and a lower loss.
 Run only where torch.cuda.is_available(). Prints 'rank R: OK' at the end."""
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def batch(gen, dev):
@@ -20,7 +19,9 @@ def main():
     r, n = hvd.rank(), hvd.size()
     dev = torch.device("cuda", int(torch.cuda.current_device()) if n == 1 else 0)
     torch.manual_seed(100 + r)  # different initial weights everywhere: the broadcast must fix that
-    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).to(dev)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)
+    ).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(opt, root_rank=0)

@@ -9,9 +9,8 @@ exit 0 (a heap corruption shows as a signal at exit or in a later case).
 
 import gc
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 from khorovod._context import CONTEXT
 
 DIMS = [17] * 3
@@ -90,21 +89,25 @@ def shutdown_with_work_in_flight(rank):
             hvd.synchronize(kept)
             raise AssertionError("an op that never ran completed")
         except RuntimeError as e:
-            print(f"rank 0: in-flight op after shutdown raised {type(e).__name__}: {e}",
-                  flush=True)
+            print(f"rank 0: in-flight op after shutdown raised {type(e).__name__}: {e}", flush=True)
 
 
 CASES = {
     "allreduce_duplicate": lambda: horovod_duplicate_name(
-        lambda t, n: hvd.allreduce_async(t, name=n)),
+        lambda t, n: hvd.allreduce_async(t, name=n)
+    ),
     "allreduce_inplace_duplicate": lambda: horovod_duplicate_name(
-        lambda t, n: hvd.allreduce_async_(t, name=n)),
+        lambda t, n: hvd.allreduce_async_(t, name=n)
+    ),
     "allgather_duplicate": lambda: horovod_duplicate_name(
-        lambda t, n: hvd.allgather_async(t, name=n)),
+        lambda t, n: hvd.allgather_async(t, name=n)
+    ),
     "broadcast_duplicate": lambda: horovod_duplicate_name(
-        lambda t, n: hvd.broadcast_async(t, name=n, root_rank=0)),
+        lambda t, n: hvd.broadcast_async(t, name=n, root_rank=0)
+    ),
     "reducescatter_duplicate": lambda: horovod_duplicate_name(
-        lambda t, n: hvd.reducescatter_async(t, name=n)),
+        lambda t, n: hvd.reducescatter_async(t, name=n)
+    ),
     "dropped_output": dropped_output_is_not_written_into_reused_memory,
     "many_dropped": many_dropped_handles,
 }

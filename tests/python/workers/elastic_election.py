@@ -6,11 +6,11 @@ workers resume from a checkpoint. Usage: elastic_election.py MODE CKPT_PATH
   MODE=write: every rank trains 5 steps with checkpoint_to(path, every=2).
   MODE=resume: fresh ranks with different values sync from the checkpoint.
 """
+
 import sys
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def main():

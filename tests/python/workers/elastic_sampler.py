@@ -20,9 +20,8 @@ import os
 import sys
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 SAMPLES, BATCH, FREEZE_AT = 240, 4, 4
 
@@ -33,21 +32,31 @@ def main():
     hvd.init()
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
-                                   named_parameters=model.named_parameters())
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.01), named_parameters=model.named_parameters()
+    )
     features = torch.randn(SAMPLES, 3, generator=torch.Generator().manual_seed(1))
     sampler = hvd.elastic.ElasticSampler(list(range(SAMPLES)), shuffle=True, seed=7)
-    state = hvd.elastic.TorchState(model=model, optimizer=opt, train_sampler=sampler,
-                                   epoch=0, batches=0, counts=torch.zeros(SAMPLES),
-                                   sizes=[])
+    state = hvd.elastic.TorchState(
+        model=model,
+        optimizer=opt,
+        train_sampler=sampler,
+        epoch=0,
+        batches=0,
+        counts=torch.zeros(SAMPLES),
+        sizes=[],
+    )
 
     @hvd.elastic.run
     def train(state):
-        print(f"{me}: training as rank {hvd.rank()} of {hvd.size()} from sample "
-              f"{state.train_sampler.processed_num}", flush=True)
+        print(
+            f"{me}: training as rank {hvd.rank()} of {hvd.size()} from sample "
+            f"{state.train_sampler.processed_num}",
+            flush=True,
+        )
         indices = list(state.train_sampler)
         for batch_idx in range(0, -(-len(indices) // BATCH)):
-            batch = torch.tensor(indices[batch_idx * BATCH:(batch_idx + 1) * BATCH])
+            batch = torch.tensor(indices[batch_idx * BATCH : (batch_idx + 1) * BATCH])
             opt.zero_grad()
             model(features[batch]).pow(2).mean().backward()
             opt.step()
@@ -65,9 +74,12 @@ def main():
 
     train(state)
     counts = state.counts
-    print(f"{me}: epoch done: rank {hvd.rank()} of {hvd.size()}, batches {state.batches}, "
-          f"sizes {sorted(set(state.sizes))}, min {int(counts.min())}, max {int(counts.max())}, "
-          f"total {int(counts.sum())}", flush=True)
+    print(
+        f"{me}: epoch done: rank {hvd.rank()} of {hvd.size()}, batches {state.batches}, "
+        f"sizes {sorted(set(state.sizes))}, min {int(counts.min())}, max {int(counts.max())}, "
+        f"total {int(counts.sum())}",
+        flush=True,
+    )
     hvd.shutdown()
 
 

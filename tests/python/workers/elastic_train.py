@@ -21,9 +21,8 @@ import signal
 import sys
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 LR = 0.125  # exact in binary, so -LR * steps is exact in float32
 
@@ -37,16 +36,19 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     probe = torch.nn.Parameter(torch.zeros(4))
     params = list(model.named_parameters()) + [("probe", probe)]
-    opt = hvd.DistributedOptimizer(torch.optim.SGD([p for _, p in params], lr=LR),
-                                   named_parameters=params)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD([p for _, p in params], lr=LR), named_parameters=params
+    )
     data = torch.randn(512, 8, generator=torch.Generator().manual_seed(5))
     labels = (data[:, 0] > 0).long()
     state = hvd.elastic.TorchState(model=model, optimizer=opt, step=0, resets=0)
 
     def on_reset():
         state.resets += 1
-        print(f"{me}: re-formed as rank {hvd.rank()} of {hvd.size()} at step {state.step}",
-              flush=True)
+        print(
+            f"{me}: re-formed as rank {hvd.rank()} of {hvd.size()} at step {state.step}", flush=True
+        )
+
     state.register_reset_callbacks([on_reset])
 
     saved_probe = {"value": probe.detach().clone()}
@@ -67,6 +69,7 @@ def main():
         orig_sync()
         hvd.broadcast_(probe.data, root_rank=0, name="probe")
         saved_probe["value"] = probe.detach().clone()
+
     state.save, state.restore, state.sync = save, restore, sync
 
     sets = {}
@@ -89,8 +92,9 @@ def main():
         loss = torch.tensor(float("nan"))  # no step left to run after a late re-formation
         while state.step < steps or hvd.size() < full_size:
             if state.step >= max_steps:
-                raise RuntimeError(f"the world did not grow back to {full_size} workers "
-                                   f"within {max_steps} steps")
+                raise RuntimeError(
+                    f"the world did not grow back to {full_size} workers within {max_steps} steps"
+                )
             ran["steps"] += 1  # started: a step cut short and run again counts twice
             if sigterm and state.step + 1 == fail_at and me == "worker-1":
                 # At the start of the step, with compute still to do: a worker
@@ -101,7 +105,9 @@ def main():
             r, n = hvd.rank(), hvd.size()
             lo = ((state.step * n + r) * 16) % 512
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(data[lo:lo + 16]), labels[lo:lo + 16])
+            loss = torch.nn.functional.cross_entropy(
+                model(data[lo : lo + 16]), labels[lo : lo + 16]
+            )
             (loss + probe.sum()).backward()
             opt.step()
             state.step += 1
@@ -117,8 +123,11 @@ def main():
     checksum = sum(p.double().sum().item() for p in model.parameters())
     sums = hvd.allgather_object(checksum)
     assert all(s == sums[0] for s in sums), f"ranks disagree: {sums}"
-    print(f"{me}: done: rank {hvd.rank()} of {hvd.size()}, step {state.step}, "
-          f"resets {state.resets}, ran {ran['steps']}, loss {loss:.4f}, checksum {checksum:.6f}", flush=True)
+    print(
+        f"{me}: done: rank {hvd.rank()} of {hvd.size()}, step {state.step}, "
+        f"resets {state.resets}, ran {ran['steps']}, loss {loss:.4f}, checksum {checksum:.6f}",
+        flush=True,
+    )
     hvd.shutdown()
 
 

@@ -10,9 +10,8 @@ import signal
 import sys
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def main():

@@ -7,16 +7,16 @@ import os
 import sys
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 stop_file, limit_s = sys.argv[1], float(sys.argv[2])
 hvd.init()
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01),
-                               named_parameters=model.named_parameters())
+opt = hvd.DistributedOptimizer(
+    torch.optim.SGD(model.parameters(), lr=0.01), named_parameters=model.named_parameters()
+)
 hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 deadline = time.monotonic() + limit_s
 step = 0

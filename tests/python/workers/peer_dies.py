@@ -5,10 +5,9 @@ message, not hang, and a recovery attempt must be refused clearly."""
 import os
 import signal
 
-import torch
-
 import khorovod
 import khorovod.torch as hvd
+import torch
 
 
 def main():
@@ -40,6 +39,7 @@ def main():
 
         def sync(self):
             hvd.allreduce(torch.ones(1), name="sync")
+
     try:
         train(Dummy())
         raise AssertionError("elastic.run recovered in a static job")

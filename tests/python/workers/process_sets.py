@@ -16,9 +16,8 @@ Prints 'rank R: <check> ok' per check and 'rank R: OK' last."""
 import os
 import sys
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def expect_raise(exc, fn, needle):
@@ -45,19 +44,23 @@ def check_collectives(ps, r, tag):
     assert size == k
     if r not in members:
         assert not ps.included() and ps.rank() == -1
-        expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(2), process_set=ps,
-                                                       name=f"{tag}.outsider"),
-                     "not a member of process set")
+        expect_raise(
+            ValueError,
+            lambda: hvd.allreduce(torch.ones(2), process_set=ps, name=f"{tag}.outsider"),
+            "not a member of process set",
+        )
         expect_raise(ValueError, lambda: hvd.barrier(process_set=ps), "not a member")
         return
     me = members.index(r)
     assert ps.included() and ps.rank() == me
     x = torch.full((2, 3), float(r + 1))
     total = float(sum(m + 1 for m in members))
-    assert torch.equal(hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=f"{tag}.sum"),
-                       torch.full((2, 3), total))
-    assert torch.allclose(hvd.allreduce(x, process_set=ps, name=f"{tag}.avg"),
-                          torch.full((2, 3), total / k))
+    assert torch.equal(
+        hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=f"{tag}.sum"), torch.full((2, 3), total)
+    )
+    assert torch.allclose(
+        hvd.allreduce(x, process_set=ps, name=f"{tag}.avg"), torch.full((2, 3), total / k)
+    )
     y = x.clone()
     hvd.allreduce_(y, op=hvd.Sum, process_set=ps, name=f"{tag}.inplace")
     assert torch.equal(y, torch.full((2, 3), total))
@@ -68,27 +71,37 @@ def check_collectives(ps, r, tag):
     # allgather in member order; rank m contributes m+1 rows.
     g = hvd.allgather(torch.full((r + 1, 2), float(r)), process_set=ps, name=f"{tag}.gather")
     assert torch.equal(g, torch.cat([torch.full((m + 1, 2), float(m)) for m in members])), g
-    gg = hvd.synchronize(hvd.grouped_allgather_async([torch.full((1,), float(r))] * 2,
-                                                     process_set=ps, name=f"{tag}.ggather"))
+    gg = hvd.synchronize(
+        hvd.grouped_allgather_async(
+            [torch.full((1,), float(r))] * 2, process_set=ps, name=f"{tag}.ggather"
+        )
+    )
     assert torch.equal(gg[0], torch.tensor([float(m) for m in members]))
     # broadcast: root_rank is a global rank.
-    b = hvd.broadcast(torch.full((3,), float(r)), root_rank=members[-1], process_set=ps,
-                      name=f"{tag}.bcast")
+    b = hvd.broadcast(
+        torch.full((3,), float(r)), root_rank=members[-1], process_set=ps, name=f"{tag}.bcast"
+    )
     assert torch.equal(b, torch.full((3,), float(members[-1])))
     outsiders = [q for q in range(hvd.size()) if q not in members]
     if outsiders:
-        expect_raise(ValueError, lambda: hvd.broadcast(torch.ones(1), root_rank=outsiders[0],
-                                                       process_set=ps, name=f"{tag}.badroot"),
-                     "not a member")
+        expect_raise(
+            ValueError,
+            lambda: hvd.broadcast(
+                torch.ones(1), root_rank=outsiders[0], process_set=ps, name=f"{tag}.badroot"
+            ),
+            "not a member",
+        )
     # alltoall: one row to each member, holding the sender's rank.
     a = hvd.alltoall(torch.full((k, 1), float(r)), process_set=ps, name=f"{tag}.a2a")
     assert torch.equal(a, torch.tensor([[float(m)] for m in members])), a
     # reducescatter: k rows of (r+1); this member gets row `me` of the sum.
-    rs = hvd.reducescatter(torch.full((k, 2), float(r + 1)), op=hvd.Sum, process_set=ps,
-                           name=f"{tag}.rs")
+    rs = hvd.reducescatter(
+        torch.full((k, 2), float(r + 1)), op=hvd.Sum, process_set=ps, name=f"{tag}.rs"
+    )
     assert torch.equal(rs, torch.full((1, 2), total)), rs
-    grs = hvd.grouped_reducescatter([torch.full((k, 2), 1.0)], op=hvd.Average, process_set=ps,
-                                    name=f"{tag}.grs")
+    grs = hvd.grouped_reducescatter(
+        [torch.full((k, 2), 1.0)], op=hvd.Average, process_set=ps, name=f"{tag}.grs"
+    )
     assert torch.equal(grs[0], torch.ones(1, 2))
     # autograd: the gradient of an in-set Sum allreduce is the in-set sum.
     w = torch.ones(2, requires_grad=True)
@@ -120,11 +133,14 @@ def check_dynamic(r, n):
     for name, ranks in member_sets(n).items():
         ps = hvd.add_process_set(ranks)
         check_collectives(ps, r, f"dynamic.{name}")
-        expect_raise(ValueError, lambda: hvd.add_process_set(list(ranks)), "already registered")
+        expect_raise(
+            ValueError, lambda ranks=ranks: hvd.add_process_set(list(ranks)), "already registered"
+        )
         assert hvd.remove_process_set(ps) is True
         assert ps.process_set_id is None and ps.size() is None
-        expect_raise(ValueError, lambda: hvd.allreduce(torch.ones(1), process_set=ps),
-                     "not registered")
+        expect_raise(
+            ValueError, lambda ps=ps: hvd.allreduce(torch.ones(1), process_set=ps), "not registered"
+        )
     assert hvd.remove_process_set(hvd.global_process_set) is False
     expect_raise(ValueError, lambda: hvd.add_process_set([0, n]), "must be distinct, ascending")
     # Registration is collective and checked: ranks asking for different
@@ -142,19 +158,25 @@ def check_mismatch(r, n):
         # set: rank 0 waits for a member that holds the global 'clash', and
         # the global 'clash' waits for rank 0.
         ps = pair if r == 0 else None
-        e = expect_raise(RuntimeError, lambda: hvd.allreduce(torch.ones(2), name="clash",
-                                                             process_set=ps),
-                         "different process sets")
+        e = expect_raise(
+            RuntimeError,
+            lambda: hvd.allreduce(torch.ones(2), name="clash", process_set=ps),
+            "different process sets",
+        )
         assert getattr(e, "code", "") == "MISMATCH", e
         if pair.included():
             shape = (2,) if r == 0 else (3,)
-            expect_raise(RuntimeError, lambda: hvd.allreduce(torch.ones(shape), name="bad.shape",
-                                                             process_set=pair), "mismatched shape")
+            expect_raise(
+                RuntimeError,
+                lambda: hvd.allreduce(torch.ones(shape), name="bad.shape", process_set=pair),
+                "mismatched shape",
+            )
     e = expect_raise(RuntimeError, lambda: hvd.add_process_set([r]), "mismatched process set ranks")
     assert getattr(e, "code", "") == "MISMATCH", e
     # Everything still works afterwards.
-    assert torch.equal(hvd.allreduce(torch.ones(1), op=hvd.Sum, name="after"),
-                       torch.full((1,), float(n)))
+    assert torch.equal(
+        hvd.allreduce(torch.ones(1), op=hvd.Sum, name="after"), torch.full((1,), float(n))
+    )
 
 
 def check_optimizer(r, n):
@@ -171,8 +193,9 @@ def check_optimizer(r, n):
     hvd.broadcast_parameters(model.state_dict(), root_rank=members[-1], process_set=group)
     torch.manual_seed(members[-1])
     assert torch.equal(model.weight, torch.nn.Linear(3, 1, bias=False).weight)
-    dopt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters(),
-                                    process_set=group)
+    dopt = hvd.DistributedOptimizer(
+        opt, named_parameters=model.named_parameters(), process_set=group
+    )
     before = model.weight.detach().clone()
     model(torch.full((1, 3), float(r + 1))).sum().backward()
     dopt.step()
@@ -182,8 +205,12 @@ def check_optimizer(r, n):
     hvd.barrier()
 
 
-CHECKS = {"static": check_static, "dynamic": check_dynamic, "mismatch": check_mismatch,
-          "optimizer": check_optimizer}
+CHECKS = {
+    "static": check_static,
+    "dynamic": check_dynamic,
+    "mismatch": check_mismatch,
+    "optimizer": check_optimizer,
+}
 
 
 def main():

@@ -3,8 +3,8 @@
 # the import line for ``import khorovod.torch as hvd`` and runs it.
 # One adaptation for CPU-only machines: the device is chosen with
 # torch.cuda.is_available() instead of calling .cuda() unconditionally.
-import torch
 import horovod.torch as hvd
+import torch
 
 # 1. Initialize Horovod
 hvd.init()
@@ -37,7 +37,8 @@ data = torch.randn(1000, 784)
 labels = torch.randint(0, 10, (1000,))
 dataset = torch.utils.data.TensorDataset(data, labels)
 sampler = torch.utils.data.distributed.DistributedSampler(
-    dataset, num_replicas=hvd.size(), rank=hvd.rank())
+    dataset, num_replicas=hvd.size(), rank=hvd.rank()
+)
 data_loader = torch.utils.data.DataLoader(dataset, batch_size=32, sampler=sampler)
 
 model.train()

@@ -7,9 +7,8 @@ HorovodInternalError on every rank (so hvd.elastic.run would recover)."""
 import sys
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 
 def main():

@@ -13,9 +13,8 @@ step is neither lost nor counted twice.
 import os
 import time
 
-import torch
-
 import khorovod.torch as hvd
+import torch
 
 STEPS, STALL_AT, BUSY_SECONDS = 6, 3, 8
 
@@ -27,8 +26,12 @@ def main():
 
     def on_reset():
         state.resets += 1
-        print(f"{me}: caught by elastic.run: reset {state.resets} after HorovodInternalError, "
-              f"back at step {state.step}", flush=True)
+        print(
+            f"{me}: caught by elastic.run: reset {state.resets} after HorovodInternalError, "
+            f"back at step {state.step}",
+            flush=True,
+        )
+
     state.register_reset_callbacks([on_reset])
 
     @hvd.elastic.run

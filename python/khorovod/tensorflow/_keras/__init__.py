@@ -43,9 +43,14 @@ def _reduce(self, grads, variables):
     local = [v is not None and _var_key(v) in local_vars for v in variables]
     global_idx = [i for i, is_local in enumerate(local) if not is_local]
     settings = self._khorovod_settings
-    reduced = reduce_gradients([grads[i] for i in global_idx], settings["compression"],
-                               settings["sparse_as_dense"], settings["op"],
-                               settings["gradient_predivide_factor"], settings["process_set"])
+    reduced = reduce_gradients(
+        [grads[i] for i in global_idx],
+        settings["compression"],
+        settings["sparse_as_dense"],
+        settings["op"],
+        settings["gradient_predivide_factor"],
+        settings["process_set"],
+    )
     for i, g in zip(global_idx, reduced):
         grads[i] = g
     if settings["scale_local_gradients"] and any(local):
@@ -64,27 +69,47 @@ def _register_local_var(self, var):
 
 
 def _apply_keras3(self, grads, trainable_variables=None):
-    variables = trainable_variables if trainable_variables is not None else self._trainable_variables
-    result = super(self._khorovod_class, self).apply(_reduce(self, grads, variables), trainable_variables)
+    variables = (
+        trainable_variables if trainable_variables is not None else self._trainable_variables
+    )
+    result = super(self._khorovod_class, self).apply(
+        _reduce(self, grads, variables), trainable_variables
+    )
     step_marks.end_step(self._khorovod_batch_size)
     return result
 
 
-def create_distributed_optimizer(keras, optimizer, name, compression, sparse_as_dense,
-                                 gradient_predivide_factor, op, backward_passes_per_step,
-                                 average_aggregated_gradients, process_set, scale_local_gradients,
-                                 batch_size=None):
+def create_distributed_optimizer(
+    keras,
+    optimizer,
+    name,
+    compression,
+    sparse_as_dense,
+    gradient_predivide_factor,
+    op,
+    backward_passes_per_step,
+    average_aggregated_gradients,
+    process_set,
+    scale_local_gradients,
+    batch_size=None,
+):
     check_predivide(op, gradient_predivide_factor)
     major = keras_major(keras)
     if backward_passes_per_step != 1 and major >= 3:
         raise NotImplementedError(
             "khorovod: backward_passes_per_step > 1 needs Keras 2 (tf-keras); with Keras 3 pass "
-            "gradient_accumulation_steps to the optimizer itself")
+            "gradient_accumulation_steps to the optimizer itself"
+        )
     base = optimizer.__class__
     attrs = {
-        "_khorovod_settings": dict(compression=compression, sparse_as_dense=sparse_as_dense, op=op,
-                                   gradient_predivide_factor=gradient_predivide_factor,
-                                   process_set=process_set, scale_local_gradients=scale_local_gradients),
+        "_khorovod_settings": dict(
+            compression=compression,
+            sparse_as_dense=sparse_as_dense,
+            op=op,
+            gradient_predivide_factor=gradient_predivide_factor,
+            process_set=process_set,
+            scale_local_gradients=scale_local_gradients,
+        ),
         "_khorovod_batch_size": batch_size,
         "register_local_var": _register_local_var,
         "__module__": base.__module__,
@@ -92,8 +117,11 @@ def create_distributed_optimizer(keras, optimizer, name, compression, sparse_as_
     if major >= 3:
         attrs["apply"] = _apply_keras3
     else:
-        attrs.update(keras2.optimizer_attrs(_reduce, backward_passes_per_step, sparse_as_dense,
-                                            average_aggregated_gradients))
+        attrs.update(
+            keras2.optimizer_attrs(
+                _reduce, backward_passes_per_step, sparse_as_dense, average_aggregated_gradients
+            )
+        )
     cls = type(base.__name__, (base,), attrs)
     cls._khorovod_class = cls
     config = optimizer.get_config()
@@ -122,10 +150,13 @@ class OptimizerLoader:
 def load_model(keras, wrap_optimizer, filepath, custom_optimizers, custom_objects):
     """keras.models.load_model with every Keras optimizer class (and
     ``custom_optimizers``) wrapped by ``wrap_optimizer``."""
-    optimizer_classes = [getattr(keras.optimizers, n) for n in dir(keras.optimizers)
-                         if isinstance(getattr(keras.optimizers, n), type)
-                         and issubclass(getattr(keras.optimizers, n), keras.optimizers.Optimizer)
-                         and getattr(keras.optimizers, n) is not keras.optimizers.Optimizer]
+    optimizer_classes = [
+        getattr(keras.optimizers, n)
+        for n in dir(keras.optimizers)
+        if isinstance(getattr(keras.optimizers, n), type)
+        and issubclass(getattr(keras.optimizers, n), keras.optimizers.Optimizer)
+        and getattr(keras.optimizers, n) is not keras.optimizers.Optimizer
+    ]
     optimizer_classes += list(custom_optimizers or [])
     objects = {cls.__name__: wrap_optimizer(cls) for cls in optimizer_classes}
     if custom_objects is not None:

@@ -22,8 +22,7 @@ Thread-safety: callbacks run on the training thread.
 import numpy as np
 import tensorflow as tf
 
-from .. import collectives, functions
-from .. import mpi_ops
+from .. import collectives, functions, mpi_ops
 from ..util import _var_key
 
 
@@ -67,7 +66,9 @@ class BroadcastGlobalVariablesCallbackImpl:
         model_vars = [v for v in self.model.variables if _var_key(v) not in self._local_vars]
         functions.broadcast_variables(model_vars, root_rank=self.root_rank)
         if self.model.optimizer is not None:
-            functions.broadcast_variables(optimizer_variables(self.model.optimizer), root_rank=self.root_rank)
+            functions.broadcast_variables(
+                optimizer_variables(self.model.optimizer), root_rank=self.root_rank
+            )
         self.broadcast_done = True
 
 
@@ -82,14 +83,25 @@ class MetricAverageCallbackImpl:
         for metric in sorted(logs):
             value = logs[metric]
             if isinstance(value, (int, float, np.floating, np.integer)) or hasattr(value, "numpy"):
-                averaged = collectives.allreduce(tf.constant(_get(value), dtype=tf.float64),
-                                                 name=f"MetricAverageCallback.{metric}", op=mpi_ops.Average)
+                averaged = collectives.allreduce(
+                    tf.constant(_get(value), dtype=tf.float64),
+                    name=f"MetricAverageCallback.{metric}",
+                    op=mpi_ops.Average,
+                )
                 logs[metric] = float(averaged.numpy())
 
 
 class LearningRateScheduleCallbackImpl:
-    def __init__(self, initial_lr, multiplier, start_epoch=0, end_epoch=None, staircase=True,
-                 momentum_correction=True, steps_per_epoch=None):
+    def __init__(
+        self,
+        initial_lr,
+        multiplier,
+        start_epoch=0,
+        end_epoch=None,
+        staircase=True,
+        momentum_correction=True,
+        steps_per_epoch=None,
+    ):
         if initial_lr is None:
             raise ValueError("Parameter `initial_lr` is required")
         self.initial_lr = initial_lr
@@ -100,16 +112,21 @@ class LearningRateScheduleCallbackImpl:
         self.steps_per_epoch = steps_per_epoch
         self.current_epoch = None
         self.restore_momentum = None
-        self.multiplier = multiplier if callable(multiplier) else \
-            (lambda epoch: multiplier ** (epoch - start_epoch))
+        self.multiplier = (
+            multiplier
+            if callable(multiplier)
+            else (lambda epoch: multiplier ** (epoch - start_epoch))
+        )
 
     def _autodetect_steps_per_epoch(self):
         if self.params.get("steps"):
             return self.params["steps"]
         if self.params.get("samples") and self.params.get("batch_size"):
             return self.params["samples"] // self.params["batch_size"]
-        raise ValueError(f"Could not autodetect the number of steps per epoch. Please specify the "
-                         f"steps_per_epoch parameter to the {type(self).__name__}().")
+        raise ValueError(
+            f"Could not autodetect the number of steps per epoch. Please specify the "
+            f"steps_per_epoch parameter to the {type(self).__name__}()."
+        )
 
     def _adjust_learning_rate(self, epoch):
         optimizer = self.model.optimizer
@@ -132,8 +149,9 @@ class LearningRateScheduleCallbackImpl:
 
     def on_batch_begin(self, batch, logs=None):
         del logs
-        if self.current_epoch < self.start_epoch or (self.end_epoch is not None
-                                                      and self.current_epoch >= self.end_epoch):
+        if self.current_epoch < self.start_epoch or (
+            self.end_epoch is not None and self.current_epoch >= self.end_epoch
+        ):
             return
         if self.staircase and batch == 0:
             self._adjust_learning_rate(self.current_epoch)
@@ -153,19 +171,33 @@ class LearningRateScheduleCallbackImpl:
 
 
 class LearningRateWarmupCallbackImpl(LearningRateScheduleCallbackImpl):
-    def __init__(self, initial_lr, warmup_epochs=5, momentum_correction=True, steps_per_epoch=None,
-                 verbose=0):
+    def __init__(
+        self, initial_lr, warmup_epochs=5, momentum_correction=True, steps_per_epoch=None, verbose=0
+    ):
         def multiplier(epoch):
             size = mpi_ops.CONTEXT.runtime().size()
             epoch += 1.0 / self.steps_per_epoch
             return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
 
-        super().__init__(initial_lr, multiplier, start_epoch=0, end_epoch=warmup_epochs, staircase=False,
-                         momentum_correction=momentum_correction, steps_per_epoch=steps_per_epoch)
+        super().__init__(
+            initial_lr,
+            multiplier,
+            start_epoch=0,
+            end_epoch=warmup_epochs,
+            staircase=False,
+            momentum_correction=momentum_correction,
+            steps_per_epoch=steps_per_epoch,
+        )
         self.verbose = verbose
 
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
-        if epoch == self.end_epoch - 1 and self.verbose > 0 and mpi_ops.CONTEXT.runtime().rank() == 0:
-            print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
-                  f"{get_lr(self.model.optimizer):g}.")
+        if (
+            epoch == self.end_epoch - 1
+            and self.verbose > 0
+            and mpi_ops.CONTEXT.runtime().rank() == 0
+        ):
+            print(
+                f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
+                f"{get_lr(self.model.optimizer):g}."
+            )

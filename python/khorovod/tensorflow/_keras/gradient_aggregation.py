@@ -24,7 +24,9 @@ import tensorflow as tf
 
 
 class LocalGradientAggregationHelper:
-    def __init__(self, backward_passes_per_step, reduce_fn, sparse_as_dense, average_aggregated_gradients):
+    def __init__(
+        self, backward_passes_per_step, reduce_fn, sparse_as_dense, average_aggregated_gradients
+    ):
         if backward_passes_per_step <= 0:
             raise ValueError("backward_passes_per_step must be > 0")
         self.backward_passes_per_step = backward_passes_per_step
@@ -37,8 +39,10 @@ class LocalGradientAggregationHelper:
     def _dense(self, grad):
         if isinstance(grad, tf.IndexedSlices):
             if not self._sparse_as_dense:
-                raise ValueError("IndexedSlices are not supported when `backward_passes_per_step` > 1 "
-                                 "and `sparse_as_dense` is False.")
+                raise ValueError(
+                    "IndexedSlices are not supported when `backward_passes_per_step` > 1 "
+                    "and `sparse_as_dense` is False."
+                )
             return tf.convert_to_tensor(grad)
         return grad
 
@@ -50,7 +54,9 @@ class LocalGradientAggregationHelper:
                 continue
             grad = self._dense(grad)
             if i not in self._accumulators:
-                self._accumulators[i] = tf.Variable(tf.zeros_like(grad), trainable=False, dtype=grad.dtype)
+                self._accumulators[i] = tf.Variable(
+                    tf.zeros_like(grad), trainable=False, dtype=grad.dtype
+                )
             self._accumulators[i].assign_add(grad)
             totals.append(self._accumulators[i].read_value())
         return totals
@@ -77,7 +83,9 @@ class LocalGradientAggregationHelper:
         def keep_branch():
             return [totals[i] for i in present]
 
-        values = tf.cond(tf.equal(self.counter, self.backward_passes_per_step), reduce_branch, keep_branch)
+        values = tf.cond(
+            tf.equal(self.counter, self.backward_passes_per_step), reduce_branch, keep_branch
+        )
         if not isinstance(values, (list, tuple)):
             values = [values]
         out = [None] * len(totals)
@@ -98,7 +106,9 @@ class LocalGradientAggregationHelper:
 
         if tf.executing_eagerly():
             return run_apply() if int(self.counter.numpy()) == 0 else skip()
-        return tf.cond(tf.equal(self.counter, 0), lambda: _as_op(run_apply()), lambda: _as_op(skip()))
+        return tf.cond(
+            tf.equal(self.counter, 0), lambda: _as_op(run_apply()), lambda: _as_op(skip())
+        )
 
 
 def _as_op(result):

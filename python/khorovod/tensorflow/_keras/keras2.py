@@ -72,7 +72,9 @@ def _reduce_grads(self, grads, variables):
     return self._khorovod_reduce(grads, variables)
 
 
-def optimizer_attrs(reduce_fn, backward_passes_per_step, sparse_as_dense, average_aggregated_gradients):
+def optimizer_attrs(
+    reduce_fn, backward_passes_per_step, sparse_as_dense, average_aggregated_gradients
+):
     """The Keras 2 methods and fields of a distributed optimizer class;
     ``reduce_fn(optimizer, grads, variables)`` is the cross-rank reduction."""
 
@@ -83,9 +85,12 @@ def optimizer_attrs(reduce_fn, backward_passes_per_step, sparse_as_dense, averag
             return None
         helper = self.__dict__.get("_khorovod_agg_helper")
         if helper is None:
-            helper = LocalGradientAggregationHelper(backward_passes_per_step,
-                                                    lambda g, v: reduce_fn(self, g, v),
-                                                    sparse_as_dense, average_aggregated_gradients)
+            helper = LocalGradientAggregationHelper(
+                backward_passes_per_step,
+                lambda g, v: reduce_fn(self, g, v),
+                sparse_as_dense,
+                average_aggregated_gradients,
+            )
             object.__setattr__(self, "_khorovod_agg_helper", helper)
         return helper
 

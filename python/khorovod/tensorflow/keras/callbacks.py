@@ -13,7 +13,9 @@ class BroadcastGlobalVariablesCallback(_impl.BroadcastGlobalVariablesCallbackImp
 
     def __init__(self, root_rank, device="", local_variables=None):
         _Callback.__init__(self)
-        _impl.BroadcastGlobalVariablesCallbackImpl.__init__(self, root_rank, device, local_variables)
+        _impl.BroadcastGlobalVariablesCallbackImpl.__init__(
+            self, root_rank, device, local_variables
+        )
 
 
 class MetricAverageCallback(_impl.MetricAverageCallbackImpl, _Callback):
@@ -27,26 +29,51 @@ class MetricAverageCallback(_impl.MetricAverageCallbackImpl, _Callback):
 class LearningRateScheduleCallback(_impl.LearningRateScheduleCallbackImpl, _Callback):
     """initial_lr * multiplier(epoch) in [start_epoch, end_epoch)."""
 
-    def __init__(self, initial_lr, multiplier, start_epoch=0, end_epoch=None, staircase=True,
-                 momentum_correction=True, steps_per_epoch=None):
+    def __init__(
+        self,
+        initial_lr,
+        multiplier,
+        start_epoch=0,
+        end_epoch=None,
+        staircase=True,
+        momentum_correction=True,
+        steps_per_epoch=None,
+    ):
         _Callback.__init__(self)
-        _impl.LearningRateScheduleCallbackImpl.__init__(self, initial_lr, multiplier, start_epoch, end_epoch,
-                                                        staircase, momentum_correction, steps_per_epoch)
+        _impl.LearningRateScheduleCallbackImpl.__init__(
+            self,
+            initial_lr,
+            multiplier,
+            start_epoch,
+            end_epoch,
+            staircase,
+            momentum_correction,
+            steps_per_epoch,
+        )
 
 
 class LearningRateWarmupCallback(_impl.LearningRateWarmupCallbackImpl, _Callback):
     """Warms the learning rate up from initial_lr/size over warmup_epochs."""
 
-    def __init__(self, initial_lr, warmup_epochs=5, momentum_correction=True, steps_per_epoch=None,
-                 verbose=0):
+    def __init__(
+        self, initial_lr, warmup_epochs=5, momentum_correction=True, steps_per_epoch=None, verbose=0
+    ):
         _Callback.__init__(self)
-        _impl.LearningRateWarmupCallbackImpl.__init__(self, initial_lr, warmup_epochs, momentum_correction,
-                                                      steps_per_epoch, verbose)
+        _impl.LearningRateWarmupCallbackImpl.__init__(
+            self, initial_lr, warmup_epochs, momentum_correction, steps_per_epoch, verbose
+        )
 
 
 class BestModelCheckpoint(tf.keras.callbacks.ModelCheckpoint):
     """ModelCheckpoint that keeps only the best model (Horovod's helper)."""
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, mode="auto", save_freq="epoch"):
-        super().__init__(filepath=filepath, monitor=monitor, verbose=verbose, save_best_only=True,
-                         save_weights_only=False, mode=mode, save_freq=save_freq)
+        super().__init__(
+            filepath=filepath,
+            monitor=monitor,
+            verbose=verbose,
+            save_best_only=True,
+            save_weights_only=False,
+            mode=mode,
+            save_freq=save_freq,
+        )

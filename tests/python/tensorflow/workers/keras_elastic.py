@@ -18,11 +18,16 @@ import signal
 import sys
 import time
 
+import horovod.tensorflow.keras as hvd
 import numpy as np
 import tensorflow as tf
-import horovod.tensorflow.keras as hvd
 
-epochs, kill_epoch, full_size, ckpt_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+epochs, kill_epoch, full_size, ckpt_dir = (
+    int(sys.argv[1]),
+    int(sys.argv[2]),
+    int(sys.argv[3]),
+    sys.argv[4],
+)
 me = os.environ.get("KHOROVOD_WORKER_NAME", os.environ.get("HOROVOD_HOSTNAME", "?"))
 kill_worker = os.environ.get("KILL_WORKER", "worker-1")
 max_epochs = epochs + 400  # about 80 s of waiting for the replacement at most
@@ -35,16 +40,24 @@ y = (x @ (np.arange(8, dtype=np.float32).reshape(8, 1) / 8.0)).astype(np.float32
 dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(16)
 
 lr = 0.01
-model = tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(8, activation="relu"),
-                             tf.keras.layers.Dense(1)])
+model = tf.keras.Sequential(
+    [
+        tf.keras.Input(shape=(8,)),
+        tf.keras.layers.Dense(8, activation="relu"),
+        tf.keras.layers.Dense(1),
+    ]
+)
 opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=lr * hvd.size(), momentum=0.5))
 model.compile(loss="mse", optimizer=opt)
 
 
 def on_state_reset():
     state.model.optimizer.learning_rate = lr * hvd.size()
-    print(f"{me}: re-formed as rank {hvd.rank()} of {hvd.size()} at epoch {state.epoch} batch "
-          f"{state.batch}", flush=True)
+    print(
+        f"{me}: re-formed as rank {hvd.rank()} of {hvd.size()} at epoch {state.epoch} batch "
+        f"{state.batch}",
+        flush=True,
+    )
 
 
 state = hvd.elastic.KerasState(model, batch=0, epoch=0)
@@ -74,11 +87,13 @@ if hvd.rank() == 0:
 @hvd.elastic.run
 def train(state):
     while state.epoch < epochs or (hvd.size() < full_size and state.epoch < max_epochs):
-        model.fit(dataset, steps_per_epoch=8, epochs=1,
-                  callbacks=callbacks, verbose=0)
+        model.fit(dataset, steps_per_epoch=8, epochs=1, callbacks=callbacks, verbose=0)
 
 
 train(state)
 weights = np.concatenate([w.numpy().ravel() for w in model.weights])
-print(f"{me}: done: rank {hvd.rank()} of {hvd.size()}, epoch {state.epoch}, "
-      f"checksum {float(np.sum(weights)):.6f}", flush=True)
+print(
+    f"{me}: done: rank {hvd.rank()} of {hvd.size()}, epoch {state.epoch}, "
+    f"checksum {float(np.sum(weights)):.6f}",
+    flush=True,
+)

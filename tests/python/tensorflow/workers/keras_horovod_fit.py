@@ -8,9 +8,9 @@
 import os
 import sys
 
+import horovod.tensorflow.keras as hvd
 import numpy as np
 import tensorflow as tf
-import horovod.tensorflow.keras as hvd
 
 hvd.init()
 tf.random.set_seed(1234 + hvd.rank())  # different init per rank: the broadcast must fix it
@@ -18,10 +18,17 @@ rng = np.random.default_rng(hvd.rank())
 true_w = np.arange(1, 9, dtype=np.float32).reshape(8, 1) / 8.0
 x = rng.normal(size=(256, 8)).astype(np.float32)
 y = x @ true_w + 0.5
-dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().shuffle(256, seed=hvd.rank()).batch(32)
+dataset = (
+    tf.data.Dataset.from_tensor_slices((x, y)).repeat().shuffle(256, seed=hvd.rank()).batch(32)
+)
 
-model = tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(16, activation="relu"),
-                             tf.keras.layers.Dense(1)])
+model = tf.keras.Sequential(
+    [
+        tf.keras.Input(shape=(8,)),
+        tf.keras.layers.Dense(16, activation="relu"),
+        tf.keras.layers.Dense(1),
+    ]
+)
 scaled_lr = 0.01 * hvd.size()
 opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=scaled_lr, momentum=0.5))
 model.compile(loss="mse", optimizer=opt, metrics=["mae"])
@@ -33,10 +40,17 @@ callbacks = [
 ]
 ckpt_dir = sys.argv[1]
 if hvd.rank() == 0:
-    callbacks.append(tf.keras.callbacks.ModelCheckpoint(os.path.join(ckpt_dir, "checkpoint-{epoch}.keras")))
+    callbacks.append(
+        tf.keras.callbacks.ModelCheckpoint(os.path.join(ckpt_dir, "checkpoint-{epoch}.keras"))
+    )
 
-history = model.fit(dataset, steps_per_epoch=24 // hvd.size(), callbacks=callbacks, epochs=4,
-                    verbose=1 if hvd.rank() == 0 else 0)
+history = model.fit(
+    dataset,
+    steps_per_epoch=24 // hvd.size(),
+    callbacks=callbacks,
+    epochs=4,
+    verbose=1 if hvd.rank() == 0 else 0,
+)
 weights = np.concatenate([w.numpy().ravel() for w in model.weights])
 gathered = hvd.allgather(tf.constant(weights[None, :])).numpy()
 assert np.allclose(gathered, gathered[0:1]), "ranks ended with different weights"

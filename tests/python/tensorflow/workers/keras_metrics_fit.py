@@ -8,9 +8,9 @@ import os
 import sys
 import time
 
+import khorovod.tensorflow.keras as hvd
 import numpy as np
 import tensorflow as tf
-import khorovod.tensorflow.keras as hvd
 
 stop_file, limit_s = sys.argv[1], float(sys.argv[2])
 hvd.init()
@@ -18,9 +18,16 @@ rng = np.random.default_rng(hvd.rank())
 x = rng.normal(size=(256, 16)).astype(np.float32)
 y = (x @ rng.normal(size=(16, 1))).astype(np.float32)
 dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32)
-model = tf.keras.Sequential([tf.keras.Input(shape=(16,)), tf.keras.layers.Dense(32, activation="relu"),
-                             tf.keras.layers.Dense(1)])
-model.compile(loss="mse", optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=0.01)))
+model = tf.keras.Sequential(
+    [
+        tf.keras.Input(shape=(16,)),
+        tf.keras.layers.Dense(32, activation="relu"),
+        tf.keras.layers.Dense(1),
+    ]
+)
+model.compile(
+    loss="mse", optimizer=hvd.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=0.01))
+)
 deadline = time.monotonic() + limit_s
 
 
@@ -36,8 +43,13 @@ class Pace(tf.keras.callbacks.Callback):
         time.sleep(0.01)
 
 
-model.fit(dataset, steps_per_epoch=20, epochs=100000, verbose=0,
-          callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), StopWhenTold(), Pace()])
+model.fit(
+    dataset,
+    steps_per_epoch=20,
+    epochs=100000,
+    verbose=0,
+    callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0), StopWhenTold(), Pace()],
+)
 rank = hvd.rank()
 hvd.shutdown()
 print(f"rank {rank}: OK", flush=True)

@@ -8,10 +8,9 @@ object helpers. Prints "rank R: OK" at the end."""
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import khorovod.tensorflow as hvd  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-import khorovod.tensorflow as hvd  # noqa: E402
 
 try:
     hvd.allreduce(tf.constant([1.0]))
@@ -35,14 +34,19 @@ def check_reductions(run):
         close(run(x, hvd.Sum, 1.0, 1.0), np.full([3, 2], (ranks + 1).sum()), f"sum {dtype.name}")
         close(run(x, hvd.Min, 1.0, 1.0), np.ones([3, 2]), f"min {dtype.name}")
         close(run(x, hvd.Max, 1.0, 1.0), np.full([3, 2], n), f"max {dtype.name}")
-        close(run(x, hvd.Product, 1.0, 1.0), np.full([3, 2], np.prod(ranks + 1)), f"product {dtype.name}")
+        close(
+            run(x, hvd.Product, 1.0, 1.0),
+            np.full([3, 2], np.prod(ranks + 1)),
+            f"product {dtype.name}",
+        )
     x = tf.fill([4], float(r + 1))
     close(run(x, hvd.Average, 1.0, 1.0), np.full([4], (ranks + 1).mean()), "average")
     close(run(x, hvd.Sum, 0.5, 3.0), np.full([4], (ranks + 1).sum() * 1.5), "pre/postscale")
 
 
-check_reductions(lambda x, op, pre, post: hvd.allreduce(x, op=op, prescale_factor=pre,
-                                                        postscale_factor=post))
+check_reductions(
+    lambda x, op, pre, post: hvd.allreduce(x, op=op, prescale_factor=pre, postscale_factor=post)
+)
 
 
 @tf.function
@@ -63,8 +67,10 @@ elif n & (n - 1):
 
 # Grouped allreduce, mixed dtypes, eagerly and in a graph.
 grouped = [tf.fill([2], float(r)), tf.fill([3, 1], r), tf.fill([1], float(r) * 2)]
-for result in (hvd.grouped_allreduce(grouped, op=hvd.Sum),
-               tf.function(lambda g: hvd.grouped_allreduce(g, op=hvd.Sum))(grouped)):
+for result in (
+    hvd.grouped_allreduce(grouped, op=hvd.Sum),
+    tf.function(lambda g: hvd.grouped_allreduce(g, op=hvd.Sum))(grouped),
+):
     close(result[0], np.full([2], ranks.sum()), "grouped 0")
     close(result[1], np.full([3, 1], ranks.sum()), "grouped 1")
     close(result[2], np.full([1], 2 * ranks.sum()), "grouped 2")
@@ -78,12 +84,25 @@ for g in hvd.grouped_allgather([tf.fill([r + 1, 2], r), tf.fill([r + 1, 2], r)])
 
 # Broadcast of every dtype from the last rank.
 root = n - 1
-for dtype in (tf.float32, tf.float64, tf.float16, tf.bfloat16, tf.int8, tf.uint8, tf.int16, tf.int32,
-              tf.int64, tf.bool):
+for dtype in (
+    tf.float32,
+    tf.float64,
+    tf.float16,
+    tf.bfloat16,
+    tf.int8,
+    tf.uint8,
+    tf.int16,
+    tf.int32,
+    tf.int64,
+    tf.bool,
+):
     x = tf.cast(tf.fill([2, 2], r % 2 if dtype == tf.bool else r), dtype)
     got = hvd.broadcast(x, root)
-    close(tf.cast(got, tf.float64), np.full([2, 2], root % 2 if dtype == tf.bool else root),
-          f"broadcast {dtype.name}")
+    close(
+        tf.cast(got, tf.float64),
+        np.full([2, 2], root % 2 if dtype == tf.bool else root),
+        f"broadcast {dtype.name}",
+    )
 v = tf.Variable([float(r)] * 3)
 hvd.broadcast_variables([v], root_rank=root)
 close(v, np.full([3], root), "broadcast_variables")
@@ -103,8 +122,8 @@ close(hvd.alltoall(tf.fill([2 * n], r)), np.repeat(np.arange(n), 2), "alltoall e
 rows = 2 * n
 x = tf.reshape(tf.range(rows * 3, dtype=tf.float32), [rows, 3]) * (r + 1)
 full = np.arange(rows * 3, dtype=np.float64).reshape(rows, 3) * (ranks + 1).sum()
-close(hvd.reducescatter(x, op=hvd.Sum), full[2 * r:2 * r + 2], "reducescatter")
-close(hvd.reducescatter(x), full[2 * r:2 * r + 2] / n, "reducescatter average")
+close(hvd.reducescatter(x, op=hvd.Sum), full[2 * r : 2 * r + 2], "reducescatter")
+close(hvd.reducescatter(x), full[2 * r : 2 * r + 2] / n, "reducescatter average")
 
 # Gradients, eagerly and in a graph.
 w = tf.Variable(tf.fill([2 * n, 2], float(r + 1)))
@@ -118,25 +137,44 @@ def grads(fn):
 
 close(grads(lambda t: hvd.allreduce(t, op=hvd.Sum)), np.full([2 * n, 2], 3.0 * n), "allreduce grad")
 close(grads(lambda t: hvd.allgather(t)), np.full([2 * n, 2], 3.0), "allgather grad")
-close(grads(lambda t: hvd.broadcast(t, 0)), np.full([2 * n, 2], 3.0 if r == 0 else 0.0), "broadcast grad")
+close(
+    grads(lambda t: hvd.broadcast(t, 0)),
+    np.full([2 * n, 2], 3.0 if r == 0 else 0.0),
+    "broadcast grad",
+)
 close(grads(lambda t: hvd.alltoall(t)), np.full([2 * n, 2], 3.0), "alltoall grad")
-close(grads(lambda t: hvd.reducescatter(t, op=hvd.Sum)), np.full([2 * n, 2], 3.0 * n), "reducescatter grad")
-close(grads(lambda t: hvd.grouped_allreduce([t], op=hvd.Sum)[0]), np.full([2 * n, 2], 3.0 * n),
-      "grouped allreduce grad")
-close(tf.function(lambda: grads(lambda t: hvd.allreduce(t, op=hvd.Average)))(), np.full([2 * n, 2], 3.0),
-      "allreduce grad in a graph")
+close(
+    grads(lambda t: hvd.reducescatter(t, op=hvd.Sum)),
+    np.full([2 * n, 2], 3.0 * n),
+    "reducescatter grad",
+)
+close(
+    grads(lambda t: hvd.grouped_allreduce([t], op=hvd.Sum)[0]),
+    np.full([2 * n, 2], 3.0 * n),
+    "grouped allreduce grad",
+)
+close(
+    tf.function(lambda: grads(lambda t: hvd.allreduce(t, op=hvd.Average)))(),
+    np.full([2 * n, 2], 3.0),
+    "allreduce grad in a graph",
+)
 
 # DistributedGradientTape: the average of each rank's gradient.
 with tf.GradientTape() as tape:
     loss = tf.reduce_sum(w * float(r + 1))
 tape = hvd.DistributedGradientTape(tape)
-close(tape.gradient(loss, [w])[0], np.full([2 * n, 2], (ranks + 1).mean()), "DistributedGradientTape")
+close(
+    tape.gradient(loss, [w])[0], np.full([2 * n, 2], (ranks + 1).mean()), "DistributedGradientTape"
+)
 
 # Process sets: the even ranks.
 evens = hvd.add_process_set(list(range(0, n, 2)))
 if evens.included():
-    close(hvd.allreduce(tf.constant([float(r)]), op=hvd.Sum, process_set=evens),
-          [float(sum(range(0, n, 2)))], "allreduce in a process set")
+    close(
+        hvd.allreduce(tf.constant([float(r)]), op=hvd.Sum, process_set=evens),
+        [float(sum(range(0, n, 2)))],
+        "allreduce in a process set",
+    )
     close(hvd.size_op(process_set_id=evens.process_set_id), len(range(0, n, 2)), "size_op of a set")
 close(hvd.process_set_included_op(evens.process_set_id), 1 if r % 2 == 0 else 0, "included op")
 if evens.included():

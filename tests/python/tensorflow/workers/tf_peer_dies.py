@@ -15,9 +15,8 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import tensorflow as tf  # noqa: E402
-
 import khorovod.tensorflow as hvd  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 LR = 0.125  # exact in binary
 steps, fail_at, full_size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -27,8 +26,13 @@ kill_worker = os.environ.get("KILL_WORKER", "worker-1")
 hvd.init()
 probe = tf.Variable(tf.zeros([4]))
 state = hvd.elastic.TensorFlowState([probe], step=0)
-state.register_reset_callbacks([lambda: print(
-    f"{me}: re-formed as rank {hvd.rank()} of {hvd.size()} at step {state.step}", flush=True)])
+state.register_reset_callbacks(
+    [
+        lambda: print(
+            f"{me}: re-formed as rank {hvd.rank()} of {hvd.size()} at step {state.step}", flush=True
+        )
+    ]
+)
 
 
 @tf.function
@@ -50,8 +54,14 @@ def train(state):
         try:
             train_step()
         except tf.errors.UnknownError as e:  # hvd.elastic.run turns it into HorovodInternalError
-            cause = next((l for l in e.message.splitlines() if "khorovod " in l and ":" in l and "File" not in l),
-                         e.message)
+            cause = next(
+                (
+                    l
+                    for l in e.message.splitlines()
+                    if "khorovod " in l and ":" in l and "File" not in l
+                ),
+                e.message,
+            )
             print(f"{me}: allreduce of step {state.step} failed: {cause.strip()[:160]}", flush=True)
             raise
         state.step += 1
@@ -62,4 +72,7 @@ def train(state):
 train(state)
 expected = -LR * state.step
 assert all(float(v) == expected for v in probe.numpy()), (probe.numpy(), expected)
-print(f"{me}: done: rank {hvd.rank()} of {hvd.size()}, step {state.step}, probe {float(probe[0])}", flush=True)
+print(
+    f"{me}: done: rank {hvd.rank()} of {hvd.size()}, step {state.step}, probe {float(probe[0])}",
+    flush=True,
+)
