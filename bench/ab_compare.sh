@@ -13,7 +13,7 @@
 #                 benchmark lock), released between blocks
 #   AB_SIZES      sweep sizes in bytes (default "4096 1048576 16777216")
 #   AB_RANKS      rank counts for the sweep and latency (default "2 4")
-#   AB_TRIALS     recovery trials per block (default 5)
+#   AB_TRIALS     recovery trials per block (default 5; 0 leaves recovery out)
 # RAW_FILE (default: a temporary file) keeps one line per figure and run.
 set -euo pipefail
 old=${1:?old bin dir}; new=${2:?new bin dir}; blocks=${3:-4}
@@ -66,7 +66,7 @@ run_build() {
     done
     run_allreduce "$block" "$label" "$dir" "latency_np$np" "$np" --mode latency --reps 7
   done
-  run_recovery "$block" "$label" "$dir"
+  ((trials == 0)) || run_recovery "$block" "$label" "$dir"
 }
 
 run_block() {
