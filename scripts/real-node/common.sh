@@ -107,9 +107,9 @@ make_cgroup_root() {
 # containers a kubelet started there), as a machine's crash would.
 kill_cgroup() {
   local f pid
-  for f in $(find /sys/fs/cgroup/*/"$1" /sys/fs/cgroup/"$1" -name cgroup.procs 2>/dev/null); do
+  while IFS= read -r f; do
     while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done < "$f"
-  done
+  done < <(find /sys/fs/cgroup/*/"$1" /sys/fs/cgroup/"$1" -name cgroup.procs 2>/dev/null)
 }
 remove_cgroups() {  # NAME
   local d

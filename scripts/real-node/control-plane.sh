@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # The control plane and the cluster add-ons shared by the single real node
 # (scripts/real-node.sh) and the multi-node cluster (scripts/real-cluster.sh);
 # sourced, not run. The caller defines start NAME COMMAND... (runs it where

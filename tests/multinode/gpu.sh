@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # Issue 31's multi-node GPU scenarios (sourced by tests/multinode/story.sh),
 # on the cluster's mixed nodes (KHOROVOD_CLUSTER_GPUS, default 2,2,0: GPU
 # nodes khvc-n1 and khvc-n2, CPU node khvc-n3), with the simulated GPUs of

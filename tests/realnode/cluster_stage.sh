@@ -9,6 +9,7 @@
 # seconds its image build took.
 cluster_stage() {
   local name=$1 script=$2 story=$3 work=$4 t0=$5 t_images=$6; shift 6
+  # shellcheck disable=SC2064  # the script's path is expanded now, on purpose
   trap "bash '$script' down" EXIT
   # A fresh cluster every time: one left from an earlier run holds its state.
   bash "$script" down

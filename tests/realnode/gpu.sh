@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # The GPU scenarios of the real-node story (sourced by user_story.sh after
 # scenarios.sh). The node's GPUs are simulated: khorovod-device-plugin
 # advertises NODE_GPUS nvidia.com/gpu devices through the kubelet's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # The Keras scenario of the real-node user story (sourced by user_story.sh,
 # after scenarios.sh): deploy/examples/horovodjob-keras.yaml on the
 # TensorFlow worker image (3 elastic workers running

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # Helpers of the real-node user story (sourced by tests/realnode/*.sh):
 # kubectl inside the node's network, bounded waits, ok/FAIL tallies.
 # Expects: root (the repository), work (a scratch directory); cluster_script

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # Prometheus for the real-node story (sourced by user_story.sh):
 # `real-node.sh prometheus` runs Debian's prometheus inside the node with
 # scripts/real-node/prometheus.yml: the chart's PodMonitor/ServiceMonitor

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # The scenarios of the real-node user story (sourced by user_story.sh; see
 # its header). Each returns early when a step fails: later steps depend on it.
 SOCK=${KHOROVOD_NODE_DIR:-/var/lib/khorovod-node}/run/containerd.sock

@@ -134,6 +134,6 @@ def _run_elastic(args):
 PY
 export PYTHONPATH=$work/shim:$build/python${PYTHONPATH:+:$PYTHONPATH} PATH=$work/bin:$PATH
 export OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
-cd "$work/integration"
+cd "$work/integration" || exit 1
 timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-1500}" \
   "$python" -m pytest -v -p no:cacheprovider -rfEs "$test_file" "$@"

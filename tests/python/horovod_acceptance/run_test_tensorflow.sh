@@ -60,7 +60,7 @@ diff "$src/test/parallel/$name.py" "$work/parallel/$name.py" | grep '^>' | sed '
 
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 export OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1 TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
-cd "$work/parallel"
+cd "$work/parallel" || exit 1
 timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-900}" \
   "$launcher" -np "$np" /bin/sh -c \
   "exec $python -m pytest -v -p no:cacheprovider -rfEs --junitxml=$work/reports/rank-\$HOROVOD_RANK.xml $name.py \"\$@\"" \

@@ -52,7 +52,7 @@ fi
 
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 export OMP_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
-cd "$work/parallel"
+cd "$work/parallel" || exit 1
 # Each rank writes its own JUnit report; rank 0's gives the counts.
 timeout --kill-after=30 "${KHOROVOD_ACCEPTANCE_TIMEOUT:-600}" \
   "$launcher" -np "$np" /bin/sh -c \

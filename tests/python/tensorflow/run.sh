@@ -50,7 +50,7 @@ pinned_wheels_present() {
   local name version
   while IFS='=' read -r name _ version; do
     name=$(tr -- '-.' '__' <<<"$name")
-    ls "$wheels" 2>/dev/null | grep -qiF -- "${name}-${version}-" || return 1
+    find "$wheels" -maxdepth 1 -iname "${name}-${version}-*" 2>/dev/null | grep -q . || return 1
   done < <(grep -hE '^[A-Za-z0-9_.-]+==' "$pin" "$keras2_pin")
 }
 if [ "$(cat "$wheels/.complete" 2>/dev/null)" != "$pins_sum" ] || ! pinned_wheels_present; then
@@ -91,7 +91,7 @@ print("tensorflow", tf.__version__, "keras", tf.keras.__version__, "ops built ag
 # PyPI torch venv, appended to that case's sys.path (skipped without it).
 torch_site=$(compgen -G "$cache/venv/torch-*-py3.11/lib/python3.11/site-packages" | head -1)
 [ -f "${torch_site%/lib/*}/.complete" ] || torch_site=
-cd "$root/tests/python/tensorflow"
+cd "$root/tests/python/tensorflow" || exit 1
 env PATH="$venv/bin:/usr/bin:/bin" KHOROVODRUN="$venv/bin/khorovodrun" KHOROVOD_TEST_PYTHON="$venv/bin/python" \
   KHOROVOD_TEST_TORCH_SITE="$torch_site" OMP_NUM_THREADS=1 TF_CPP_MIN_LOG_LEVEL=2 PYTHONDONTWRITEBYTECODE=1 \
   timeout 1500 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rfEs test_tensorflow.py test_keras_metrics.py \
