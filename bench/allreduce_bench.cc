@@ -74,7 +74,8 @@ class Bench {
   void RawAllreduce(float* data, size_t count) {
     gloo::AllreduceOptions opts(raw_);
     opts.setOutput(data, count);
-    opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
     gloo::allreduce(opts);
   }
 
@@ -96,7 +97,8 @@ class Bench {
   double MaxAcrossRanks(double v) {
     gloo::AllreduceOptions opts(raw_);
     opts.setOutput(&v, 1);
-    opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::max<double>));
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::max<double>));
     gloo::allreduce(opts);
     return v;
   }
@@ -133,18 +135,19 @@ class Bench {
       const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
       // memcpy: every rank copies the same bytes at once, the stream a
       // shared-memory transport competes with.
-      const auto m = CompareAll(iters, {[&] { Ours("sweep", data.data(), count); },
-                                        [&] { RawAllreduce(data.data(), count); },
-                                        [&] {
-                                          std::memcpy(copy.data(), data.data(), count * 4);
-                                          asm volatile("" : : "r"(copy.data()) : "memory");  // keep the copy
-                                        }});
+      const auto m =
+          CompareAll(iters, {[&] { Ours("sweep", data.data(), count); },
+                             [&] { RawAllreduce(data.data(), count); },
+                             [&] {
+                               std::memcpy(copy.data(), data.data(), count * 4);
+                               asm volatile("" : : "r"(copy.data()) : "memory");  // keep the copy
+                             }});
       const double ours = m[0], raw = m[1], memcpy_s = m[2];
       const double gb = static_cast<double>(count * 4) / 1e9;
       const double factor = 2.0 * (n - 1) / n;
-      Print("  %12zu %12zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f | %8.3f\n", count * 4, count,
-            ours * 1e6, gb / ours, gb / ours * factor, raw * 1e6, gb / raw, gb / raw * factor,
-            (gb / ours) / (gb / raw), gb / memcpy_s);
+      Print("  %12zu %12zu | %10.1f %8.3f %8.3f | %10.1f %8.3f %8.3f | %6.3f | %8.3f\n", count * 4,
+            count, ours * 1e6, gb / ours, gb / ours * factor, raw * 1e6, gb / raw,
+            gb / raw * factor, (gb / ours) / (gb / raw), gb / memcpy_s);
       if (bytes == o_.max_bytes) {
         Print("RESULT sweep_large_busbw_ratio=%.3f bytes=%zu ours_busbw=%.3f gloo_busbw=%.3f\n",
               raw / ours, count * 4, gb / ours * factor, gb / raw * factor);
@@ -155,8 +158,8 @@ class Bench {
   void Algos() {
     const int n = rt_.size();
     Print("# algos: data path only on the raw context, float32 sum, %d ranks; time in us\n", n);
-    Print("# %12s | %10s | %10s %6s | %10s %6s\n", "bytes", "gloo_us", "ring_us", "ratio", "direct_us",
-          "ratio");
+    Print("# %12s | %10s | %10s %6s | %10s %6s\n", "bytes", "gloo_us", "ring_us", "ratio",
+          "direct_us", "ratio");
     const ReduceFn sum = GetReduceFn(DataType::kFloat32, ReduceOp::kSum);
     std::vector<std::byte> scratch, direct_scratch;
     uint64_t slot = uint64_t{0x11} << 56;
@@ -173,7 +176,8 @@ class Bench {
         slot += 2 * static_cast<uint64_t>(n);
       };
       auto direct = [&] {
-        check(gloo_ops::DirectAllreduce(raw_, data.data(), data.data(), count, 4, sum, slot++, &direct_scratch));
+        check(gloo_ops::DirectAllreduce(raw_, data.data(), data.data(), count, 4, sum, slot++,
+                                        &direct_scratch));
       };
       auto gloo = [&] { RawAllreduce(data.data(), count); };
       auto [ring_t, gloo_a] = Compare(iters, ring, gloo);
@@ -189,7 +193,8 @@ class Bench {
     const int n = rt_.size();
     Print("# backends: float32 sum allreduce, %d ranks, %d hosts, data plane only; shm %s\n", n,
           rt_.cross_size(), MapsSegment() ? "through shared memory" : "fell back to gloo");
-    Print("# %12s | %10s %8s | %10s %8s | %7s\n", "bytes", "gloo_us", "busbw", "shm_us", "busbw", "speedup");
+    Print("# %12s | %10s %8s | %10s %8s | %7s\n", "bytes", "gloo_us", "busbw", "shm_us", "busbw",
+          "speedup");
     auto run = [](Backend& b, float* data, size_t count) {
       if (Status s = b.Allreduce(data, data, count, DataType::kFloat32, ReduceOp::kSum); !s.ok())
         throw std::runtime_error(s.ToString());
@@ -198,13 +203,13 @@ class Bench {
       const size_t count = static_cast<size_t>(std::max<int64_t>(bytes / 4, 1));
       std::vector<float> data(count, 1.0f);
       const int iters = static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
-      auto [flat_t, shm_t] = Compare(iters, [&] { run(flat, data.data(), count); },
-                                     [&] { run(shm, data.data(), count); });
+      auto [flat_t, shm_t] = Compare(
+          iters, [&] { run(flat, data.data(), count); }, [&] { run(shm, data.data(), count); });
       const double gb = static_cast<double>(count * 4) / 1e9, factor = 2.0 * (n - 1) / n;
-      Print("  %12zu | %10.1f %8.3f | %10.1f %8.3f | %7.3f\n", count * 4, flat_t * 1e6, gb / flat_t * factor,
-            shm_t * 1e6, gb / shm_t * factor, flat_t / shm_t);
-      Print("RESULT backends bytes=%zu gloo_us=%.1f shm_us=%.1f speedup=%.3f\n", count * 4, flat_t * 1e6,
-            shm_t * 1e6, flat_t / shm_t);
+      Print("  %12zu | %10.1f %8.3f | %10.1f %8.3f | %7.3f\n", count * 4, flat_t * 1e6,
+            gb / flat_t * factor, shm_t * 1e6, gb / shm_t * factor, flat_t / shm_t);
+      Print("RESULT backends bytes=%zu gloo_us=%.1f shm_us=%.1f speedup=%.3f\n", count * 4,
+            flat_t * 1e6, shm_t * 1e6, flat_t / shm_t);
     }
   }
 
@@ -238,9 +243,11 @@ class Bench {
         if (Status s = h.wait(); !s.ok()) throw std::runtime_error(s.ToString());
       }
     };
-    auto [fused, single] = Compare(o_.resnet_steps, fused_step, [&] { Ours("flat", flat.data(), total); });
-    auto [single_again, raw] = Compare(o_.resnet_steps, [&] { Ours("flat", flat.data(), total); },
-                                       [&] { RawAllreduce(flat.data(), total); });
+    auto [fused, single] =
+        Compare(o_.resnet_steps, fused_step, [&] { Ours("flat", flat.data(), total); });
+    auto [single_again, raw] = Compare(
+        o_.resnet_steps, [&] { Ours("flat", flat.data(), total); },
+        [&] { RawAllreduce(flat.data(), total); });
     Print("# resnet50: %zu tensors, %.1f MiB float32, %d ranks\n", shapes.size(),
           static_cast<double>(total * 4) / (1 << 20), rt_.size());
     Print("  fused step %.1f ms | single allreduce %.1f ms | raw gloo %.1f ms\n", fused * 1e3,
@@ -251,12 +258,12 @@ class Bench {
 
   void Latency() {
     float x = 1.0f;
-    auto [ours, raw] = Compare(o_.latency_iters, [&] { Ours("tiny", &x, 1); },
-                               [&] { RawAllreduce(&x, 1); });
+    auto [ours, raw] = Compare(
+        o_.latency_iters, [&] { Ours("tiny", &x, 1); }, [&] { RawAllreduce(&x, 1); });
     Print("# latency: 4-byte allreduce, %d ranks\n", rt_.size());
     Print("  khorovod %.1f us | raw gloo ring %.1f us\n", ours * 1e6, raw * 1e6);
-    Print("RESULT latency_overhead_us=%.1f ours_us=%.1f gloo_us=%.1f\n", (ours - raw) * 1e6, ours * 1e6,
-          raw * 1e6);
+    Print("RESULT latency_overhead_us=%.1f ours_us=%.1f gloo_us=%.1f\n", (ours - raw) * 1e6,
+          ours * 1e6, raw * 1e6);
   }
 
  private:
@@ -281,7 +288,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sweep", "resnet", "latency", "algos", "backends", "all"}));
   app.add_option("--min-bytes", o.min_bytes)->check(CLI::PositiveNumber);
   app.add_option("--max-bytes", o.max_bytes)->check(CLI::PositiveNumber);
-  app.add_option("--reps", o.reps, "alternating blocks per measurement")->check(CLI::PositiveNumber);
+  app.add_option("--reps", o.reps, "alternating blocks per measurement")
+      ->check(CLI::PositiveNumber);
   app.add_option("--latency-iters", o.latency_iters)->check(CLI::PositiveNumber);
   app.add_option("--resnet-steps", o.resnet_steps)->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
@@ -311,7 +319,8 @@ int main(int argc, char** argv) {
       // One Gloo context per backend, like the runtime's own data plane.
       auto flat_ctx = ConnectGlooContext(*config, "bench-backend-gloo");
       auto shm_ctx = ConnectGlooContext(*config, "bench-backend-shm");
-      if (!flat_ctx.ok() || !shm_ctx.ok()) throw std::runtime_error("bench: backend contexts did not connect");
+      if (!flat_ctx.ok() || !shm_ctx.ok())
+        throw std::runtime_error("bench: backend contexts did not connect");
       auto flat = BackendRegistry::Create("gloo", BackendInit{&*config, *flat_ctx});
       auto shm = BackendRegistry::Create("shm", BackendInit{&*config, *shm_ctx});
       if (!flat.ok()) throw std::runtime_error(flat.status().ToString());

@@ -13,13 +13,13 @@
 // each as median, p95 (nearest rank), min and max, with a breakdown of where
 // the time goes. The driver is single-threaded; it bounds the job with
 // --timeout-s and kills khorovodrun's process group past it.
-#include <CLI/CLI.hpp>
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,8 +73,8 @@ void PrintRow(const char* what, const std::vector<double>& ms) {
     return;
   }
   const Summary s = Summarize(ms);
-  std::printf("%-34s %5zu %9.1f %9.1f %9.1f %9.1f\n", what, ms.size(), s.median_ms, s.p95_ms, s.min_ms,
-              s.max_ms);
+  std::printf("%-34s %5zu %9.1f %9.1f %9.1f %9.1f\n", what, ms.size(), s.median_ms, s.p95_ms,
+              s.min_ms, s.max_ms);
 }
 
 double Ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
@@ -88,7 +88,8 @@ std::string SelfPath() {
 
 // Runs argv with stdout and stderr into `log`; returns its exit code, or -1
 // if it ran past `timeout` (its process group is then killed).
-int RunBounded(const std::vector<std::string>& argv, const std::string& log, std::chrono::seconds timeout) {
+int RunBounded(const std::vector<std::string>& argv, const std::string& log,
+               std::chrono::seconds timeout) {
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
@@ -221,18 +222,33 @@ int main(int argc, char** argv) {
     }
     dir = tmpl;
   }
-  std::vector<std::string> cmd = {
-      khorovodrun, "-np", std::to_string(np), "--min-np", std::to_string(np - 1), "--max-np", std::to_string(np),
-      "--reset-limit", std::to_string(trials + 5), self, "--worker-dir", dir, "--trials", std::to_string(trials),
-      "--np", std::to_string(np), "--step-ms", std::to_string(step_ms)};
+  std::vector<std::string> cmd = {khorovodrun,
+                                  "-np",
+                                  std::to_string(np),
+                                  "--min-np",
+                                  std::to_string(np - 1),
+                                  "--max-np",
+                                  std::to_string(np),
+                                  "--reset-limit",
+                                  std::to_string(trials + 5),
+                                  self,
+                                  "--worker-dir",
+                                  dir,
+                                  "--trials",
+                                  std::to_string(trials),
+                                  "--np",
+                                  std::to_string(np),
+                                  "--step-ms",
+                                  std::to_string(step_ms)};
   if (trace) cmd.push_back("--trace");
-  std::printf("# khorovod-bench-elastic: %d trials, %d workers (min %d), step %d ms\n", trials, np, np - 1,
-              step_ms);
+  std::printf("# khorovod-bench-elastic: %d trials, %d workers (min %d), step %d ms\n", trials, np,
+              np - 1, step_ms);
   const std::string log = dir + "/khorovodrun.log";
   const int rc = RunBounded(cmd, log, std::chrono::seconds(timeout_s));
   if (rc != 0) {
     std::fprintf(stderr, "khorovodrun %s (log %s); its last lines:\n",
-                 rc < 0 ? "ran past --timeout-s" : ("exited " + std::to_string(rc)).c_str(), log.c_str());
+                 rc < 0 ? "ran past --timeout-s" : ("exited " + std::to_string(rc)).c_str(),
+                 log.c_str());
     PrintTail(log, 20);
   }
   const int report = Report(dir, trials);

@@ -51,7 +51,8 @@ int run_recovery_worker(const RecoveryWorkerOptions& o) {
   const int64_t init_done = NowNs();
 
   std::vector<float> grad(256, 1.0f);
-  const TensorView grad_view{grad.data(), DataType::kFloat32, {static_cast<int64_t>(grad.size())}, {}};
+  const TensorView grad_view{
+      grad.data(), DataType::kFloat32, {static_cast<int64_t>(grad.size())}, {}};
   elastic::State state(rt);
   int64_t& trial = state.counter("trial");
   int64_t& armed = state.counter("armed");
@@ -78,14 +79,16 @@ int run_recovery_worker(const RecoveryWorkerOptions& o) {
       }
       const bool kill_step = armed != 0 && !past_kill;
       if (o.trace) {
-        std::fprintf(stderr, "%s: step %ld rank %d/%d trial %ld armed %ld past_kill %d\n", me.c_str(), (long)step,
-                     rt.rank(), rt.size(), (long)trial, (long)armed, past_kill ? 1 : 0);
+        std::fprintf(stderr, "%s: step %ld rank %d/%d trial %ld armed %ld past_kill %d\n",
+                     me.c_str(), (long)step, rt.rank(), rt.size(), (long)trial, (long)armed,
+                     past_kill ? 1 : 0);
       }
       if (kill_step && rt.rank() == static_cast<int>(trial % rt.size())) {
         WriteLine(o.dir, "kill." + std::to_string(trial), std::to_string(NowNs()));
         std::raise(SIGKILL);
       }
-      if (!kill_step && o.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_ms));
+      if (!kill_step && o.step_ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.step_ms));
       if (Status s = rt.allreduce("grad", grad_view, grad_view); !s.ok()) {
         failed_at = NowNs();
         if (o.trace) std::fprintf(stderr, "%s: allreduce: %s\n", me.c_str(), s.ToString().c_str());
@@ -101,7 +104,8 @@ int run_recovery_worker(const RecoveryWorkerOptions& o) {
         }
       } else if (armed != 0 && past_kill) {
         WriteLine(o.dir, "recover." + std::to_string(trial) + "." + me,
-                  std::to_string(failed_at) + " " + std::to_string(reset_done) + " " + std::to_string(done));
+                  std::to_string(failed_at) + " " + std::to_string(reset_done) + " " +
+                      std::to_string(done));
       }
       ++step;
       if (armed != 0 && past_kill) {
@@ -118,11 +122,15 @@ int run_recovery_worker(const RecoveryWorkerOptions& o) {
 
   elastic::RunOptions run_options;
   run_options.reset_limit = 4 * o.trials + 10;
-  Status s = elastic::run(rt, state, [&] {
-    Status r = train();
-    if (o.trace) std::fprintf(stderr, "%s: train returned %s\n", me.c_str(), r.ToString().c_str());
-    return r;
-  }, run_options);
+  Status s = elastic::run(
+      rt, state,
+      [&] {
+        Status r = train();
+        if (o.trace)
+          std::fprintf(stderr, "%s: train returned %s\n", me.c_str(), r.ToString().c_str());
+        return r;
+      },
+      run_options);
   if (!s.ok()) {
     std::fprintf(stderr, "bench worker %s: %s\n", me.c_str(), s.ToString().c_str());
     return 1;

@@ -32,12 +32,12 @@
 namespace khorovod::bench {
 
 struct RecoveryWorkerOptions {
-  std::string dir;        // where the timestamp files go (must exist)
-  int trials = 20;        // kills to perform
-  int full_size = 4;      // the world size at which a kill is armed (max-np)
-  int step_ms = 5;        // simulated compute per step, before its allreduce
-  int max_steps = 200000; // bound on the whole job's steps
-  bool trace = false;     // one stderr line per step and per failure
+  std::string dir;         // where the timestamp files go (must exist)
+  int trials = 20;         // kills to perform
+  int full_size = 4;       // the world size at which a kill is armed (max-np)
+  int step_ms = 5;         // simulated compute per step, before its allreduce
+  int max_steps = 200000;  // bound on the whole job's steps
+  bool trace = false;      // one stderr line per step and per failure
 };
 
 // Returns the process exit code.

@@ -29,10 +29,10 @@
 // sees a commit before the process can be killed after it.
 //
 // Single-threaded (the training thread); the runtime runs its own threads.
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -80,8 +80,10 @@ class EventLog {
   }
   bool ok() const { return fd_ >= 0; }
   void Write(const std::string& kind, const std::string& fields) {
-    const std::string line = kind + " " + std::to_string(NowNs()) + (fields.empty() ? "" : " ") + fields + "\n";
-    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) std::perror("soak worker: write");
+    const std::string line =
+        kind + " " + std::to_string(NowNs()) + (fields.empty() ? "" : " ") + fields + "\n";
+    if (::write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      std::perror("soak worker: write");
   }
 
  private:
@@ -89,7 +91,9 @@ class EventLog {
 };
 
 // The integer-valued base gradient of `step` for parameter i: in [-8, 8].
-float BaseGradient(int64_t step, int i) { return static_cast<float>((step * 7 + i * 13) % 17) - 8.0f; }
+float BaseGradient(int64_t step, int i) {
+  return static_cast<float>((step * 7 + i * 13) % 17) - 8.0f;
+}
 
 void ApplyUpdate(std::vector<float>& params, const std::vector<float>& mean_grad) {
   for (size_t i = 0; i < params.size(); ++i) params[i] -= kLearningRate * mean_grad[i];
@@ -147,7 +151,8 @@ int Run(const Options& o) {
   khorovod::elastic::State state(rt);
   state.add_tensor("params", TensorView{params.data(), DataType::kFloat32, {kParams}, {}});
   if (!big.empty()) {
-    state.add_tensor("big", TensorView{big.data(), DataType::kFloat32, {static_cast<int64_t>(big.size())}, {}});
+    state.add_tensor(
+        "big", TensorView{big.data(), DataType::kFloat32, {static_cast<int64_t>(big.size())}, {}});
   }
   int64_t& step = state.counter("step");
   if (!o.checkpoint.empty()) state.checkpoint_to(o.checkpoint, o.checkpoint_every);
@@ -181,7 +186,8 @@ int Run(const Options& o) {
   const bool big_ok = BigStateIsExact(big, step);
   log.Write("done", Fields({rt.rank(), rt.size(), step}) + " " + std::to_string(checksum) + " " +
                         std::to_string(expected) + " " + (big_ok ? "1" : "0"));
-  if (Status s = rt.shutdown(); !s.ok()) std::fprintf(stderr, "soak worker: shutdown: %s\n", s.ToString().c_str());
+  if (Status s = rt.shutdown(); !s.ok())
+    std::fprintf(stderr, "soak worker: shutdown: %s\n", s.ToString().c_str());
   return checksum == expected && big_ok ? 0 : 3;
 }
 
@@ -192,8 +198,10 @@ int main(int argc, char** argv) {
   Options o;
   app.add_option("--dir", o.dir, "directory for the event files")->required();
   app.add_option("--steps", o.steps, "training steps")->check(CLI::PositiveNumber);
-  app.add_option("--step-ms", o.step_ms, "simulated compute per step")->check(CLI::NonNegativeNumber);
-  app.add_option("--state-mb", o.state_mb, "extra elastic state, in MiB")->check(CLI::Range(0, 4096));
+  app.add_option("--step-ms", o.step_ms, "simulated compute per step")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--state-mb", o.state_mb, "extra elastic state, in MiB")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--checkpoint", o.checkpoint, "write rank 0's state here and resume from it");
   app.add_option("--checkpoint-every", o.checkpoint_every, "commits between checkpoints")
       ->check(CLI::PositiveNumber);

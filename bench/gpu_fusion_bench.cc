@@ -31,13 +31,13 @@ namespace {
 
 using namespace khorovod;
 
-#define CHECK_CUDA(expr)                                                                \
-  do {                                                                                  \
-    cudaError_t e_ = (expr);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_));                  \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+#define CHECK_CUDA(expr)                                               \
+  do {                                                                 \
+    cudaError_t e_ = (expr);                                           \
+    if (e_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                    \
+    }                                                                  \
   } while (0)
 
 double Median(std::vector<double> v) {
@@ -75,14 +75,23 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (value <= 0) { std::fprintf(stderr, "%s needs a positive integer\n", flag.c_str()); return 2; }
-    if (flag == "--reps") reps = value;
-    else if (flag == "--iters") iters = value;
-    else { std::fprintf(stderr, "usage: %s [--reps N] [--iters N]\n", argv[0]); return 2; }
+    if (value <= 0) {
+      std::fprintf(stderr, "%s needs a positive integer\n", flag.c_str());
+      return 2;
+    }
+    if (flag == "--reps")
+      reps = value;
+    else if (flag == "--iters")
+      iters = value;
+    else {
+      std::fprintf(stderr, "usage: %s [--reps N] [--iters N]\n", argv[0]);
+      return 2;
+    }
   }
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
-    std::fprintf(stderr, "no usable GPU: %s\n", e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+    std::fprintf(stderr, "no usable GPU: %s\n",
+                 e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
     return 1;
   }
   CHECK_CUDA(cudaSetDevice(0));
@@ -108,12 +117,14 @@ int main(int argc, char** argv) {
   auto pack_unpack = [&] {
     size_t off = 0;
     for (size_t i = 0; i < bytes.size(); ++i) {
-      CHECK_CUDA(cudaMemcpyAsync(static_cast<char*>(fusion) + off, grads[i], bytes[i], cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaMemcpyAsync(static_cast<char*>(fusion) + off, grads[i], bytes[i],
+                                 cudaMemcpyDeviceToDevice, stream));
       off += bytes[i];
     }
     off = 0;
     for (size_t i = 0; i < bytes.size(); ++i) {
-      CHECK_CUDA(cudaMemcpyAsync(grads[i], static_cast<char*>(fusion) + off, bytes[i], cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaMemcpyAsync(grads[i], static_cast<char*>(fusion) + off, bytes[i],
+                                 cudaMemcpyDeviceToDevice, stream));
       off += bytes[i];
     }
   };
@@ -145,7 +156,10 @@ int main(int argc, char** argv) {
     if (s.ok()) s = ops.AllreduceScaled(spans, DataType::kFloat32, ReduceOp::kAverage, 1.0, 1.0);
     if (s.ok()) s = UnpackFusion(layout, buffer, grads, copy);
     if (s.ok()) s = ops.Flush();
-    if (!s.ok()) { std::fprintf(stderr, "allreduce: %s\n", s.ToString().c_str()); std::exit(1); }
+    if (!s.ok()) {
+      std::fprintf(stderr, "allreduce: %s\n", s.ToString().c_str());
+      std::exit(1);
+    }
   };
   step();  // warm-up
   std::vector<double> step_samples;
@@ -158,9 +172,12 @@ int main(int argc, char** argv) {
   const double step_ms = Median(step_samples);
 
   std::printf("gpu: %s\n", prop.name);
-  std::printf("resnet50 gradients: %zu tensors, %.1f MB\n", bytes.size(), static_cast<double>(total) / 1e6);
-  std::printf("pack+unpack (161 copies each way): %8.3f ms  %7.1f GB/s\n", pack_ms, gb / (pack_ms / 1e3));
-  std::printf("plain d2d copy (same bytes):       %8.3f ms  %7.1f GB/s\n", plain_ms, gb / (plain_ms / 1e3));
+  std::printf("resnet50 gradients: %zu tensors, %.1f MB\n", bytes.size(),
+              static_cast<double>(total) / 1e6);
+  std::printf("pack+unpack (161 copies each way): %8.3f ms  %7.1f GB/s\n", pack_ms,
+              gb / (pack_ms / 1e3));
+  std::printf("plain d2d copy (same bytes):       %8.3f ms  %7.1f GB/s\n", plain_ms,
+              gb / (plain_ms / 1e3));
   std::printf("pack/plain bandwidth ratio:        %8.3f  (target >= 0.8)\n", plain_ms / pack_ms);
   std::printf("nccl fused allreduce, world 1:     %8.3f ms per step\n", step_ms);
   return 0;

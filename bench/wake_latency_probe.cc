@@ -47,6 +47,7 @@ int main() {
     total += took;
     worst = std::max(worst, took);
   }
-  std::printf("condition-variable wake-up after 2 ms idle: mean %.0f us, worst %.0f us\n", total / 50, worst);
+  std::printf("condition-variable wake-up after 2 ms idle: mean %.0f us, worst %.0f us\n",
+              total / 50, worst);
   return 0;
 }

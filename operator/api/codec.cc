@@ -8,7 +8,8 @@ namespace {
 
 // Reads an optional field of type T; a present field of the wrong type is an error.
 template <typename T>
-void Read(const Json& parent, const char* key, const std::string& path, T& out, std::vector<FieldError>& errors) {
+void Read(const Json& parent, const char* key, const std::string& path, T& out,
+          std::vector<FieldError>& errors) {
   if (!parent.is_object()) return;
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return;
@@ -20,8 +21,8 @@ void Read(const Json& parent, const char* key, const std::string& path, T& out, 
 }
 
 template <typename T>
-void ReadOptional(const Json& parent, const char* key, const std::string& path, std::optional<T>& out,
-                  std::vector<FieldError>& errors) {
+void ReadOptional(const Json& parent, const char* key, const std::string& path,
+                  std::optional<T>& out, std::vector<FieldError>& errors) {
   if (!parent.is_object() || !parent.contains(key) || parent[key].is_null()) return;
   T value{};
   Read(parent, key, path, value, errors);
@@ -48,27 +49,36 @@ std::string JoinErrors(const std::vector<FieldError>& errors) {
 
 const char* ToString(CleanPodPolicy p) {
   switch (p) {
-    case CleanPodPolicy::kRunning: return "Running";
-    case CleanPodPolicy::kAll: return "All";
-    case CleanPodPolicy::kNone: return "None";
+    case CleanPodPolicy::kRunning:
+      return "Running";
+    case CleanPodPolicy::kAll:
+      return "All";
+    case CleanPodPolicy::kNone:
+      return "None";
   }
   return "?";
 }
 
 const char* ToString(Placement p) {
   switch (p) {
-    case Placement::kNone: return "None";
-    case Placement::kPack: return "Pack";
-    case Placement::kSpread: return "Spread";
+    case Placement::kNone:
+      return "None";
+    case Placement::kPack:
+      return "Pack";
+    case Placement::kSpread:
+      return "Spread";
   }
   return "?";
 }
 
 const char* ToString(RestartPolicy p) {
   switch (p) {
-    case RestartPolicy::kOnFailure: return "OnFailure";
-    case RestartPolicy::kNever: return "Never";
-    case RestartPolicy::kExitCode: return "ExitCode";
+    case RestartPolicy::kOnFailure:
+      return "OnFailure";
+    case RestartPolicy::kNever:
+      return "Never";
+    case RestartPolicy::kExitCode:
+      return "ExitCode";
   }
   return "?";
 }
@@ -114,33 +124,52 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
   std::string clean = "Running", restart = "OnFailure";
   Read(run, "cleanPodPolicy", "spec.runPolicy", clean, errors);
   Read(run, "restartPolicy", "spec.runPolicy", restart, errors);
-  if (clean == "Running") s.run_policy.clean_pod_policy = CleanPodPolicy::kRunning;
-  else if (clean == "All") s.run_policy.clean_pod_policy = CleanPodPolicy::kAll;
-  else if (clean == "None") s.run_policy.clean_pod_policy = CleanPodPolicy::kNone;
-  else errors.push_back({"spec.runPolicy.cleanPodPolicy", "must be Running, All or None, not '" + clean + "'"});
-  if (restart == "OnFailure") s.run_policy.restart_policy = RestartPolicy::kOnFailure;
-  else if (restart == "Never") s.run_policy.restart_policy = RestartPolicy::kNever;
-  else if (restart == "ExitCode") s.run_policy.restart_policy = RestartPolicy::kExitCode;
-  else errors.push_back({"spec.runPolicy.restartPolicy", "must be OnFailure, Never or ExitCode, not '" + restart + "'"});
-  ReadOptional(run, "ttlSecondsAfterFinished", "spec.runPolicy", s.run_policy.ttl_seconds_after_finished, errors);
-  ReadOptional(run, "activeDeadlineSeconds", "spec.runPolicy", s.run_policy.active_deadline_seconds, errors);
+  if (clean == "Running")
+    s.run_policy.clean_pod_policy = CleanPodPolicy::kRunning;
+  else if (clean == "All")
+    s.run_policy.clean_pod_policy = CleanPodPolicy::kAll;
+  else if (clean == "None")
+    s.run_policy.clean_pod_policy = CleanPodPolicy::kNone;
+  else
+    errors.push_back(
+        {"spec.runPolicy.cleanPodPolicy", "must be Running, All or None, not '" + clean + "'"});
+  if (restart == "OnFailure")
+    s.run_policy.restart_policy = RestartPolicy::kOnFailure;
+  else if (restart == "Never")
+    s.run_policy.restart_policy = RestartPolicy::kNever;
+  else if (restart == "ExitCode")
+    s.run_policy.restart_policy = RestartPolicy::kExitCode;
+  else
+    errors.push_back({"spec.runPolicy.restartPolicy",
+                      "must be OnFailure, Never or ExitCode, not '" + restart + "'"});
+  ReadOptional(run, "ttlSecondsAfterFinished", "spec.runPolicy",
+               s.run_policy.ttl_seconds_after_finished, errors);
+  ReadOptional(run, "activeDeadlineSeconds", "spec.runPolicy", s.run_policy.active_deadline_seconds,
+               errors);
   Read(run, "backoffLimit", "spec.runPolicy", s.run_policy.backoff_limit, errors);
   Read(run, "suspend", "spec.runPolicy", s.run_policy.suspend, errors);
-  Read(run, "nodeLossTimeoutSeconds", "spec.runPolicy", s.run_policy.node_loss_timeout_seconds, errors);
+  Read(run, "nodeLossTimeoutSeconds", "spec.runPolicy", s.run_policy.node_loss_timeout_seconds,
+       errors);
 
   const Json& sched = Child(spec, "schedulingPolicy");
   Read(sched, "schedulerName", "spec.schedulingPolicy", s.scheduling.scheduler_name, errors);
-  Read(sched, "priorityClassName", "spec.schedulingPolicy", s.scheduling.priority_class_name, errors);
+  Read(sched, "priorityClassName", "spec.schedulingPolicy", s.scheduling.priority_class_name,
+       errors);
   Read(sched, "gang", "spec.schedulingPolicy", s.scheduling.gang, errors);
   ReadOptional(sched, "minAvailable", "spec.schedulingPolicy", s.scheduling.min_available, errors);
   std::optional<std::string> placement;
   ReadOptional(sched, "placement", "spec.schedulingPolicy", placement, errors);
-  if (placement == "Pack") s.scheduling.placement = Placement::kPack;
-  else if (placement == "Spread") s.scheduling.placement = Placement::kSpread;
-  else if (placement == "None") s.scheduling.placement = Placement::kNone;
+  if (placement == "Pack")
+    s.scheduling.placement = Placement::kPack;
+  else if (placement == "Spread")
+    s.scheduling.placement = Placement::kSpread;
+  else if (placement == "None")
+    s.scheduling.placement = Placement::kNone;
   else if (placement)
-    errors.push_back({"spec.schedulingPolicy.placement", "must be Pack, Spread or None, not '" + *placement + "'"});
-  Read(sched, "nodeCooldownSeconds", "spec.schedulingPolicy", s.scheduling.node_cooldown_seconds, errors);
+    errors.push_back({"spec.schedulingPolicy.placement",
+                      "must be Pack, Spread or None, not '" + *placement + "'"});
+  Read(sched, "nodeCooldownSeconds", "spec.schedulingPolicy", s.scheduling.node_cooldown_seconds,
+       errors);
 
   ApplyDefaults(s);
   job.status = DecodeStatus(Child(object, "status"));
@@ -169,7 +198,9 @@ HorovodJobStatus DecodeStatus(const Json& st) {
   Read(st, "gpusWanted", "status", s.gpus_wanted, ignored);
   if (st.is_object() && st.contains("avoidedNodes") && st["avoidedNodes"].is_array()) {
     for (const auto& n : st["avoidedNodes"])
-      if (n.is_object()) s.avoided_nodes.push_back({n.value("node", ""), n.value("until", ""), n.value("reason", "")});
+      if (n.is_object())
+        s.avoided_nodes.push_back(
+            {n.value("node", ""), n.value("until", ""), n.value("reason", "")});
   }
   if (st.is_object() && st.contains("conditions") && st["conditions"].is_array()) {
     for (const auto& c : st["conditions"]) {
@@ -190,16 +221,11 @@ Json EncodeStatus(const HorovodJobStatus& s) {
                           {"message", c.message},
                           {"lastTransitionTime", c.last_transition_time}});
   }
-  Json out = {{"phase", ToString(s.phase)},
-              {"conditions", conditions},
-              {"replicas", s.replicas},
-              {"readyReplicas", s.ready_replicas},
-              {"active", s.active},
-              {"failed", s.failed},
-              {"succeeded", s.succeeded},
-              {"restartCount", s.restart_count},
-              {"selector", s.selector},
-              {"observedGeneration", s.observed_generation}};
+  Json out = {{"phase", ToString(s.phase)}, {"conditions", conditions},
+              {"replicas", s.replicas},     {"readyReplicas", s.ready_replicas},
+              {"active", s.active},         {"failed", s.failed},
+              {"succeeded", s.succeeded},   {"restartCount", s.restart_count},
+              {"selector", s.selector},     {"observedGeneration", s.observed_generation}};
   if (!s.start_time.empty()) out["startTime"] = s.start_time;
   if (!s.completion_time.empty()) out["completionTime"] = s.completion_time;
   if (s.rendezvous_generation) out["rendezvousGeneration"] = *s.rendezvous_generation;
@@ -210,7 +236,8 @@ Json EncodeStatus(const HorovodJobStatus& s) {
   }
   if (!s.avoided_nodes.empty()) {
     Json nodes = Json::array();
-    for (const auto& n : s.avoided_nodes) nodes.push_back({{"node", n.node}, {"until", n.until}, {"reason", n.reason}});
+    for (const auto& n : s.avoided_nodes)
+      nodes.push_back({{"node", n.node}, {"until", n.until}, {"reason", n.reason}});
     out["avoidedNodes"] = nodes;
   }
   return out;

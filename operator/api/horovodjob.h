@@ -11,11 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "api/phase.h"
 
@@ -31,7 +30,7 @@ inline constexpr const char* kPlural = "horovodjobs";
 
 // Labels the operator puts on everything it creates.
 inline constexpr const char* kLabelJobName = "khorovod.dev/job-name";
-inline constexpr const char* kLabelRole = "khorovod.dev/role";          // "worker" | "rendezvous"
+inline constexpr const char* kLabelRole = "khorovod.dev/role";  // "worker" | "rendezvous"
 inline constexpr const char* kLabelWorkerIndex = "khorovod.dev/worker-index";
 
 // GPUs: the extended resource NVIDIA's device plugin advertises, and the exit
@@ -52,11 +51,11 @@ enum class RestartPolicy { kOnFailure, kNever, kExitCode };
 
 struct RendezvousSpec {
   int32_t port = 29400;
-  std::string image;                 // default: the first worker container's image
+  std::string image;  // default: the first worker container's image
   int32_t settle_ms = 1000;
   int32_t heartbeat_timeout_ms = 5000;
   int32_t elastic_timeout_ms = 600000;
-  int32_t reset_limit = -1;          // -1: unlimited
+  int32_t reset_limit = -1;  // -1: unlimited
 };
 
 struct RunPolicy {
@@ -91,7 +90,7 @@ enum class Placement { kNone, kPack, kSpread };
 struct SchedulingPolicy {
   std::string scheduler_name;
   std::string priority_class_name;
-  bool gang = false;                 // create a scheduler-plugins PodGroup
+  bool gang = false;                     // create a scheduler-plugins PodGroup
   std::optional<int32_t> min_available;  // PodGroup minMember; default minReplicas
   std::optional<Placement> placement;    // unset: EffectivePlacement()
   int32_t node_cooldown_seconds = 600;   // how long a GPU failure keeps the job off a node
@@ -121,7 +120,7 @@ struct HorovodJobSpec {
   // The first worker container's nvidia.com/gpu limit (0: a CPU job); set
   // by DecodeHorovodJob.
   int32_t gpus_per_worker = 0;
-  Json worker_template;              // core/v1 PodTemplateSpec
+  Json worker_template;  // core/v1 PodTemplateSpec
   RendezvousSpec rendezvous;
   RunPolicy run_policy;
   SchedulingPolicy scheduling;
@@ -185,7 +184,7 @@ struct HorovodJob {
 
 // A field-level problem found while decoding or validating.
 struct FieldError {
-  std::string field;    // "spec.minReplicas"
+  std::string field;  // "spec.minReplicas"
   std::string message;
 };
 std::string JoinErrors(const std::vector<FieldError>& errors);

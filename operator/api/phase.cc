@@ -3,14 +3,22 @@
 namespace khorovod::op {
 const char* ToString(JobPhase phase) {
   switch (phase) {
-    case JobPhase::kNone: return "";
-    case JobPhase::kCreated: return "Created";
-    case JobPhase::kRunning: return "Running";
-    case JobPhase::kRestarting: return "Restarting";
-    case JobPhase::kScaling: return "Scaling";
-    case JobPhase::kSuspended: return "Suspended";
-    case JobPhase::kSucceeded: return "Succeeded";
-    case JobPhase::kFailed: return "Failed";
+    case JobPhase::kNone:
+      return "";
+    case JobPhase::kCreated:
+      return "Created";
+    case JobPhase::kRunning:
+      return "Running";
+    case JobPhase::kRestarting:
+      return "Restarting";
+    case JobPhase::kScaling:
+      return "Scaling";
+    case JobPhase::kSuspended:
+      return "Suspended";
+    case JobPhase::kSucceeded:
+      return "Succeeded";
+    case JobPhase::kFailed:
+      return "Failed";
   }
   return "";
 }

@@ -12,26 +12,28 @@
 namespace khorovod::op {
 
 enum class JobPhase {
-  kNone,        // not reconciled yet ("" on the wire)
-  kCreated,     // pods being created, fewer than minReplicas ready
+  kNone,     // not reconciled yet ("" on the wire)
+  kCreated,  // pods being created, fewer than minReplicas ready
   kRunning,
   kRestarting,  // a failed worker is being replaced
   kScaling,     // the worker count is moving to spec.replicas
   kSuspended,
-  kSucceeded,   // final
-  kFailed,      // final
+  kSucceeded,  // final
+  kFailed,     // final
 };
 
 // Every phase, in the order above.
-inline constexpr JobPhase kJobPhases[] = {JobPhase::kNone,       JobPhase::kCreated, JobPhase::kRunning,
-                                          JobPhase::kRestarting, JobPhase::kScaling, JobPhase::kSuspended,
-                                          JobPhase::kSucceeded,  JobPhase::kFailed};
+inline constexpr JobPhase kJobPhases[] = {
+    JobPhase::kNone,    JobPhase::kCreated,   JobPhase::kRunning,   JobPhase::kRestarting,
+    JobPhase::kScaling, JobPhase::kSuspended, JobPhase::kSucceeded, JobPhase::kFailed};
 
 const char* ToString(JobPhase phase);
 // The phase named `text`; nullopt for a name this version does not know.
 std::optional<JobPhase> ParseJobPhase(std::string_view text);
 // Succeeded and Failed are never left.
-inline bool IsFinished(JobPhase phase) { return phase == JobPhase::kSucceeded || phase == JobPhase::kFailed; }
+inline bool IsFinished(JobPhase phase) {
+  return phase == JobPhase::kSucceeded || phase == JobPhase::kFailed;
+}
 
 // conditions[].type values.
 namespace condition {

@@ -10,7 +10,9 @@ namespace khorovod::op {
 
 HealthServer::HealthServer(std::function<bool()> ready, std::function<std::string()> render)
     : http_(std::make_unique<httplib::Server>()) {
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
   http_->Get("/readyz", [ready](const httplib::Request&, httplib::Response& res) {
     const bool ok = ready();
     res.status = ok ? 200 : 503;

@@ -12,11 +12,11 @@
 
 #include "cmd/health_server.h"
 #include "cmd/options.h"
-#include "khorovod/util/mutex.h"
-#include "khorovod/util/stop_signals.h"
 #include "controller/controller.h"
 #include "controller/operator_metrics.h"
 #include "controller/token.h"
+#include "khorovod/util/mutex.h"
+#include "khorovod/util/stop_signals.h"
 #include "kube/cluster_config.h"
 #include "kube/event_recorder.h"
 #include "kube/leader_election.h"
@@ -41,7 +41,8 @@ std::map<std::string, std::string> Environment() {
 kube::ApiResult<kube::ClusterConfig> LoadConfig(const op::OperatorOptions& options) {
   if (!options.kubeconfig.empty()) return kube::LoadKubeconfig(options.kubeconfig, options.context);
   const char* dir = std::getenv("KHOROVOD_SERVICE_ACCOUNT_DIR");
-  return kube::LoadInCluster(Environment(), dir ? dir : "/var/run/secrets/kubernetes.io/serviceaccount");
+  return kube::LoadInCluster(Environment(),
+                             dir ? dir : "/var/run/secrets/kubernetes.io/serviceaccount");
 }
 
 // hostname + a random suffix, so two replicas on one host differ.
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
 
   khorovod::StopSignals signals;  // before any thread starts
   kube::RestClient client(config.value(), op::ToRestClientOptions(options));
-  kube::RestClient lease_client(config.value());  // unthrottled: renewals never queue behind pod writes
+  kube::RestClient lease_client(
+      config.value());  // unthrottled: renewals never queue behind pod writes
   kube::EventRecorder events(client, "khorovod-operator");
   op::Controller controller(client, events, op::ToControllerOptions(options));
   kube::LeaderElector elector(lease_client, op::ToLeaderElectionOptions(options));
@@ -99,14 +101,21 @@ int main(int argc, char** argv) {
       [&] { return options.leader_elect ? elector.IsLeader() : controller.Ready(); },
       [&] { return controller.JobListCount(); }, [&] { return client.throttled_seconds(); },
       [&] { return controller.Gpus(); }});
-  client.set_observer([&metrics](const std::string& verb, const std::string& resource, int code, double seconds) {
-    metrics.ObserveRequest(verb, resource, code, seconds);
+  client.set_observer(
+      [&metrics](const std::string& verb, const std::string& resource, int code, double seconds) {
+        metrics.ObserveRequest(verb, resource, code, seconds);
+      });
+  controller.set_observer([&metrics](const op::ReconcileOutcome& o, double seconds) {
+    metrics.ObserveReconcile(o, seconds);
   });
-  controller.set_observer([&metrics](const op::ReconcileOutcome& o, double seconds) { metrics.ObserveReconcile(o, seconds); });
 
   // A standby replica is ready: it is healthy and waiting for the lease.
-  op::HealthServer http([&] { return options.leader_elect ? (!elector.IsLeader() || controller.Ready()) : controller.Ready(); },
-                        [&] { return metrics.Render(); });
+  op::HealthServer http(
+      [&] {
+        return options.leader_elect ? (!elector.IsLeader() || controller.Ready())
+                                    : controller.Ready();
+      },
+      [&] { return metrics.Render(); });
   if (std::string error; !http.Start(options.metrics_bind, &error)) {
     std::cerr << "khorovod-operator: " << error << "\n";
     return 2;
@@ -118,9 +127,9 @@ int main(int argc, char** argv) {
     stop.Request(0);
   }).detach();
 
-  std::cerr << "khorovod-operator: " << options.identity << " talking to " << config->scheme << "://"
-            << config->host << ":" << config->port << (options.leader_elect ? ", campaigning for the lease" : "")
-            << "\n";
+  std::cerr << "khorovod-operator: " << options.identity << " talking to " << config->scheme
+            << "://" << config->host << ":" << config->port
+            << (options.leader_elect ? ", campaigning for the lease" : "") << "\n";
   auto start_controller = [&] {
     if (!controller.Start(std::chrono::seconds(60))) stop.Request(1);
   };

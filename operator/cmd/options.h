@@ -15,23 +15,23 @@
 namespace khorovod::op {
 
 struct OperatorOptions {
-  std::string kubeconfig;          // empty: in-cluster config
-  std::string context;             // kubeconfig context; empty = current
-  std::string watch_namespace;     // empty = all namespaces
+  std::string kubeconfig;       // empty: in-cluster config
+  std::string context;          // kubeconfig context; empty = current
+  std::string watch_namespace;  // empty = all namespaces
   int workers = 4;
   int write_parallelism = 16;
   int resync_seconds = 300;
   int watch_timeout_seconds = 240;  // server-side timeout of each watch request
   bool leader_elect = true;
-  std::string lease_namespace;     // default: the pod's namespace (or "default")
+  std::string lease_namespace;  // default: the pod's namespace (or "default")
   std::string lease_name = "khorovod-operator";
-  std::string identity;            // default: hostname + random suffix
+  std::string identity;  // default: hostname + random suffix
   int lease_duration_seconds = 15;
   int renew_deadline_seconds = 10;
   int retry_period_seconds = 2;
   std::string metrics_bind = "0.0.0.0:8080";  // /metrics, /healthz, /readyz
-  bool gang_scheduling = false;    // PodGroup CRD (scheduler-plugins) installed
-  bool kueue = false;              // Kueue's CRDs installed (Workloads for queued jobs)
+  bool gang_scheduling = false;               // PodGroup CRD (scheduler-plugins) installed
+  bool kueue = false;                         // Kueue's CRDs installed (Workloads for queued jobs)
   bool watch_nodes = true;         // replace workers of lost nodes (needs nodes get/list/watch)
   bool disruption_budgets = true;  // a PodDisruptionBudget per job at minReplicas
   // Client-side limit on API requests (token bucket); qps 0 = unlimited.

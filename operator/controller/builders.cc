@@ -80,7 +80,8 @@ void MountSharedMemory(Json& spec) {
   if (!volumes.is_array()) volumes = Json::array();
   bool declared = false;
   for (const auto& v : volumes) declared = declared || v.value("name", "") == kSharedMemoryVolume;
-  if (!declared) volumes.push_back({{"name", kSharedMemoryVolume}, {"emptyDir", {{"medium", "Memory"}}}});
+  if (!declared)
+    volumes.push_back({{"name", kSharedMemoryVolume}, {"emptyDir", {{"medium", "Memory"}}}});
   for (auto& container : spec["containers"]) {
     if (mounts_dev_shm(container)) continue;
     Json& mounts = container["volumeMounts"];
@@ -100,9 +101,7 @@ void TolerateGpuTaint(Json& spec) {
   tolerations.push_back({{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
 }
 
-Json WorkerSelectorTerm(const HorovodJob& job) {
-  return {{"matchLabels", Labels(job, "worker")}};
-}
+Json WorkerSelectorTerm(const HorovodJob& job) { return {{"matchLabels", Labels(job, "worker")}}; }
 
 // Pack: prefer nodes that already run this job's workers. Spread: at most one
 // worker more per node (and per zone) than elsewhere, as a preference, so a
@@ -114,11 +113,11 @@ void ApplyPlacement(const HorovodJob& job, Json& spec) {
     Json& affinity = spec["affinity"];
     if (!affinity.is_object()) affinity = Json::object();
     if (affinity.contains("podAffinity")) return;
-    affinity["podAffinity"] = {
-        {"preferredDuringSchedulingIgnoredDuringExecution",
-         Json::array({{{"weight", 100},
-                       {"podAffinityTerm",
-                        {{"labelSelector", WorkerSelectorTerm(job)}, {"topologyKey", "kubernetes.io/hostname"}}}}})}};
+    affinity["podAffinity"] = {{"preferredDuringSchedulingIgnoredDuringExecution",
+                                Json::array({{{"weight", 100},
+                                              {"podAffinityTerm",
+                                               {{"labelSelector", WorkerSelectorTerm(job)},
+                                                {"topologyKey", "kubernetes.io/hostname"}}}}})}};
   } else if (placement == Placement::kSpread) {
     if (spec.contains("topologySpreadConstraints")) return;
     Json constraints = Json::array();
@@ -157,7 +156,9 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::string WorkerPodName(const HorovodJob& job, int index) { return job.name + "-worker-" + std::to_string(index); }
+std::string WorkerPodName(const HorovodJob& job, int index) {
+  return job.name + "-worker-" + std::to_string(index);
+}
 std::string WorkersServiceName(const HorovodJob& job) { return job.name + "-worker"; }
 std::string RendezvousName(const HorovodJob& job) { return job.name + "-rendezvous"; }
 std::string TokenSecretName(const HorovodJob& job) { return job.name + "-token"; }
@@ -165,12 +166,14 @@ std::string WorkerSelector(const HorovodJob& job) {
   return std::string(kLabelJobName) + "=" + job.name + "," + kLabelRole + "=worker";
 }
 std::string RendezvousAddress(const HorovodJob& job) {
-  return RendezvousName(job) + "." + job.namespace_ + ".svc:" + std::to_string(job.spec.rendezvous.port);
+  return RendezvousName(job) + "." + job.namespace_ +
+         ".svc:" + std::to_string(job.spec.rendezvous.port);
 }
 
 Json OwnerReference(const HorovodJob& job) {
-  return {{"apiVersion", kApiVersion}, {"kind", kKind},          {"name", job.name},
-          {"uid", job.uid},            {"controller", true},     {"blockOwnerDeletion", true}};
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},
+          {"name", job.name},          {"uid", job.uid},
+          {"controller", true},        {"blockOwnerDeletion", true}};
 }
 
 Json BuildTokenSecret(const HorovodJob& job, const std::string& token) {
@@ -195,31 +198,49 @@ Json BuildRendezvousService(const HorovodJob& job) {
 Json BuildRendezvousPod(const HorovodJob& job) {
   const auto& r = job.spec.rendezvous;
   const int slots = job.spec.slots_per_worker;
-  Json args = Json::array({"--job", job.name, "--host", "0.0.0.0", "--port", std::to_string(r.port),
-                           "--min-workers", std::to_string(job.spec.min_replicas * slots),
-                           "--max-workers", std::to_string(job.spec.max_replicas * slots),
-                           "--settle-ms", std::to_string(r.settle_ms),
-                           "--heartbeat-timeout-ms", std::to_string(r.heartbeat_timeout_ms),
-                           "--elastic-timeout-ms", std::to_string(r.elastic_timeout_ms),
-                           "--reset-limit", std::to_string(r.reset_limit),
-                           "--metrics-port", std::to_string(kRendezvousMetricsPort)});
-  Json container = {{"name", "rendezvous"},
-                    {"image", r.image},
-                    {"command", Json::array({"khorovod-rendezvous"})},
-                    {"args", args},
-                    {"env", Json::array({TokenEnv(job)})},
-                    {"ports", Json::array({{{"name", "rendezvous"}, {"containerPort", r.port}},
-                                           {{"name", "metrics"}, {"containerPort", kRendezvousMetricsPort}}})},
-                    {"readinessProbe", {{"httpGet", {{"path", "/healthz"}, {"port", r.port}}}, {"periodSeconds", 2}}},
-                    {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
-                    {"securityContext", RestrictedSecurityContext()}};
+  Json args = Json::array({"--job",
+                           job.name,
+                           "--host",
+                           "0.0.0.0",
+                           "--port",
+                           std::to_string(r.port),
+                           "--min-workers",
+                           std::to_string(job.spec.min_replicas * slots),
+                           "--max-workers",
+                           std::to_string(job.spec.max_replicas * slots),
+                           "--settle-ms",
+                           std::to_string(r.settle_ms),
+                           "--heartbeat-timeout-ms",
+                           std::to_string(r.heartbeat_timeout_ms),
+                           "--elastic-timeout-ms",
+                           std::to_string(r.elastic_timeout_ms),
+                           "--reset-limit",
+                           std::to_string(r.reset_limit),
+                           "--metrics-port",
+                           std::to_string(kRendezvousMetricsPort)});
+  Json container = {
+      {"name", "rendezvous"},
+      {"image", r.image},
+      {"command", Json::array({"khorovod-rendezvous"})},
+      {"args", args},
+      {"env", Json::array({TokenEnv(job)})},
+      {"ports", Json::array({{{"name", "rendezvous"}, {"containerPort", r.port}},
+                             {{"name", "metrics"}, {"containerPort", kRendezvousMetricsPort}}})},
+      {"readinessProbe",
+       {{"httpGet", {{"path", "/healthz"}, {"port", r.port}}}, {"periodSeconds", 2}}},
+      {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
+      {"securityContext", RestrictedSecurityContext()}};
   Json spec = {{"restartPolicy", "Always"},
                {"containers", Json::array({container})},
-               {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+               {"securityContext",
+                {{"runAsNonRoot", true},
+                 {"runAsUser", 65532},
+                 {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
                {"automountServiceAccountToken", false}};
   if (!job.spec.scheduling.priority_class_name.empty())
     spec["priorityClassName"] = job.spec.scheduling.priority_class_name;
-  if (!job.spec.scheduling.scheduler_name.empty()) spec["schedulerName"] = job.spec.scheduling.scheduler_name;
+  if (!job.spec.scheduling.scheduler_name.empty())
+    spec["schedulerName"] = job.spec.scheduling.scheduler_name;
   // The rendezvous runs the workers' image where the workers may run: it
   // inherits their pull secrets, node selector and tolerations.
   const Json worker_spec = job.spec.worker_template.value("spec", Json::object());
@@ -227,7 +248,10 @@ Json BuildRendezvousPod(const HorovodJob& job) {
     if (worker_spec.is_object() && worker_spec.contains(field)) spec[field] = worker_spec[field];
   // ... and the GPU nodes a GPU job's template selects may be tainted.
   if (job.spec.gpus_per_worker > 0) TolerateGpuTaint(spec);
-  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", Metadata(job, RendezvousName(job), "rendezvous")}, {"spec", spec}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", Metadata(job, RendezvousName(job), "rendezvous")},
+          {"spec", spec}};
 }
 
 Json BuildWorkersService(const HorovodJob& job) {
@@ -253,7 +277,8 @@ Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::str
                    {"labels", labels},
                    {"ownerReferences", Json::array({OwnerReference(job)})}};
   if (meta.contains("annotations")) metadata["annotations"] = meta["annotations"];
-  if (!avoid_nodes.empty()) metadata["annotations"][kAnnotationAvoidedNodes] = JoinNames(avoid_nodes);
+  if (!avoid_nodes.empty())
+    metadata["annotations"][kAnnotationAvoidedNodes] = JoinNames(avoid_nodes);
 
   Json spec = tmpl.value("spec", Json::object());
   spec["hostname"] = WorkerPodName(job, index);
@@ -261,7 +286,8 @@ Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::str
   // The operator replaces failed workers itself; the kubelet must not restart
   // them in place, or a crashed rank would rejoin under the same pod silently.
   spec["restartPolicy"] = "Never";
-  if (!job.spec.scheduling.scheduler_name.empty()) spec["schedulerName"] = job.spec.scheduling.scheduler_name;
+  if (!job.spec.scheduling.scheduler_name.empty())
+    spec["schedulerName"] = job.spec.scheduling.scheduler_name;
   if (!job.spec.scheduling.priority_class_name.empty())
     spec["priorityClassName"] = job.spec.scheduling.priority_class_name;
   if (job.spec.scheduling.gang) {
@@ -289,7 +315,8 @@ Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::str
     }
     // Metrics on by default, on the pod's own address; the user may override.
     Json& trainer = spec["containers"][0];
-    SetEnvDefault(trainer, {{"name", "KHOROVOD_METRICS_PORT"}, {"value", std::to_string(kWorkerMetricsPort)}});
+    SetEnvDefault(trainer, {{"name", "KHOROVOD_METRICS_PORT"},
+                            {"value", std::to_string(kWorkerMetricsPort)}});
     SetEnvDefault(trainer, FieldEnv("KHOROVOD_METRICS_HOST", "status.podIP"));
     AddMetricsPort(trainer, kWorkerMetricsPort);
   }

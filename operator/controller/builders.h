@@ -54,7 +54,8 @@ Json BuildRendezvousService(const HorovodJob& job);
 Json BuildRendezvousPod(const HorovodJob& job);
 Json BuildWorkersService(const HorovodJob& job);
 // `avoid_nodes`: node names the pod must not be scheduled on (GPU failures).
-Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::string>& avoid_nodes = {});
+Json BuildWorkerPod(const HorovodJob& job, int index,
+                    const std::vector<std::string>& avoid_nodes = {});
 Json BuildPodGroup(const HorovodJob& job);
 Json BuildDisruptionBudget(const HorovodJob& job);
 

@@ -14,11 +14,13 @@ Json CachedMetadata(const Json& object) {
   Json meta = Json::object();
   auto it = object.find("metadata");
   if (it == object.end() || !it->is_object()) return meta;
-  for (const char* key : {"name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"})
+  for (const char* key :
+       {"name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"})
     CopyIfPresent(*it, meta, key);
   // The one annotation the planner reads (the nodes a worker pod avoids).
   auto annotations = it->find("annotations");
-  if (annotations != it->end() && annotations->is_object() && annotations->contains(kAnnotationAvoidedNodes))
+  if (annotations != it->end() && annotations->is_object() &&
+      annotations->contains(kAnnotationAvoidedNodes))
     meta["annotations"] = {{kAnnotationAvoidedNodes, (*annotations)[kAnnotationAvoidedNodes]}};
   // Only the controller reference is read (ownership index, owner's key).
   auto refs = it->find("ownerReferences");
@@ -40,13 +42,16 @@ Json CachedPodStatus(const Json& status) {
     Json kept = Json::array();
     for (const auto& c : *conditions) {
       if (!c.is_object()) continue;
-      if (c.value("type", "") == "Ready") kept.push_back({{"type", "Ready"}, {"status", c.value("status", "")}});
+      if (c.value("type", "") == "Ready")
+        kept.push_back({{"type", "Ready"}, {"status", c.value("status", "")}});
       // Why a worker stopped: an eviction or preemption is no failure.
       if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True")
-        kept.push_back({{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", c.value("reason", "")}});
+        kept.push_back(
+            {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", c.value("reason", "")}});
       // Why a worker waits: the scheduler's message ("Insufficient nvidia.com/gpu").
       if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
-        kept.push_back({{"type", "PodScheduled"}, {"status", "False"}, {"message", c.value("message", "")}});
+        kept.push_back(
+            {{"type", "PodScheduled"}, {"status", "False"}, {"message", c.value("message", "")}});
     }
     if (!kept.empty()) out["conditions"] = std::move(kept);
   }
@@ -57,7 +62,8 @@ Json CachedPodStatus(const Json& status) {
       if (!cs.is_object()) continue;
       Json state = Json::object();
       auto st = cs.find("state");
-      if (st != cs.end() && st->is_object() && st->contains("terminated") && (*st)["terminated"].is_object()) {
+      if (st != cs.end() && st->is_object() && st->contains("terminated") &&
+          (*st)["terminated"].is_object()) {
         const Json& t = (*st)["terminated"];
         state["terminated"] = Json::object();
         CopyIfPresent(t, state["terminated"], "exitCode");

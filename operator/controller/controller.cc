@@ -25,7 +25,8 @@ std::unique_ptr<RendezvousMonitor> MakeMonitor(const ReconcilerOptions& o, kube:
       RendezvousMonitorOptions{o.rendezvous_refresh, o.probe_timeout},
       [&queue](const std::string& key) { queue.Add(key); });
 }
-std::unique_ptr<kube::Informer> MakeWorkloads(kube::RestClient& client, const ControllerOptions& o) {
+std::unique_ptr<kube::Informer> MakeWorkloads(kube::RestClient& client,
+                                              const ControllerOptions& o) {
   if (!o.reconciler.kueue_available) return nullptr;
   kube::InformerOptions i;
   i.namespace_ = o.watch_namespace;
@@ -51,7 +52,8 @@ kube::InformerOptions All(const ControllerOptions& o) {
 }
 }  // namespace
 
-Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, ControllerOptions options)
+Controller::Controller(kube::RestClient& client, kube::EventRecorder& events,
+                       ControllerOptions options)
     : options_(options),
       jobs_(client, kHorovodJobs, All(options)),
       pods_(client, kube::kPods, Owned(options, CachedPod)),
@@ -59,14 +61,17 @@ Controller::Controller(kube::RestClient& client, kube::EventRecorder& events, Co
       workloads_(MakeWorkloads(client, options)),
       nodes_(MakeNodes(client, options)),
       monitor_(MakeMonitor(options.reconciler, queue_)),
-      reconciler_(client, jobs_, pods_, services_, workloads_.get(), events, monitor_.get(), options.reconciler,
-                  nodes_.get()) {
-  jobs_.AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });
+      reconciler_(client, jobs_, pods_, services_, workloads_.get(), events, monitor_.get(),
+                  options.reconciler, nodes_.get()) {
+  jobs_.AddHandler(
+      [this](kube::EventType, const kube::ObjectPtr& obj) { queue_.Add(kube::ObjectKey(*obj)); });
   auto owner = [this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueOwner(obj); };
   pods_.AddHandler(owner);
   services_.AddHandler(owner);
   if (workloads_) workloads_->AddHandler(owner);
-  if (nodes_) nodes_->AddHandler([this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueJobsOnNode(obj); });
+  if (nodes_)
+    nodes_->AddHandler(
+        [this](kube::EventType, const kube::ObjectPtr& obj) { EnqueueJobsOnNode(obj); });
 }
 
 void Controller::EnqueueJobsOnNode(const kube::ObjectPtr& node) {
@@ -75,8 +80,10 @@ void Controller::EnqueueJobsOnNode(const kube::ObjectPtr& node) {
   {
     MutexLock lock(lost_mu_);
     const bool was_lost = lost_nodes_.count(name) > 0;
-    if (lost) lost_nodes_.insert(name);
-    else lost_nodes_.erase(name);
+    if (lost)
+      lost_nodes_.insert(name);
+    else
+      lost_nodes_.erase(name);
     if (!lost && !was_lost) return;  // a healthy node's routine update
   }
   for (const auto& pod : pods_.List())
@@ -102,7 +109,8 @@ bool Controller::Start(std::chrono::milliseconds sync_timeout) {
   const auto deadline = std::chrono::steady_clock::now() + sync_timeout;
   for (kube::Informer* inf : {&jobs_, &pods_, &services_, workloads_.get(), nodes_.get()}) {
     if (!inf) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (!inf->WaitForSync(std::max(left, std::chrono::milliseconds(1)))) {
       std::cerr << "controller: the " << inf->type().plural << " cache did not sync\n";
       return false;
@@ -139,9 +147,12 @@ void Controller::Work() {
       // A bug must not kill the operator: retry with backoff, loudly.
       outcome = {ReconcileOutcome::kRetry, {}, std::string("internal error: ") + e.what()};
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     switch (outcome.kind) {
-      case ReconcileOutcome::kDone: queue_.Forget(key); break;
+      case ReconcileOutcome::kDone:
+        queue_.Forget(key);
+        break;
       case ReconcileOutcome::kRequeueAfter:
         queue_.Forget(key);
         queue_.AddAfter(key, outcome.after);

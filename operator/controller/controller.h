@@ -28,8 +28,8 @@
 namespace khorovod::op {
 
 struct ControllerOptions {
-  std::string watch_namespace;                 // "" = all namespaces
-  int workers = 4;                             // reconcile threads
+  std::string watch_namespace;  // "" = all namespaces
+  int workers = 4;              // reconcile threads
   std::chrono::seconds resync{300};
   std::chrono::seconds watch_timeout{240};
   // Watch Nodes (cluster-wide get/list/watch) to replace the workers of a

@@ -8,8 +8,8 @@ bool IsTrue(const HorovodJobStatus& s, const std::string& type) {
   return false;
 }
 
-void SetCondition(HorovodJobStatus& s, const std::string& type, bool value, const std::string& reason,
-                  const std::string& message, const std::string& now) {
+void SetCondition(HorovodJobStatus& s, const std::string& type, bool value,
+                  const std::string& reason, const std::string& message, const std::string& now) {
   const std::string status = value ? "True" : "False";
   for (auto& c : s.conditions) {
     if (c.type != type) continue;

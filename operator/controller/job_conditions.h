@@ -16,7 +16,7 @@ bool IsTrue(const HorovodJobStatus& status, const std::string& type);
 
 // Sets `type` to `value` with reason and message; `now` is RFC 3339. A False
 // condition that is absent stays absent.
-void SetCondition(HorovodJobStatus& status, const std::string& type, bool value, const std::string& reason,
-                  const std::string& message, const std::string& now);
+void SetCondition(HorovodJobStatus& status, const std::string& type, bool value,
+                  const std::string& reason, const std::string& message, const std::string& now);
 
 }  // namespace khorovod::op

@@ -56,7 +56,8 @@ std::vector<std::string> FlavorNames(const Json& assignment) {
   return names;
 }
 
-Json PodSet(const char* name, const Json& pod_spec, int32_t count, std::optional<int32_t> min_count) {
+Json PodSet(const char* name, const Json& pod_spec, int32_t count,
+            std::optional<int32_t> min_count) {
   Json set = {{"name", name}, {"count", count}, {"template", {{"spec", pod_spec}}}};
   if (min_count) set["minCount"] = *min_count;
   return set;
@@ -68,7 +69,9 @@ bool ManagedElsewhere(const HorovodJob& job) {
   return !job.spec.managed_by.empty() && job.spec.managed_by != kManagedByKhorovod;
 }
 
-bool QueuedByKueue(const HorovodJob& job) { return !job.queue_name.empty() && !ManagedElsewhere(job); }
+bool QueuedByKueue(const HorovodJob& job) {
+  return !job.queue_name.empty() && !ManagedElsewhere(job);
+}
 
 std::string WorkloadName(const HorovodJob& job) { return "horovodjob-" + job.name; }
 
@@ -79,12 +82,16 @@ Json BuildWorkload(const HorovodJob& job) {
                    {"ownerReferences", Json::array({OwnerReference(job)})}};
   Json worker_spec = job.spec.worker_template.value("spec", Json::object());
   const bool elastic = job.spec.min_replicas < job.spec.max_replicas;
-  Json pod_sets = Json::array(
-      {PodSet("worker", worker_spec, job.spec.max_replicas,
-              elastic ? std::optional<int32_t>(job.spec.min_replicas) : std::nullopt),
-       PodSet("rendezvous", BuildRendezvousPod(job).value("spec", Json::object()), 1, std::nullopt)});
+  Json pod_sets =
+      Json::array({PodSet("worker", worker_spec, job.spec.max_replicas,
+                          elastic ? std::optional<int32_t>(job.spec.min_replicas) : std::nullopt),
+                   PodSet("rendezvous", BuildRendezvousPod(job).value("spec", Json::object()), 1,
+                          std::nullopt)});
   Json spec = {{"queueName", job.queue_name}, {"podSets", pod_sets}, {"active", true}};
-  return {{"apiVersion", kWorkloads.group_version}, {"kind", "Workload"}, {"metadata", metadata}, {"spec", spec}};
+  return {{"apiVersion", kWorkloads.group_version},
+          {"kind", "Workload"},
+          {"metadata", metadata},
+          {"spec", spec}};
 }
 
 WorkloadAdmission ReadAdmission(const Json& workload, int32_t max_workers) {
@@ -100,8 +107,9 @@ WorkloadAdmission ReadAdmission(const Json& workload, int32_t max_workers) {
       if (!set.is_object()) continue;
       const std::string name = set.value("name", "");
       if (name == "worker") {
-        a.workers = set.contains("count") && set["count"].is_number_integer() ? set["count"].get<int32_t>()
-                                                                               : max_workers;
+        a.workers = set.contains("count") && set["count"].is_number_integer()
+                        ? set["count"].get<int32_t>()
+                        : max_workers;
         a.worker_flavors = FlavorNames(set);
       } else if (name == "rendezvous") {
         a.rendezvous_flavors = FlavorNames(set);
@@ -118,15 +126,18 @@ WorkloadAdmission ReadAdmission(const Json& workload, int32_t max_workers) {
   return a;
 }
 
-Json WorkloadWithoutQuota(const Json& workload, const std::string& now, const std::string& message) {
+Json WorkloadWithoutQuota(const Json& workload, const std::string& now,
+                          const std::string& message) {
   Json out = workload;
   out["status"].erase("admission");
   SetWorkloadCondition(out, "QuotaReserved", false, "Pending", message, now);
-  if (FindCondition(out, "Admitted")) SetWorkloadCondition(out, "Admitted", false, "NoReservation", message, now);
+  if (FindCondition(out, "Admitted"))
+    SetWorkloadCondition(out, "Admitted", false, "NoReservation", message, now);
   return out;
 }
 
-Json WorkloadFinished(const Json& workload, bool succeeded, const std::string& now, const std::string& message) {
+Json WorkloadFinished(const Json& workload, bool succeeded, const std::string& now,
+                      const std::string& message) {
   Json out = workload;
   SetWorkloadCondition(out, "Finished", true, succeeded ? "Succeeded" : "Failed", message, now);
   return out;
@@ -136,8 +147,7 @@ void ApplyFlavors(Json& pod_spec, const std::vector<Json>& flavors) {
   for (const auto& flavor : flavors) {
     const Json& fspec = flavor.value("spec", Json::object());
     const Json labels = fspec.value("nodeLabels", Json::object());
-    for (const auto& [key, value] : labels.items())
-      pod_spec["nodeSelector"][key] = value;
+    for (const auto& [key, value] : labels.items()) pod_spec["nodeSelector"][key] = value;
     for (const auto& toleration : fspec.value("tolerations", Json::array())) {
       Json& list = pod_spec["tolerations"];
       if (!list.is_array()) list = Json::array();

@@ -29,7 +29,8 @@
 namespace khorovod::op {
 
 inline const kube::ResourceType kWorkloads{"kueue.x-k8s.io/v1beta1", "workloads", true};
-inline const kube::ResourceType kResourceFlavors{"kueue.x-k8s.io/v1beta1", "resourceflavors", false};
+inline const kube::ResourceType kResourceFlavors{"kueue.x-k8s.io/v1beta1", "resourceflavors",
+                                                 false};
 inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 // spec.managedBy values this operator reconciles (unset means this one too).
 inline constexpr const char* kManagedByKhorovod = "khorovod.dev/operator";
@@ -44,14 +45,14 @@ Json BuildWorkload(const HorovodJob& job);
 
 // What a Workload says about the job's right to run.
 struct WorkloadAdmission {
-  bool admitted = false;         // QuotaReserved and Admitted true, not evicted
-  bool quota_reserved = false;   // status.admission is set (quota is held)
-  bool evicted = false;          // Evicted true: stop, then give the quota back
-  bool finished = false;         // Finished true
-  int32_t workers = 0;           // admitted worker count (podSetAssignments)
+  bool admitted = false;                        // QuotaReserved and Admitted true, not evicted
+  bool quota_reserved = false;                  // status.admission is set (quota is held)
+  bool evicted = false;                         // Evicted true: stop, then give the quota back
+  bool finished = false;                        // Finished true
+  int32_t workers = 0;                          // admitted worker count (podSetAssignments)
   std::vector<std::string> worker_flavors;      // ResourceFlavor names of the worker pod set
   std::vector<std::string> rendezvous_flavors;  // and of the rendezvous pod set
-  std::string message;           // why it waits or was evicted (for the job's condition)
+  std::string message;  // why it waits or was evicted (for the job's condition)
 };
 WorkloadAdmission ReadAdmission(const Json& workload, int32_t max_workers);
 
@@ -59,7 +60,8 @@ WorkloadAdmission ReadAdmission(const Json& workload, int32_t max_workers);
 // Admitted false), as Kueue's own job integrations do after stopping a job.
 Json WorkloadWithoutQuota(const Json& workload, const std::string& now, const std::string& message);
 // The Workload marked Finished (reason Succeeded or Failed).
-Json WorkloadFinished(const Json& workload, bool succeeded, const std::string& now, const std::string& message);
+Json WorkloadFinished(const Json& workload, bool succeeded, const std::string& now,
+                      const std::string& message);
 
 // Node selectors and tolerations of the given ResourceFlavor objects merged
 // into a pod spec (the flavor's labels win over the template's for the same

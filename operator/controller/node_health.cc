@@ -16,10 +16,13 @@ void Earliest(NodeHealth& h, const Json& object, const char* field) {
 NodeHealth NodeHealthOf(const Json& node) {
   NodeHealth h;
   const Json status = node.value("status", Json::object());
-  for (const auto& c : status.is_object() ? status.value("conditions", Json::array()) : Json::array()) {
-    if (!c.is_object() || c.value("type", "") != "Ready" || c.value("status", "") == "True") continue;
+  for (const auto& c :
+       status.is_object() ? status.value("conditions", Json::array()) : Json::array()) {
+    if (!c.is_object() || c.value("type", "") != "Ready" || c.value("status", "") == "True")
+      continue;
     h.lost = true;
-    h.why = "Ready=" + c.value("status", "") + (c.value("reason", "").empty() ? "" : " (" + c.value("reason", "") + ")");
+    h.why = "Ready=" + c.value("status", "") +
+            (c.value("reason", "").empty() ? "" : " (" + c.value("reason", "") + ")");
     Earliest(h, c, "lastTransitionTime");
   }
   const Json spec = node.value("spec", Json::object());
@@ -43,7 +46,8 @@ Json CachedNode(const Json& node) {
   Json out = {{"metadata", meta}};
   const Json status = node.value("status", Json::object());
   Json ready = Json::array();
-  for (const auto& c : status.is_object() ? status.value("conditions", Json::array()) : Json::array())
+  for (const auto& c :
+       status.is_object() ? status.value("conditions", Json::array()) : Json::array())
     if (c.is_object() && c.value("type", "") == "Ready") ready.push_back(c);
   out["status"] = {{"conditions", ready}};
   Json taints = Json::array();

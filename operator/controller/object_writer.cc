@@ -14,13 +14,15 @@ kube::ApiStatus ObjectWriter::EnsureCreated(const kube::ResourceType& type, cons
                                             const kube::Json& object, bool* created) {
   auto result = client_.Post(type.CollectionPath(ns), object);
   if (created) *created = result.ok();
-  if (result.ok() || result.status().code() == kube::ApiCode::kAlreadyExists) return kube::ApiStatus::Ok();
+  if (result.ok() || result.status().code() == kube::ApiCode::kAlreadyExists)
+    return kube::ApiStatus::Ok();
   return result.status();
 }
 
-kube::ApiStatus ObjectWriter::DeletePod(const std::string& ns, const std::string& name, const std::string& uid,
-                                        bool force) {
-  kube::Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+kube::ApiStatus ObjectWriter::DeletePod(const std::string& ns, const std::string& name,
+                                        const std::string& uid, bool force) {
+  kube::Json options = {
+      {"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
   if (force) options["gracePeriodSeconds"] = 0;
   if (!uid.empty()) options["preconditions"] = {{"uid", uid}};
   auto result = client_.Delete(kube::kPods.ObjectPath(ns, name), options);
@@ -30,7 +32,8 @@ kube::ApiStatus ObjectWriter::DeletePod(const std::string& ns, const std::string
   return result.status();
 }
 
-kube::ApiStatus ObjectWriter::ForEachParallel(size_t n, const std::function<kube::ApiStatus(size_t)>& op) {
+kube::ApiStatus ObjectWriter::ForEachParallel(size_t n,
+                                              const std::function<kube::ApiStatus(size_t)>& op) {
   if (n == 0) return kube::ApiStatus::Ok();
   std::atomic<size_t> next{0};
   Mutex mu;

@@ -22,12 +22,14 @@ namespace khorovod::op {
 
 class ObjectWriter {
  public:
-  ObjectWriter(kube::RestClient& client, int parallelism) : client_(client), parallelism_(parallelism) {}
+  ObjectWriter(kube::RestClient& client, int parallelism)
+      : client_(client), parallelism_(parallelism) {}
 
   // `created` (optional) tells whether this call made the object.
-  kube::ApiStatus EnsureCreated(const kube::ResourceType& type, const std::string& ns, const kube::Json& object,
-                                bool* created = nullptr);
-  kube::ApiStatus DeletePod(const std::string& ns, const std::string& name, const std::string& uid, bool force = false);
+  kube::ApiStatus EnsureCreated(const kube::ResourceType& type, const std::string& ns,
+                                const kube::Json& object, bool* created = nullptr);
+  kube::ApiStatus DeletePod(const std::string& ns, const std::string& name, const std::string& uid,
+                            bool force = false);
   kube::ApiStatus ForEachParallel(size_t n, const std::function<kube::ApiStatus(size_t)>& op);
 
  private:

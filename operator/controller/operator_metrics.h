@@ -44,7 +44,8 @@ class OperatorMetrics {
  public:
   explicit OperatorMetrics(OperatorState state);
   void ObserveReconcile(const ReconcileOutcome& outcome, double seconds);
-  void ObserveRequest(const std::string& verb, const std::string& resource, int http_status, double seconds);
+  void ObserveRequest(const std::string& verb, const std::string& resource, int http_status,
+                      double seconds);
   std::string Render() const { return metrics::Render({&registry_, &scraped_}); }
 
  private:

@@ -17,7 +17,8 @@ PodView View(const Json& pod) {
   if (v.reason == "Evicted" || v.reason == "Preempting") v.disrupted = true;
   for (const auto& c : st.value("conditions", Json::array())) {
     if (c.value("type", "") == "Ready" && c.value("status", "") == "True") v.ready = true;
-    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") v.disrupted = true;
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True")
+      v.disrupted = true;
     if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
       v.unschedulable = c.value("message", "");
   }
@@ -40,7 +41,8 @@ PodView View(const Json& pod) {
     for (const auto& r : cs.value("allocatedResourcesStatus", Json::array()))
       if (r.value("name", "") == kGpuResource)
         for (const auto& d : r.value("resources", Json::array()))
-          if (d.value("health", "") == "Unhealthy") v.unhealthy_gpus.push_back(d.value("resourceID", ""));
+          if (d.value("health", "") == "Unhealthy")
+            v.unhealthy_gpus.push_back(d.value("resourceID", ""));
   return v;
 }
 

@@ -10,8 +10,9 @@
 namespace khorovod::op {
 
 Reconciler::Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods,
-                       kube::Informer& services, kube::Informer* workloads, kube::EventRecorder& events,
-                       RendezvousMonitor* monitor, ReconcilerOptions options, kube::Informer* nodes)
+                       kube::Informer& services, kube::Informer* workloads,
+                       kube::EventRecorder& events, RendezvousMonitor* monitor,
+                       ReconcilerOptions options, kube::Informer* nodes)
     : client_(client),
       jobs_(jobs),
       pods_(pods),
@@ -37,7 +38,9 @@ GpuTotals Reconciler::Gpus() const {
   GpuTotals totals;
   for (const auto& obj : jobs_.List()) {
     const Json status = obj->value("status", Json::object());
-    if (!status.is_object() || IsFinished(ParseJobPhase(status.value("phase", "")).value_or(JobPhase::kNone))) continue;
+    if (!status.is_object() ||
+        IsFinished(ParseJobPhase(status.value("phase", "")).value_or(JobPhase::kNone)))
+      continue;
     const Json gpus = status.value("gpus", Json(0)), wanted = status.value("gpusWanted", Json(0));
     if (gpus.is_number_integer()) totals.in_use += gpus.get<int64_t>();
     if (wanted.is_number_integer()) totals.wanted += wanted.get<int64_t>();
@@ -50,9 +53,10 @@ ReconcileOutcome Reconciler::Reconcile(const std::string& key) {
   if (!Load(key, a)) return {};
   Observe(a);
   a.plan = PlanJob(a.input);
-  for (Step step : {&Reconciler::RecordRestarts, &Reconciler::DeleteExpiredJob, &Reconciler::SyncWorkload,
-                    &Reconciler::ResolveFlavors, &Reconciler::EnsureRendezvous, &Reconciler::DeletePods,
-                    &Reconciler::CreateWorkers, &Reconciler::WriteStatus})
+  for (Step step :
+       {&Reconciler::RecordRestarts, &Reconciler::DeleteExpiredJob, &Reconciler::SyncWorkload,
+        &Reconciler::ResolveFlavors, &Reconciler::EnsureRendezvous, &Reconciler::DeletePods,
+        &Reconciler::CreateWorkers, &Reconciler::WriteStatus})
     if (std::optional<ReconcileOutcome> outcome = (this->*step)(a)) return *outcome;
   return Finish(a);
 }
@@ -79,9 +83,12 @@ void Reconciler::Observe(Attempt& a) {
   a.input.now = std::chrono::system_clock::now();
   for (auto& e : Validate(a.job)) a.input.spec_errors.push_back(std::move(e));
   for (const auto& pod : pods_.ByOwner(a.job.uid)) {
-    const std::string role = pod->at("metadata").value("labels", Json::object()).value(kLabelRole, "");
-    if (role == "worker") a.input.workers.push_back(*pod);
-    else if (role == "rendezvous") a.input.rendezvous = *pod;
+    const std::string role =
+        pod->at("metadata").value("labels", Json::object()).value(kLabelRole, "");
+    if (role == "worker")
+      a.input.workers.push_back(*pod);
+    else if (role == "rendezvous")
+      a.input.rendezvous = *pod;
   }
   std::set<std::string> observed;
   for (const Json& pod : a.input.workers) observed.insert(pod.at("metadata").value("name", ""));
@@ -92,10 +99,13 @@ void Reconciler::Observe(Attempt& a) {
   // The monitor watches a running rendezvous pod of a job that may still train.
   const Json* pod = a.input.rendezvous ? &*a.input.rendezvous : nullptr;
   const Json status = pod ? pod->value("status", Json::object()) : Json::object();
-  const bool watch = pod && !IsFinished(a.job.status.phase) && status.value("phase", "") == "Running" &&
-                     !pod->at("metadata").contains("deletionTimestamp") && !status.value("podIP", "").empty();
-  if (watch) monitor_->Track(a.key, a.job.uid, status.value("podIP", ""), a.job.spec.rendezvous.port);
-  else if (!pod || IsFinished(a.job.status.phase)) monitor_->Untrack(a.key);
+  const bool watch =
+      pod && !IsFinished(a.job.status.phase) && status.value("phase", "") == "Running" &&
+      !pod->at("metadata").contains("deletionTimestamp") && !status.value("podIP", "").empty();
+  if (watch)
+    monitor_->Track(a.key, a.job.uid, status.value("podIP", ""), a.job.spec.rendezvous.port);
+  else if (!pod || IsFinished(a.job.status.phase))
+    monitor_->Untrack(a.key);
   a.input.rendezvous_generation = monitor_->Generation(a.key, a.job.uid);
 }
 
@@ -110,11 +120,14 @@ void Reconciler::ObserveNodes(Attempt& a) {
   if (a.input.rendezvous) observe(*a.input.rendezvous);
 }
 
-ReconcileOutcome Reconciler::Failed(const Attempt& a, const kube::ApiStatus& s, const std::string& what) {
+ReconcileOutcome Reconciler::Failed(const Attempt& a, const kube::ApiStatus& s,
+                                    const std::string& what) {
   const std::string message = what + ": " + s.ToString();
   // The job's namespace is being deleted: nothing can be created there any
   // more, and the job goes with it. Not an error worth an event.
-  if (s.code() == kube::ApiCode::kForbidden && s.message().find("is being terminated") != std::string::npos) return {};
+  if (s.code() == kube::ApiCode::kForbidden &&
+      s.message().find("is being terminated") != std::string::npos)
+    return {};
   if (s.retryable()) return {ReconcileOutcome::kRetry, {}, message};
   events_.Record(a.ref, "Warning", "ReconcileError", message);
   return {ReconcileOutcome::kTerminal, {}, message};
@@ -145,10 +158,13 @@ std::optional<ReconcileOutcome> Reconciler::RecordRestarts(Attempt& a) {
 
 std::optional<ReconcileOutcome> Reconciler::DeleteExpiredJob(Attempt& a) {
   if (!a.plan.delete_job) return std::nullopt;
-  Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"},
+  Json options = {{"apiVersion", "v1"},
+                  {"kind", "DeleteOptions"},
+                  {"propagationPolicy", "Background"},
                   {"preconditions", {{"uid", a.job.uid}}}};
   auto r = client_.Delete(kHorovodJobs.ObjectPath(a.ns, a.name), options);
-  if (!r.ok() && r.status().code() != kube::ApiCode::kNotFound) return Failed(a, r.status(), "deleting the finished job");
+  if (!r.ok() && r.status().code() != kube::ApiCode::kNotFound)
+    return Failed(a, r.status(), "deleting the finished job");
   return ReconcileOutcome{};
 }
 
@@ -158,8 +174,11 @@ std::optional<ReconcileOutcome> Reconciler::EnsureTokenSecret(Attempt& a) {
     if (secret_ensured_.count(a.job.uid)) return std::nullopt;
   }
   std::optional<std::string> token = NewToken();
-  if (!token) return ReconcileOutcome{ReconcileOutcome::kRetry, {}, "no random bytes for the rendezvous token"};
-  if (auto s = writer_.EnsureCreated(kube::kSecrets, a.ns, BuildTokenSecret(a.job, *token)); !s.ok())
+  if (!token)
+    return ReconcileOutcome{
+        ReconcileOutcome::kRetry, {}, "no random bytes for the rendezvous token"};
+  if (auto s = writer_.EnsureCreated(kube::kSecrets, a.ns, BuildTokenSecret(a.job, *token));
+      !s.ok())
     return Failed(a, s, "creating the token Secret");
   MutexLock lock(mu_);
   secret_ensured_.insert(a.job.uid);
@@ -171,20 +190,24 @@ std::optional<ReconcileOutcome> Reconciler::EnsureRendezvous(Attempt& a) {
   if (auto outcome = EnsureTokenSecret(a)) return outcome;
   for (const Json& svc : {BuildRendezvousService(a.job), BuildWorkersService(a.job)}) {
     if (services_.Get(a.ns, svc["metadata"]["name"])) continue;
-    if (auto s = writer_.EnsureCreated(kube::kServices, a.ns, svc); !s.ok()) return Failed(a, s, "creating a Service");
+    if (auto s = writer_.EnsureCreated(kube::kServices, a.ns, svc); !s.ok())
+      return Failed(a, s, "creating a Service");
   }
   if (a.plan.recreate_rendezvous && a.input.rendezvous) {
     const Json& meta = a.input.rendezvous->at("metadata");
     if (auto s = writer_.DeletePod(a.ns, meta.value("name", ""), meta.value("uid", "")); !s.ok())
       return Failed(a, s, "deleting the failed rendezvous pod");
-    events_.Record(a.ref, "Warning", "RendezvousRestarted", "the rendezvous pod failed; re-creating it");
+    events_.Record(a.ref, "Warning", "RendezvousRestarted",
+                   "the rendezvous pod failed; re-creating it");
   } else if (!a.input.rendezvous) {
     bool created = false;
     const HorovodJob& shape = a.rendezvous_job ? *a.rendezvous_job : a.job;
-    if (auto s = writer_.EnsureCreated(kube::kPods, a.ns, BuildRendezvousPod(shape), &created); !s.ok())
+    if (auto s = writer_.EnsureCreated(kube::kPods, a.ns, BuildRendezvousPod(shape), &created);
+        !s.ok())
       return Failed(a, s, "creating the rendezvous pod");
     if (created)
-      events_.Record(a.ref, "Normal", "SuccessfulCreatePod", "created rendezvous pod " + RendezvousName(a.job));
+      events_.Record(a.ref, "Normal", "SuccessfulCreatePod",
+                     "created rendezvous pod " + RendezvousName(a.job));
   }
   if (a.job.spec.scheduling.gang && options_.podgroups_available) {
     if (auto s = writer_.EnsureCreated(kube::kPodGroups, a.ns, BuildPodGroup(a.job)); !s.ok())
@@ -207,7 +230,8 @@ std::optional<ReconcileOutcome> Reconciler::EnsureDisruptionBudget(Attempt& a) {
     return Failed(a, created.status(), "creating the PodDisruptionBudget");
   if (!created.ok()) {  // it exists: minReplicas may have changed since
     const Json patch = {{"spec", {{"minAvailable", min_available}}}};
-    auto r = client_.Patch(kube::kPodDisruptionBudgets.ObjectPath(a.ns, a.job.name), patch.dump(), kube::PatchType::kMerge);
+    auto r = client_.Patch(kube::kPodDisruptionBudgets.ObjectPath(a.ns, a.job.name), patch.dump(),
+                           kube::PatchType::kMerge);
     if (!r.ok()) return Failed(a, r.status(), "updating the PodDisruptionBudget");
   }
   MutexLock lock(mu_);
@@ -223,10 +247,12 @@ std::optional<ReconcileOutcome> Reconciler::DeletePods(Attempt& a) {
   if (!s.ok()) return Failed(a, s, "deleting pods");
   if (deletions.empty()) return std::nullopt;
   std::string names;
-  for (size_t i = 0; i < deletions.size() && i < 8; ++i) names += (i ? ", " : "") + deletions[i].name;
+  for (size_t i = 0; i < deletions.size() && i < 8; ++i)
+    names += (i ? ", " : "") + deletions[i].name;
   if (deletions.size() > 8) names += ", ...";
   events_.Record(a.ref, "Normal", "SuccessfulDeletePod",
-                 "deleted " + std::to_string(deletions.size()) + " pod(s) (" + deletions[0].reason + "): " + names);
+                 "deleted " + std::to_string(deletions.size()) + " pod(s) (" + deletions[0].reason +
+                     "): " + names);
   return std::nullopt;
 }
 
@@ -240,7 +266,8 @@ std::optional<ReconcileOutcome> Reconciler::CreateWorkers(Attempt& a) {
   std::atomic<int> created{0};
   auto s = writer_.ForEachParallel(indices.size(), [&](size_t i) {
     bool made = false;
-    auto st = writer_.EnsureCreated(kube::kPods, a.ns, BuildWorkerPod(a.job, indices[i], a.plan.avoid_nodes), &made);
+    auto st = writer_.EnsureCreated(kube::kPods, a.ns,
+                                    BuildWorkerPod(a.job, indices[i], a.plan.avoid_nodes), &made);
     if (made) {
       created++;
       expectations_.ExpectCreated(a.job.uid, a.key, WorkerPodName(a.job, indices[i]));
@@ -275,7 +302,8 @@ ReconcileOutcome Reconciler::Finish(Attempt& a) {
     budget_ensured_.erase(a.job.uid);
   }
   if (a.plan.requeue_after)
-    return {ReconcileOutcome::kRequeueAfter, std::chrono::duration_cast<std::chrono::milliseconds>(*a.plan.requeue_after), ""};
+    return {ReconcileOutcome::kRequeueAfter,
+            std::chrono::duration_cast<std::chrono::milliseconds>(*a.plan.requeue_after), ""};
   return {};
 }
 

@@ -6,7 +6,8 @@
 //                 or being deleted needs nothing (garbage collection removes
 //                 what it owns), nor does one whose spec.managedBy names
 //                 another controller;
-//   2. observe    its pods (and Kueue Workload, and the health of their nodes) from the cache, decoding and validation errors
+//   2. observe    its pods (and Kueue Workload, and the health of their nodes) from the cache,
+//   decoding and validation errors
 //                 (api/validation), and the rendezvous generation last read by
 //                 the RendezvousMonitor (never a network call here);
 //   3. plan       PlanJob (pure, controller/job_plan.h);
@@ -109,9 +110,10 @@ class Reconciler {
   // `nodes` (the Node cache, controller/node_health.h) is null when the
   // operator does not watch nodes: lost nodes are then left to the taint
   // eviction.
-  Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods, kube::Informer& services,
-             kube::Informer* workloads, kube::EventRecorder& events, RendezvousMonitor* monitor,
-             ReconcilerOptions options = {}, kube::Informer* nodes = nullptr);
+  Reconciler(kube::RestClient& client, kube::Informer& jobs, kube::Informer& pods,
+             kube::Informer& services, kube::Informer* workloads, kube::EventRecorder& events,
+             RendezvousMonitor* monitor, ReconcilerOptions options = {},
+             kube::Informer* nodes = nullptr);
 
   ReconcileOutcome Reconcile(const std::string& key);
 

@@ -27,7 +27,8 @@ void Reconciler::ObserveWorkload(Attempt& a) {
   if (a.workload && OwnedBy(*a.workload, a.job)) {
     a.admission = ReadAdmission(*a.workload, a.job.spec.max_replicas);
   } else if (a.workload) {
-    a.admission.message = "waiting for the Workload of an earlier job named " + a.job.name + " to be deleted";
+    a.admission.message =
+        "waiting for the Workload of an earlier job named " + a.job.name + " to be deleted";
     a.workload = nullptr;
     a.stale_workload = true;
   } else {
@@ -45,7 +46,8 @@ std::optional<ReconcileOutcome> Reconciler::SyncWorkload(Attempt& a) {
     if (auto s = writer_.EnsureCreated(kWorkloads, a.ns, BuildWorkload(a.job), &created); !s.ok())
       return Failed(a, s, "creating the Kueue Workload");
     if (created)
-      events_.Record(a.ref, "Normal", "CreatedWorkload", "created Kueue Workload " + WorkloadName(a.job));
+      events_.Record(a.ref, "Normal", "CreatedWorkload",
+                     "created Kueue Workload " + WorkloadName(a.job));
     return std::nullopt;
   }
   const std::string now = FormatTime(a.input.now);
@@ -55,8 +57,8 @@ std::optional<ReconcileOutcome> Reconciler::SyncWorkload(Attempt& a) {
     const bool succeeded = a.plan.status.phase == JobPhase::kSucceeded;
     updated = WorkloadFinished(*a.workload, succeeded, now,
                                std::string("HorovodJob ") + (succeeded ? "succeeded" : "failed"));
-  } else if (!finished && a.admission.evicted && a.admission.quota_reserved && a.input.workers.empty() &&
-             !a.input.rendezvous) {
+  } else if (!finished && a.admission.evicted && a.admission.quota_reserved &&
+             a.input.workers.empty() && !a.input.rendezvous) {
     // Every pod is gone: the quota can go back to the queue.
     updated = WorkloadWithoutQuota(*a.workload, now, a.admission.message);
     event = "gave Kueue quota back after eviction; the job waits for admission again";
@@ -77,7 +79,8 @@ std::optional<ReconcileOutcome> Reconciler::ResolveFlavors(Attempt& a) {
   const bool rendezvous_next = a.plan.ensure_rendezvous && !a.input.rendezvous;
   if (a.plan.create_workers.empty() && !rendezvous_next) return std::nullopt;
   std::vector<Json> worker_flavors, rendezvous_flavors;
-  auto fetch = [&](const std::vector<std::string>& names, std::vector<Json>& out) -> kube::ApiStatus {
+  auto fetch = [&](const std::vector<std::string>& names,
+                   std::vector<Json>& out) -> kube::ApiStatus {
     for (const auto& name : names) {
       auto r = client_.Get(kResourceFlavors.ObjectPath("", name));
       if (!r.ok()) return r.status();

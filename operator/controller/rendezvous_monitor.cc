@@ -5,7 +5,8 @@
 namespace khorovod::op {
 
 RendezvousMonitor::RendezvousMonitor(RendezvousMonitorOptions options,
-                                     std::function<void(const std::string&)> on_change, RendezvousFetcher fetch)
+                                     std::function<void(const std::string&)> on_change,
+                                     RendezvousFetcher fetch)
     : options_(options), on_change_(std::move(on_change)), fetch_(std::move(fetch)) {}
 
 RendezvousMonitor::~RendezvousMonitor() { Stop(); }
@@ -25,7 +26,8 @@ void RendezvousMonitor::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void RendezvousMonitor::Track(const std::string& key, const std::string& uid, const std::string& ip, int port) {
+void RendezvousMonitor::Track(const std::string& key, const std::string& uid, const std::string& ip,
+                              int port) {
   MutexLock lock(mu_);
   Target& t = targets_[key];
   if (t.uid == uid && t.ip == ip && t.port == port) return;
@@ -42,7 +44,8 @@ void RendezvousMonitor::Untrack(const std::string& key) {
   targets_.erase(key);
 }
 
-std::optional<int64_t> RendezvousMonitor::Generation(const std::string& key, const std::string& uid) const {
+std::optional<int64_t> RendezvousMonitor::Generation(const std::string& key,
+                                                     const std::string& uid) const {
   MutexLock lock(mu_);
   auto it = targets_.find(key);
   if (it == targets_.end() || it->second.uid != uid) return std::nullopt;
@@ -71,7 +74,8 @@ std::vector<std::string> RendezvousMonitor::PollDue() {
     MutexLock lock(mu_);
     auto it = targets_.find(d.key);
     // Skip answers for a target that was untracked or moved meanwhile.
-    if (it == targets_.end() || it->second.uid != d.uid || it->second.ip != d.ip || it->second.port != d.port)
+    if (it == targets_.end() || it->second.uid != d.uid || it->second.ip != d.ip ||
+        it->second.port != d.port)
       continue;
     if (it->second.generation == status->generation) continue;
     it->second.generation = status->generation;

@@ -34,12 +34,13 @@ struct RendezvousMonitorOptions {
   std::chrono::milliseconds timeout{500};
 };
 
-using RendezvousFetcher =
-    std::function<std::optional<RendezvousStatus>(const std::string& ip, int port, std::chrono::milliseconds timeout)>;
+using RendezvousFetcher = std::function<std::optional<RendezvousStatus>(
+    const std::string& ip, int port, std::chrono::milliseconds timeout)>;
 
 class RendezvousMonitor {
  public:
-  RendezvousMonitor(RendezvousMonitorOptions options, std::function<void(const std::string& key)> on_change,
+  RendezvousMonitor(RendezvousMonitorOptions options,
+                    std::function<void(const std::string& key)> on_change,
                     RendezvousFetcher fetch = FetchRendezvousStatus);
   ~RendezvousMonitor();
   RendezvousMonitor(const RendezvousMonitor&) = delete;

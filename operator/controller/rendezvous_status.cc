@@ -18,11 +18,13 @@ std::optional<RendezvousStatus> ParseRendezvousStatus(const std::string& text) {
   const nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!body.is_object()) return std::nullopt;
   auto generation = body.find("generation");
-  if (generation == body.end() || !generation->is_number_integer() || generation->get<int64_t>() < 0)
+  if (generation == body.end() || !generation->is_number_integer() ||
+      generation->get<int64_t>() < 0)
     return std::nullopt;
   RendezvousStatus status;
   status.generation = generation->get<int64_t>();
-  if (auto state = body.find("state"); state != body.end() && state->is_string()) status.state = *state;
+  if (auto state = body.find("state"); state != body.end() && state->is_string())
+    status.state = *state;
   status.world_size = Count(body, "world_size");
   status.pending = Count(body, "pending");
   return status;
@@ -33,7 +35,8 @@ std::optional<RendezvousStatus> FetchRendezvousStatus(const std::string& pod_ip,
   if (pod_ip.empty() || port <= 0) return std::nullopt;
   const std::string host = pod_ip.find(':') != std::string::npos ? "[" + pod_ip + "]" : pod_ip;
   httplib::Client client(host, port);
-  const auto s = static_cast<time_t>(timeout.count() / 1000), us = static_cast<time_t>((timeout.count() % 1000) * 1000);
+  const auto s = static_cast<time_t>(timeout.count() / 1000),
+             us = static_cast<time_t>((timeout.count() % 1000) * 1000);
   client.set_connection_timeout(s, us);
   client.set_read_timeout(s, us);
   client.set_write_timeout(s, us);

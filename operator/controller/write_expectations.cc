@@ -22,7 +22,8 @@ void WriteExpectations::ExpectCreated(const std::string& job_uid, const std::str
   job.created[pod_name] = now;
 }
 
-std::set<std::string> WriteExpectations::Pending(const std::string& job_uid, const std::set<std::string>& observed,
+std::set<std::string> WriteExpectations::Pending(const std::string& job_uid,
+                                                 const std::set<std::string>& observed,
                                                  Clock::time_point now) {
   MutexLock lock(mu_);
   std::set<std::string> pending;
@@ -54,7 +55,8 @@ kube::ObjectPtr WriteExpectations::Freshest(kube::ObjectPtr cached) {
   MutexLock lock(mu_);
   auto job = jobs_.find(MetadataField(cached, "uid"));
   if (job == jobs_.end() || !job->second.written) return cached;
-  if (MetadataField(cached, "resourceVersion") == job->second.replaced_version) return job->second.written;
+  if (MetadataField(cached, "resourceVersion") == job->second.replaced_version)
+    return job->second.written;
   job->second.written.reset();  // the cache has moved on: it is the truth now
   DropIfEmpty(job);
   return cached;
@@ -67,7 +69,8 @@ void WriteExpectations::Forget(const std::string& job_uid) {
 
 void WriteExpectations::ForgetKey(const std::string& job_key) {
   MutexLock lock(mu_);
-  for (auto it = jobs_.begin(); it != jobs_.end();) it = it->second.key == job_key ? jobs_.erase(it) : std::next(it);
+  for (auto it = jobs_.begin(); it != jobs_.end();)
+    it = it->second.key == job_key ? jobs_.erase(it) : std::next(it);
 }
 
 }  // namespace khorovod::op

@@ -41,17 +41,18 @@ namespace khorovod::op {
 class WriteExpectations {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit WriteExpectations(std::chrono::milliseconds ttl = std::chrono::seconds(30)) : ttl_(ttl) {}
+  explicit WriteExpectations(std::chrono::milliseconds ttl = std::chrono::seconds(30))
+      : ttl_(ttl) {}
 
-  void ExpectCreated(const std::string& job_uid, const std::string& job_key, const std::string& pod_name,
-                     Clock::time_point now = Clock::now());
+  void ExpectCreated(const std::string& job_uid, const std::string& job_key,
+                     const std::string& pod_name, Clock::time_point now = Clock::now());
   // Pod names created for the job that `observed` (the names the cache shows)
   // lacks and that are younger than the ttl; forgets the others.
   std::set<std::string> Pending(const std::string& job_uid, const std::set<std::string>& observed,
                                 Clock::time_point now = Clock::now());
 
-  void WroteJob(const std::string& job_uid, const std::string& job_key, const std::string& replaced_version,
-                kube::ObjectPtr written);
+  void WroteJob(const std::string& job_uid, const std::string& job_key,
+                const std::string& replaced_version, kube::ObjectPtr written);
   // `cached` is the job as the cache holds it (its uid is read from it).
   kube::ObjectPtr Freshest(kube::ObjectPtr cached);
 

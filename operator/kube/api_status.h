@@ -27,17 +27,17 @@ namespace khorovod::kube {
 
 enum class ApiCode {
   kOk = 0,
-  kBadRequest,     // 400
-  kUnauthorized,   // 401
-  kForbidden,      // 403
-  kNotFound,       // 404
-  kConflict,       // 409 with reason Conflict (stale resourceVersion)
-  kAlreadyExists,  // 409 with reason AlreadyExists
-  kGone,           // 410: resourceVersion too old
-  kInvalid,        // 422: rejected by validation (schema, CEL, admission)
-  kTooManyRequests,// 429
-  kUnavailable,    // transport failure or 5xx
-  kOther,          // any other status code
+  kBadRequest,       // 400
+  kUnauthorized,     // 401
+  kForbidden,        // 403
+  kNotFound,         // 404
+  kConflict,         // 409 with reason Conflict (stale resourceVersion)
+  kAlreadyExists,    // 409 with reason AlreadyExists
+  kGone,             // 410: resourceVersion too old
+  kInvalid,          // 422: rejected by validation (schema, CEL, admission)
+  kTooManyRequests,  // 429
+  kUnavailable,      // transport failure or 5xx
+  kOther,            // any other status code
 };
 
 const char* ApiCodeName(ApiCode code);
@@ -49,7 +49,9 @@ class [[nodiscard]] ApiStatus {
       : code_(code), http_status_(http_status), message_(std::move(message)) {}
 
   static ApiStatus Ok() { return {}; }
-  static ApiStatus Unavailable(std::string message) { return {ApiCode::kUnavailable, 0, std::move(message)}; }
+  static ApiStatus Unavailable(std::string message) {
+    return {ApiCode::kUnavailable, 0, std::move(message)};
+  }
   // Classifies an HTTP answer; `body` is the server's Status JSON when it sent one.
   static ApiStatus FromHttp(int http_status, const std::string& body);
 
@@ -75,7 +77,8 @@ class [[nodiscard]] ApiResult {
  public:
   ApiResult(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   ApiResult(ApiStatus status) : status_(std::move(status)) {
-    if (status_.ok()) status_ = ApiStatus(ApiCode::kOther, 0, "ApiResult built from an OK status without a value");
+    if (status_.ok())
+      status_ = ApiStatus(ApiCode::kOther, 0, "ApiResult built from an OK status without a value");
   }
   bool ok() const { return value_.has_value(); }
   const ApiStatus& status() const { return status_; }

@@ -2,11 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "khorovod/util/base64.h"
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "khorovod/util/base64.h"
 
 namespace khorovod::kube {
 namespace {
@@ -63,7 +63,8 @@ ApiStatus ParseServerUrl(const std::string& url, ClusterConfig& config) {
   std::string port;
   if (!rest.empty() && rest[0] == '[') {
     auto close = rest.find(']');
-    if (close == std::string::npos) return ConfigError("server '" + url + "' has an unclosed IPv6 literal");
+    if (close == std::string::npos)
+      return ConfigError("server '" + url + "' has an unclosed IPv6 literal");
     host = rest.substr(1, close - 1);
     if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
   } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
@@ -96,28 +97,35 @@ ApiResult<ClusterConfig> LoadKubeconfig(const std::string& path, const std::stri
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   try {
     std::string context_name = context;
-    if (context_name.empty() && root["current-context"]) context_name = root["current-context"].as<std::string>();
-    if (context_name.empty()) return ConfigError(path + " names no current-context and none was given");
+    if (context_name.empty() && root["current-context"])
+      context_name = root["current-context"].as<std::string>();
+    if (context_name.empty())
+      return ConfigError(path + " names no current-context and none was given");
     YAML::Node ctx = FindNamed(root["contexts"], context_name, "context");
     if (!ctx.IsMap()) return ConfigError("context '" + context_name + "' not found in " + path);
     const std::string cluster_name = ctx["cluster"] ? ctx["cluster"].as<std::string>() : "";
     const std::string user_name = ctx["user"] ? ctx["user"].as<std::string>() : "";
     YAML::Node cluster = FindNamed(root["clusters"], cluster_name, "cluster");
-    if (!cluster.IsMap() || !cluster["server"]) return ConfigError("cluster '" + cluster_name + "' has no server");
+    if (!cluster.IsMap() || !cluster["server"])
+      return ConfigError("cluster '" + cluster_name + "' has no server");
 
     ClusterConfig config;
     ApiStatus s = ParseServerUrl(cluster["server"].as<std::string>(), config);
     if (!s.ok()) return s;
-    if (cluster["insecure-skip-tls-verify"]) config.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
-    if (s = ReadDataOrFile(cluster, "certificate-authority", base, config.ca_pem); !s.ok()) return s;
+    if (cluster["insecure-skip-tls-verify"])
+      config.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
+    if (s = ReadDataOrFile(cluster, "certificate-authority", base, config.ca_pem); !s.ok())
+      return s;
     if (ctx["namespace"]) config.default_namespace = ctx["namespace"].as<std::string>();
 
     YAML::Node user = FindNamed(root["users"], user_name, "user");
     if (user.IsMap()) {
-      if (s = ReadDataOrFile(user, "client-certificate", base, config.client_cert_pem); !s.ok()) return s;
+      if (s = ReadDataOrFile(user, "client-certificate", base, config.client_cert_pem); !s.ok())
+        return s;
       if (s = ReadDataOrFile(user, "client-key", base, config.client_key_pem); !s.ok()) return s;
       if (config.client_cert_pem.empty() != config.client_key_pem.empty())
-        return ConfigError("user '" + user_name + "' has a client certificate without a key, or a key without one");
+        return ConfigError("user '" + user_name +
+                           "' has a client certificate without a key, or a key without one");
       if (user["token"]) config.bearer_token = user["token"].as<std::string>();
       if (user["tokenFile"]) {
         std::filesystem::path p = user["tokenFile"].as<std::string>();
@@ -125,7 +133,8 @@ ApiResult<ClusterConfig> LoadKubeconfig(const std::string& path, const std::stri
       }
       if (user["as"]) config.impersonate_user = user["as"].as<std::string>();
       if (user["as-groups"] && user["as-groups"].IsSequence())
-        for (const auto& g : user["as-groups"]) config.impersonate_groups.push_back(g.as<std::string>());
+        for (const auto& g : user["as-groups"])
+          config.impersonate_groups.push_back(g.as<std::string>());
     }
     return config;
   } catch (const YAML::Exception& e) {
@@ -142,14 +151,16 @@ ApiResult<ClusterConfig> LoadInCluster(const std::map<std::string, std::string>&
                      "in-cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
   ClusterConfig config;
   const bool ipv6 = host->second.find(':') != std::string::npos;
-  ApiStatus s = ParseServerUrl("https://" + (ipv6 ? "[" + host->second + "]" : host->second) + ":" + port->second, config);
+  ApiStatus s = ParseServerUrl(
+      "https://" + (ipv6 ? "[" + host->second + "]" : host->second) + ":" + port->second, config);
   if (!s.ok()) return s;
   const std::filesystem::path dir = service_account_dir;
   config.token_file = (dir / "token").string();
   if (!ReadFile(config.token_file, config.bearer_token))
     return ApiStatus(ApiCode::kBadRequest, 0, "in-cluster: cannot read " + config.token_file);
   if (!ReadFile(dir / "ca.crt", config.ca_pem))
-    return ApiStatus(ApiCode::kBadRequest, 0, "in-cluster: cannot read " + (dir / "ca.crt").string());
+    return ApiStatus(ApiCode::kBadRequest, 0,
+                     "in-cluster: cannot read " + (dir / "ca.crt").string());
   std::string ns;
   if (ReadFile(dir / "namespace", ns)) {
     while (!ns.empty() && std::isspace(static_cast<unsigned char>(ns.back()))) ns.pop_back();

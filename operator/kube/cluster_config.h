@@ -23,12 +23,12 @@ struct ClusterConfig {
   std::string scheme = "https";  // "https" or "http" (http only for tests that ask for it)
   std::string host;              // DNS name or IP of the API server
   int port = 443;
-  std::string ca_pem;            // PEM bundle to verify the server; empty = system roots
+  std::string ca_pem;  // PEM bundle to verify the server; empty = system roots
   bool insecure_skip_tls_verify = false;
-  std::string client_cert_pem;   // client certificate authentication (PEM), with its key
+  std::string client_cert_pem;  // client certificate authentication (PEM), with its key
   std::string client_key_pem;
-  std::string bearer_token;      // static token
-  std::string token_file;        // token re-read from this file when it changes
+  std::string bearer_token;  // static token
+  std::string token_file;    // token re-read from this file when it changes
   std::string default_namespace = "default";
   // Impersonation headers (kubectl --as / --as-group); tests use them to act
   // as the operator's service account.

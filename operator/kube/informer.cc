@@ -42,7 +42,8 @@ void Informer::Stop() {
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
   MutexLock lock(mu_);
-  return lock.WaitFor(cv_, timeout, [this] { return synced_.load() || stop_.load(); }) && synced_.load();
+  return lock.WaitFor(cv_, timeout, [this] { return synced_.load() || stop_.load(); }) &&
+         synced_.load();
 }
 
 bool Informer::SleepFor(std::chrono::milliseconds d) {
@@ -64,7 +65,8 @@ std::vector<ObjectPtr> Informer::List(const std::string& ns) const {
     for (const auto& [k, v] : objects_) out.push_back(v);
   } else {
     const std::string prefix = ns + "/";
-    for (auto it = objects_.lower_bound(prefix); it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    for (auto it = objects_.lower_bound(prefix);
+         it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
       out.push_back(it->second);
   }
   return out;
@@ -91,7 +93,8 @@ Json Informer::Trim(const Json& object) const {
   // managedFields is often the largest part of an object and no consumer of
   // the cache reads it: drop it, as controller-runtime's caches can.
   Json trimmed = object;
-  if (trimmed.contains("metadata") && trimmed["metadata"].is_object()) trimmed["metadata"].erase("managedFields");
+  if (trimmed.contains("metadata") && trimmed["metadata"].is_object())
+    trimmed["metadata"].erase("managedFields");
   return trimmed;
 }
 
@@ -124,15 +127,19 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
   std::map<std::string, Json> listed;
   std::string cont;
   for (int page = 0; page < 100000; ++page) {
-    std::string path = type_.CollectionPath(options_.namespace_) + "?limit=" + std::to_string(options_.page_size);
-    if (!options_.label_selector.empty()) path += "&labelSelector=" + UrlEncode(options_.label_selector);
-    if (!options_.field_selector.empty()) path += "&fieldSelector=" + UrlEncode(options_.field_selector);
+    std::string path =
+        type_.CollectionPath(options_.namespace_) + "?limit=" + std::to_string(options_.page_size);
+    if (!options_.label_selector.empty())
+      path += "&labelSelector=" + UrlEncode(options_.label_selector);
+    if (!options_.field_selector.empty())
+      path += "&fieldSelector=" + UrlEncode(options_.field_selector);
     if (!cont.empty()) path += "&continue=" + UrlEncode(cont);
     auto result = client_.Get(path);
     if (!result.ok()) return result.status();
     Json& list = result.value();
     if (!list.is_object())
-      return ApiStatus(ApiCode::kOther, 200, "list " + type_.plural + ": the answer is not an object");
+      return ApiStatus(ApiCode::kOther, 200,
+                       "list " + type_.plural + ": the answer is not an object");
     if (list.contains("items") && list["items"].is_array())
       for (auto& item : list["items"]) {
         Json kept = Trim(item);
@@ -173,11 +180,14 @@ ApiStatus Informer::ListAll(std::string& resource_version) {
 }
 
 ApiStatus Informer::WatchFrom(std::string& resource_version) {
-  std::string path = type_.CollectionPath(options_.namespace_) + "?watch=1&allowWatchBookmarks=true" +
+  std::string path = type_.CollectionPath(options_.namespace_) +
+                     "?watch=1&allowWatchBookmarks=true" +
                      "&timeoutSeconds=" + std::to_string(options_.watch_timeout.count()) +
                      "&resourceVersion=" + UrlEncode(resource_version);
-  if (!options_.label_selector.empty()) path += "&labelSelector=" + UrlEncode(options_.label_selector);
-  if (!options_.field_selector.empty()) path += "&fieldSelector=" + UrlEncode(options_.field_selector);
+  if (!options_.label_selector.empty())
+    path += "&labelSelector=" + UrlEncode(options_.label_selector);
+  if (!options_.field_selector.empty())
+    path += "&fieldSelector=" + UrlEncode(options_.field_selector);
   bool gone = false;
   ApiStatus status = client_.Watch(path, [&](const Json& event) {
     const std::string type = event.value("type", "");
@@ -192,9 +202,12 @@ ApiStatus Informer::WatchFrom(std::string& resource_version) {
       if (!rv.empty()) resource_version = rv;
       return true;
     }
-    if (type == "ADDED") Apply(EventType::kAdded, Trim(object));
-    else if (type == "MODIFIED") Apply(EventType::kUpdated, Trim(object));
-    else if (type == "DELETED") Apply(EventType::kDeleted, Trim(object));
+    if (type == "ADDED")
+      Apply(EventType::kAdded, Trim(object));
+    else if (type == "MODIFIED")
+      Apply(EventType::kUpdated, Trim(object));
+    else if (type == "DELETED")
+      Apply(EventType::kDeleted, Trim(object));
     if (!rv.empty()) resource_version = rv;
     if (std::chrono::steady_clock::now() - last_resync_ >= options_.resync) return false;
     return !stop_.load();

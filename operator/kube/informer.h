@@ -41,9 +41,9 @@ using ObjectPtr = std::shared_ptr<const Json>;
 enum class EventType { kAdded, kUpdated, kDeleted };
 
 struct InformerOptions {
-  std::string namespace_;        // "" watches every namespace
-  std::string label_selector;    // only objects matching it are cached
-  std::string field_selector;    // e.g. "spec.nodeName=n1"
+  std::string namespace_;      // "" watches every namespace
+  std::string label_selector;  // only objects matching it are cached
+  std::string field_selector;  // e.g. "spec.nodeName=n1"
   std::chrono::seconds resync{300};
   std::chrono::seconds watch_timeout{240};  // server-side timeoutSeconds of each watch
   std::chrono::milliseconds backoff_initial{200};

@@ -12,11 +12,13 @@ namespace khorovod::kube {
 std::string MicroTimeNow() {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+            1000000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   std::ostringstream ss;
-  ss << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(6) << std::setfill('0') << us << 'Z';
+  ss << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(6) << std::setfill('0') << us
+     << 'Z';
   return ss.str();
 }
 
@@ -57,15 +59,16 @@ bool LeaderElector::TryAcquireOrRenew() {
   auto current = client_.Get(path);
   if (!current.ok()) {
     if (current.status().code() != ApiCode::kNotFound) return false;
-    Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                  {"kind", "Lease"},
-                  {"metadata", {{"name", options_.lease_name}, {"namespace", options_.lease_namespace}}},
-                  {"spec",
-                   {{"holderIdentity", options_.identity},
-                    {"leaseDurationSeconds", options_.lease_duration.count()},
-                    {"acquireTime", now},
-                    {"renewTime", now},
-                    {"leaseTransitions", 0}}}};
+    Json lease = {
+        {"apiVersion", "coordination.k8s.io/v1"},
+        {"kind", "Lease"},
+        {"metadata", {{"name", options_.lease_name}, {"namespace", options_.lease_namespace}}},
+        {"spec",
+         {{"holderIdentity", options_.identity},
+          {"leaseDurationSeconds", options_.lease_duration.count()},
+          {"acquireTime", now},
+          {"renewTime", now},
+          {"leaseTransitions", 0}}}};
     return client_.Post(kLeases.CollectionPath(options_.lease_namespace), lease).ok();
   }
   Json lease = current.value();
@@ -73,7 +76,8 @@ bool LeaderElector::TryAcquireOrRenew() {
   const std::string holder = spec.value("holderIdentity", "");
   if (holder != options_.identity && !holder.empty()) {
     std::chrono::system_clock::time_point renewed;
-    int duration = spec.value("leaseDurationSeconds", static_cast<int>(options_.lease_duration.count()));
+    int duration =
+        spec.value("leaseDurationSeconds", static_cast<int>(options_.lease_duration.count()));
     if (ParseTime(spec.value("renewTime", ""), renewed) &&
         std::chrono::system_clock::now() < renewed + std::chrono::seconds(duration))
       return false;  // held by a live leader
@@ -89,14 +93,15 @@ bool LeaderElector::TryAcquireOrRenew() {
   return client_.Put(path, lease).ok();
 }
 
-void LeaderElector::Run(const std::function<void()>& on_started, const std::function<void()>& on_stopped) {
+void LeaderElector::Run(const std::function<void()>& on_started,
+                        const std::function<void()>& on_stopped) {
   while (!stop_ && !TryAcquireOrRenew()) {
     if (!Wait(options_.retry_period)) return;
   }
   if (stop_) return;
   leader_ = true;
-  std::cerr << "leader election: " << options_.identity << " acquired lease " << options_.lease_namespace << "/"
-            << options_.lease_name << "\n";
+  std::cerr << "leader election: " << options_.identity << " acquired lease "
+            << options_.lease_namespace << "/" << options_.lease_name << "\n";
   on_started();
   auto last_renew = std::chrono::steady_clock::now();
   while (Wait(options_.retry_period)) {

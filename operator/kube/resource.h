@@ -14,7 +14,8 @@ struct ResourceType {
 
   // "/api/v1" or "/apis/<group>/<version>"
   std::string Prefix() const {
-    return group_version.find('/') == std::string::npos ? "/api/" + group_version : "/apis/" + group_version;
+    return group_version.find('/') == std::string::npos ? "/api/" + group_version
+                                                        : "/apis/" + group_version;
   }
   // Collection path, in a namespace or across all of them ("" = all).
   std::string CollectionPath(const std::string& ns) const {

@@ -54,10 +54,12 @@ RestClient::RestClient(ClusterConfig config, RestClientOptions options)
       tls_(std::make_unique<TlsMaterial>()),
       limiter_(options_.rate_limit, options_.clock) {
   if (!config_.client_cert_pem.empty()) {
-    BIO* bio = BIO_new_mem_buf(config_.client_cert_pem.data(), static_cast<int>(config_.client_cert_pem.size()));
+    BIO* bio = BIO_new_mem_buf(config_.client_cert_pem.data(),
+                               static_cast<int>(config_.client_cert_pem.size()));
     tls_->cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
     BIO_free(bio);
-    bio = BIO_new_mem_buf(config_.client_key_pem.data(), static_cast<int>(config_.client_key_pem.size()));
+    bio = BIO_new_mem_buf(config_.client_key_pem.data(),
+                          static_cast<int>(config_.client_key_pem.size()));
     tls_->key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
     BIO_free(bio);
   }
@@ -78,7 +80,8 @@ std::unique_ptr<RestClient::Connection> RestClient::Acquire() {
   }
   std::unique_ptr<httplib::ClientImpl> client;
   if (config_.scheme == "https") {
-    auto ssl = std::make_unique<httplib::SSLClient>(config_.host, config_.port, tls_->cert, tls_->key);
+    auto ssl =
+        std::make_unique<httplib::SSLClient>(config_.host, config_.port, tls_->cert, tls_->key);
     if (!config_.ca_pem.empty()) ssl->set_ca_cert_store(StoreFromPem(config_.ca_pem));
     ssl->enable_server_certificate_verification(!config_.insecure_skip_tls_verify);
     client = std::move(ssl);
@@ -86,7 +89,8 @@ std::unique_ptr<RestClient::Connection> RestClient::Acquire() {
     client = std::make_unique<httplib::ClientImpl>(config_.host, config_.port);
   }
   auto ms = [](std::chrono::milliseconds d) {
-    return std::make_pair(static_cast<time_t>(d.count() / 1000), static_cast<time_t>((d.count() % 1000) * 1000));
+    return std::make_pair(static_cast<time_t>(d.count() / 1000),
+                          static_cast<time_t>((d.count() % 1000) * 1000));
   };
   auto [cs, cus] = ms(options_.connect_timeout);
   auto [rs, rus] = ms(options_.request_timeout);
@@ -123,7 +127,8 @@ std::vector<std::pair<std::string, std::string>> RestClient::Headers() {
     token = token_;
   }
   if (!token.empty()) h.emplace_back("Authorization", "Bearer " + token);
-  if (!config_.impersonate_user.empty()) h.emplace_back("Impersonate-User", config_.impersonate_user);
+  if (!config_.impersonate_user.empty())
+    h.emplace_back("Impersonate-User", config_.impersonate_user);
   for (const auto& g : config_.impersonate_groups) h.emplace_back("Impersonate-Group", g);
   return h;
 }
@@ -147,8 +152,8 @@ void RestClient::set_observer(RequestObserver observer) {
   observer_ = std::move(observer);
 }
 
-ApiResult<Json> RestClient::Send(const std::string& verb, const std::string& path, const std::string& body,
-                                 const std::string& content_type) {
+ApiResult<Json> RestClient::Send(const std::string& verb, const std::string& path,
+                                 const std::string& body, const std::string& content_type) {
   Throttle();
   auto start = std::chrono::steady_clock::now();
   httplib::Headers headers;
@@ -174,7 +179,8 @@ ApiResult<Json> RestClient::Send(const std::string& verb, const std::string& pat
   if (result->body.empty()) return Json::object();
   Json parsed = Json::parse(result->body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded())
-    return ApiStatus(ApiCode::kOther, result->status, verb + " " + path + ": the server's answer is not JSON");
+    return ApiStatus(ApiCode::kOther, result->status,
+                     verb + " " + path + ": the server's answer is not JSON");
   return parsed;
 }
 
@@ -185,17 +191,20 @@ ApiResult<Json> RestClient::Post(const std::string& path, const Json& body) {
 ApiResult<Json> RestClient::Put(const std::string& path, const Json& body) {
   return Send("PUT", path, body.dump(), "application/json");
 }
-ApiResult<Json> RestClient::Patch(const std::string& path, const std::string& body, PatchType type) {
+ApiResult<Json> RestClient::Patch(const std::string& path, const std::string& body,
+                                  PatchType type) {
   const char* ct = type == PatchType::kMerge            ? "application/merge-patch+json"
                    : type == PatchType::kStrategicMerge ? "application/strategic-merge-patch+json"
                                                         : "application/apply-patch+yaml";
   return Send("PATCH", path, body, ct);
 }
 ApiResult<Json> RestClient::Delete(const std::string& path, const Json& body) {
-  return Send("DELETE", path, body.is_null() ? "" : body.dump(), body.is_null() ? "" : "application/json");
+  return Send("DELETE", path, body.is_null() ? "" : body.dump(),
+              body.is_null() ? "" : "application/json");
 }
 
-ApiStatus RestClient::Watch(const std::string& path, const std::function<bool(const Json&)>& on_event) {
+ApiStatus RestClient::Watch(const std::string& path,
+                            const std::function<bool(const Json&)>& on_event) {
   Throttle();
   auto start = std::chrono::steady_clock::now();
   httplib::Headers headers;
@@ -248,7 +257,8 @@ ApiStatus RestClient::Watch(const std::string& path, const std::function<bool(co
   if (consumer_stopped) return ApiStatus::Ok();
   if (stopping_) return ApiStatus::Unavailable("watch stopped");
   if (status != 0 && status != 200) return ApiStatus::FromHttp(status, error_body);
-  if (!result && result.error() != httplib::Error::Canceled && result.error() != httplib::Error::Read)
+  if (!result && result.error() != httplib::Error::Canceled &&
+      result.error() != httplib::Error::Read)
     return ApiStatus::Unavailable("watch " + path + ": " + httplib::to_string(result.error()));
   return ApiStatus::Ok();
 }

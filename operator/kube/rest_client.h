@@ -24,10 +24,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "khorovod/util/mutex.h"
 #include "kube/api_status.h"

@@ -37,7 +37,8 @@ void WorkQueue::AddRateLimited(const std::string& key) {
     MutexLock lock(mu_);
     int n = failures_[key]++;
     double d = static_cast<double>(options_.base_delay.count()) * std::pow(2.0, std::min(n, 30));
-    delay = std::chrono::milliseconds(static_cast<int64_t>(std::min(d, static_cast<double>(options_.max_delay.count()))));
+    delay = std::chrono::milliseconds(
+        static_cast<int64_t>(std::min(d, static_cast<double>(options_.max_delay.count()))));
   }
   AddAfter(key, delay);
 }

@@ -44,14 +44,19 @@ DLDataType ToDL(DataType d) {
   switch (d) {
     case DataType::kFloat32:
     case DataType::kFloat64:
-    case DataType::kFloat16: return {kDLFloat, bits, 1};
-    case DataType::kBFloat16: return {kDLBfloat, bits, 1};
+    case DataType::kFloat16:
+      return {kDLFloat, bits, 1};
+    case DataType::kBFloat16:
+      return {kDLBfloat, bits, 1};
     case DataType::kInt8:
     case DataType::kInt32:
     case DataType::kInt16:
-    case DataType::kInt64: return {kDLInt, bits, 1};
-    case DataType::kUInt8: return {kDLUInt, bits, 1};
-    case DataType::kBool: return {kDLBool, bits, 1};
+    case DataType::kInt64:
+      return {kDLInt, bits, 1};
+    case DataType::kUInt8:
+      return {kDLUInt, bits, 1};
+    case DataType::kBool:
+      return {kDLBool, bits, 1};
   }
   throw std::invalid_argument("khorovod: no DLPack type for this dtype");
 }
@@ -81,7 +86,8 @@ void CapsuleDestructor(PyObject* capsule) {
 }  // namespace
 
 pybind11::capsule ToDLPack(Tensor tensor) {
-  if (tensor.num_elements() == 0) throw std::invalid_argument("khorovod: no DLPack capsule for an empty tensor");
+  if (tensor.num_elements() == 0)
+    throw std::invalid_argument("khorovod: no DLPack capsule for an empty tensor");
   auto m = std::make_unique<Managed>();
   m->tensor = std::move(tensor);
   m->shape = m->tensor.shape;

@@ -14,7 +14,8 @@
 // Threading and the GIL: every call that may block (init, reset, shutdown,
 // wait, barrier, join, the blocking allreduce) releases the GIL, so the
 // runtime's background thread and other Python threads keep running.
-// Submissions hold it: they only enqueue. A Runtime may be used from any thread, as runtime.h allows.
+// Submissions hold it: they only enqueue. A Runtime may be used from any thread, as runtime.h
+// allows.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -26,10 +27,10 @@
 #include <vector>
 
 #include "dlpack_export.h"
-#include "process_sets_binding.h"
-#include "worker_metrics_binding.h"
 #include "khorovod/backend_info.h"
 #include "khorovod/runtime.h"
+#include "process_sets_binding.h"
+#include "worker_metrics_binding.h"
 
 namespace py = pybind11;
 using khorovod::DataType;
@@ -60,7 +61,8 @@ TensorView MakeView(uintptr_t address, int dtype, std::vector<int64_t> shape, in
   return v;
 }
 
-khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postscale, int process_set = 0) {
+khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postscale,
+                                         int process_set = 0) {
   if (op < 0 || op > static_cast<int>(khorovod::ReduceOp::kAdasum)) {
     throw py::value_error("khorovod: unknown reduce op " + std::to_string(op));
   }
@@ -71,7 +73,8 @@ khorovod::AllreduceOptions ReduceOptions(int op, double prescale, double postsca
 // once into Python.
 py::tuple TakeOutput(const Handle& h) {
   khorovod::Tensor t = h.take_output();
-  if (!t.on_host()) throw py::value_error("khorovod: take_output on a device result; use take_output_dlpack");
+  if (!t.on_host())
+    throw py::value_error("khorovod: take_output on a device result; use take_output_dlpack");
   py::bytes data(reinterpret_cast<const char*>(t.storage.data()), t.storage.size());
   return py::make_tuple(data, static_cast<int>(t.dtype), t.shape);
 }
@@ -97,9 +100,13 @@ void BindValues(py::module_& m) {
   m.def("describe_backend", [](const std::string& name) {
     std::map<std::string, std::string> facts;
     auto config = khorovod::Config::FromEnvironment();
-    if (!config.ok()) return std::make_tuple(static_cast<int>(config.status().code()), config.status().message(), facts);
+    if (!config.ok())
+      return std::make_tuple(static_cast<int>(config.status().code()), config.status().message(),
+                             facts);
     auto info = khorovod::DescribeBackend(name, *config);
-    if (!info.ok()) return std::make_tuple(static_cast<int>(info.status().code()), info.status().message(), facts);
+    if (!info.ok())
+      return std::make_tuple(static_cast<int>(info.status().code()), info.status().message(),
+                             facts);
     return std::make_tuple(0, std::string(), *info);
   });
 
@@ -115,14 +122,15 @@ void BindValues(py::module_& m) {
 
   py::class_<Handle>(m, "Handle")
       .def("ready", &Handle::ready)
-      .def("wait", [](const Handle& h) {
-        Status s;
-        {
-          py::gil_scoped_release release;
-          s = h.wait();
-        }
-        return ToTuple(s);
-      })
+      .def("wait",
+           [](const Handle& h) {
+             Status s;
+             {
+               py::gil_scoped_release release;
+               s = h.wait();
+             }
+             return ToTuple(s);
+           })
       .def("take_output", &TakeOutput)
       .def("take_output_dlpack", &TakeOutputDLPack)
       .def("received_splits", &Handle::received_splits)
@@ -132,25 +140,29 @@ void BindValues(py::module_& m) {
 // Runtime's lifecycle and topology.
 void BindLifecycle(py::class_<Runtime>& runtime) {
   runtime.def(py::init<>())
-      .def("init", [](Runtime& rt) {
-        py::gil_scoped_release release;
-        return ToTuple(rt.init());
-      })
-      .def("shutdown", [](Runtime& rt) {
-        py::gil_scoped_release release;
-        return ToTuple(rt.shutdown());
-      })
-      .def("reset", [](Runtime& rt) {
-        py::gil_scoped_release release;
-        return ToTuple(rt.reset());
-      })
+      .def("init",
+           [](Runtime& rt) {
+             py::gil_scoped_release release;
+             return ToTuple(rt.init());
+           })
+      .def("shutdown",
+           [](Runtime& rt) {
+             py::gil_scoped_release release;
+             return ToTuple(rt.shutdown());
+           })
+      .def("reset",
+           [](Runtime& rt) {
+             py::gil_scoped_release release;
+             return ToTuple(rt.reset());
+           })
       // The object's address, for khorovod.tensorflow's op library, whose
       // kernels reach this Runtime through its RuntimeSlot (attached while
       // the Python context holds this object, detached before shutdown).
       .def("address", [](Runtime& rt) { return reinterpret_cast<uintptr_t>(&rt); })
       .def("is_initialized", &Runtime::is_initialized)
       .def("membership_changed", &Runtime::membership_changed)
-      .def("at_commit_boundary", &Runtime::at_commit_boundary, py::call_guard<py::gil_scoped_release>())
+      .def("at_commit_boundary", &Runtime::at_commit_boundary,
+           py::call_guard<py::gil_scoped_release>())
       .def("rank", &Runtime::rank)
       .def("size", &Runtime::size)
       .def("local_rank", &Runtime::local_rank)
@@ -162,16 +174,17 @@ void BindLifecycle(py::class_<Runtime>& runtime) {
 // The collectives: submissions hold the GIL (they only enqueue); blocking
 // calls release it.
 void BindCollectives(py::class_<Runtime>& runtime) {
-  runtime.def("allreduce_async",
-           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out, int op,
-              double prescale, double postscale) {
+  runtime
+      .def("allreduce_async",
+           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out,
+              int op, double prescale, double postscale) {
              return rt.allreduce_async(name, in, out, ReduceOptions(op, prescale, postscale));
            })
       // allreduce_ from Python: one call, submit and wait, with the GIL
       // released throughout (no Handle, no second round trip into C++).
       .def("allreduce",
-           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out, int op,
-              double prescale, double postscale, int process_set) {
+           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out,
+              int op, double prescale, double postscale, int process_set) {
              const auto options = ReduceOptions(op, prescale, postscale, process_set);
              Status s;
              {
@@ -183,16 +196,16 @@ void BindCollectives(py::class_<Runtime>& runtime) {
       .def("grouped_allreduce_async",
            [](Runtime& rt, const std::vector<std::string>& names, const std::vector<TensorView>& in,
               const std::vector<TensorView>& out, int op, double prescale, double postscale) {
-             return rt.grouped_allreduce_async(names, in, out, ReduceOptions(op, prescale, postscale));
+             return rt.grouped_allreduce_async(names, in, out,
+                                               ReduceOptions(op, prescale, postscale));
            })
-      .def("allgather_async",
-           [](Runtime& rt, const std::string& name, const TensorView& in) { return rt.allgather_async(name, in); })
-      .def("broadcast_async",
-           [](Runtime& rt, const std::string& name, const TensorView& buf, int root) {
-             return rt.broadcast_async(name, buf, {root});
-           })
+      .def("allgather_async", [](Runtime& rt, const std::string& name,
+                                 const TensorView& in) { return rt.allgather_async(name, in); })
+      .def("broadcast_async", [](Runtime& rt, const std::string& name, const TensorView& buf,
+                                 int root) { return rt.broadcast_async(name, buf, {root}); })
       .def("alltoall_async",
-           [](Runtime& rt, const std::string& name, const TensorView& in, std::vector<int64_t> splits) {
+           [](Runtime& rt, const std::string& name, const TensorView& in,
+              std::vector<int64_t> splits) {
              return rt.alltoall_async(name, in, {std::move(splits)});
            })
       .def("reducescatter_async",
@@ -201,10 +214,11 @@ void BindCollectives(py::class_<Runtime>& runtime) {
              const auto o = ReduceOptions(op, prescale, postscale);
              return rt.reducescatter_async(name, in, {o.op, o.prescale_factor, o.postscale_factor});
            })
-      .def("barrier", [](Runtime& rt) {
-        py::gil_scoped_release release;
-        return ToTuple(rt.barrier());
-      })
+      .def("barrier",
+           [](Runtime& rt) {
+             py::gil_scoped_release release;
+             return ToTuple(rt.barrier());
+           })
       .def("join", [](Runtime& rt) {
         int last = -1;
         Status s;

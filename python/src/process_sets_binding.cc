@@ -50,14 +50,16 @@ void BindProcessSets(py::class_<Runtime>& runtime) {
       .def("process_set_rank", &Runtime::process_set_rank)
       .def("process_set_size", &Runtime::process_set_size)
       .def("allreduce_async_in_set",
-           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out, int op,
-              double prescale, double postscale, int set) {
+           [](Runtime& rt, const std::string& name, const TensorView& in, const TensorView& out,
+              int op, double prescale, double postscale, int set) {
              return rt.allreduce_async(name, in, out, Reduce(op, prescale, postscale, set));
            })
       .def("grouped_allreduce_async_in_set",
            [](Runtime& rt, const std::vector<std::string>& names, const std::vector<TensorView>& in,
-              const std::vector<TensorView>& out, int op, double prescale, double postscale, int set) {
-             return rt.grouped_allreduce_async(names, in, out, Reduce(op, prescale, postscale, set));
+              const std::vector<TensorView>& out, int op, double prescale, double postscale,
+              int set) {
+             return rt.grouped_allreduce_async(names, in, out,
+                                               Reduce(op, prescale, postscale, set));
            })
       .def("allgather_async_in_set",
            [](Runtime& rt, const std::string& name, const TensorView& in, int set) {
@@ -70,7 +72,8 @@ void BindProcessSets(py::class_<Runtime>& runtime) {
              return rt.broadcast_async(name, buf, {root, set});
            })
       .def("alltoall_async_in_set",
-           [](Runtime& rt, const std::string& name, const TensorView& in, std::vector<int64_t> splits, int set) {
+           [](Runtime& rt, const std::string& name, const TensorView& in,
+              std::vector<int64_t> splits, int set) {
              return rt.alltoall_async(name, in, {std::move(splits), set});
            })
       .def("reducescatter_async_in_set",

@@ -5,14 +5,15 @@
 #include <string>
 #include <tuple>
 
-#include "khorovod/status.h"
 #include "khorovod/elastic.h"
+#include "khorovod/status.h"
 
 namespace khorovod::python {
 namespace {
 
 std::chrono::steady_clock::duration Seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
 }
 
 }  // namespace
@@ -23,13 +24,16 @@ void BindWorkerMetrics(pybind11::class_<Runtime>& runtime) {
       // The status code that made the elastic loop reset, as elastic::run
       // classifies it: UNAVAILABLE a failed peer, ABORTED a peer re-forming,
       // anything else (MEMBERSHIP_CHANGED) a membership change.
-      .def("record_reset", [](Runtime& rt, int code) { elastic::RecordReset(rt, static_cast<StatusCode>(code)); })
+      .def("record_reset",
+           [](Runtime& rt, int code) { elastic::RecordReset(rt, static_cast<StatusCode>(code)); })
       .def("record_commit", [](Runtime& rt) { elastic::RecordCommit(rt); })
       .def("record_recovered",
            [](Runtime& rt, double seconds) { elastic::RecordRecovered(rt, Seconds(seconds)); })
-      .def("record_state_sync", [](Runtime& rt, int64_t bytes, double seconds) {
-        elastic::RecordStateSync(rt, static_cast<size_t>(bytes < 0 ? 0 : bytes), Seconds(seconds));
-      })
+      .def("record_state_sync",
+           [](Runtime& rt, int64_t bytes, double seconds) {
+             elastic::RecordStateSync(rt, static_cast<size_t>(bytes < 0 ? 0 : bytes),
+                                      Seconds(seconds));
+           })
       // elastic.run's training function returned: shutdown() then tells the
       // rendezvous the training finished, so late joiners are sent away.
       .def("mark_training_finished", [](Runtime& rt) { elastic::MarkTrainingFinished(rt); })

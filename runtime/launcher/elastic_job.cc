@@ -8,16 +8,16 @@
 #include <set>
 
 #include "khorovod/util/random_hex.h"
+#include "launcher/horovod_messages.h"
 #include "launcher/host_blacklist.h"
 #include "launcher/host_discovery.h"
-#include "launcher/horovod_messages.h"
-#include "rendezvous/http_server.h"
-#include "rendezvous/protocol.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/metrics_ports.h"
+#include "launcher/remote_hosts.h"
 #include "launcher/spawn_placement.h"
 #include "launcher/worker_env.h"
-#include "launcher/remote_hosts.h"
+#include "rendezvous/http_server.h"
+#include "rendezvous/protocol.h"
 
 namespace khorovod::launcher {
 namespace {
@@ -33,8 +33,9 @@ std::string WorkerName(int id) { return "worker-" + std::to_string(id); }
 // exits and host changes. Used on the supervisor's thread only.
 class ElasticPolicy {
  public:
-  ElasticPolicy(const LaunchOptions& opts, rendezvous::RendezvousService& service, RemotePlan& plan,
-                std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for)
+  ElasticPolicy(
+      const LaunchOptions& opts, rendezvous::RendezvousService& service, RemotePlan& plan,
+      std::function<WorkerSpec(int, const std::string&, const std::optional<Placement>&)> spec_for)
       : opts_(opts),
         service_(service),
         plan_(plan),
@@ -43,7 +44,9 @@ class ElasticPolicy {
 
   // Hosts named by the user (-H, --hostfile, discovery) are blacklisted when
   // a worker fails there, as Horovod; a plain -np job replaces it in place.
-  bool UsesBlacklist() const { return !opts_.host_discovery_script.empty() || !opts_.hosts.empty(); }
+  bool UsesBlacklist() const {
+    return !opts_.host_discovery_script.empty() || !opts_.hosts.empty();
+  }
 
   // Sets the first host list: the discovery script's or -np slots here.
   // Returns an error message when the job cannot start.
@@ -54,12 +57,14 @@ class ElasticPolicy {
       return std::nullopt;
     }
     target_cap_ = opts_.max_np;
-    DiscoveryResult found = opts_.host_discovery_script.empty()
-                                ? FixedHosts()
-                                : RunDiscoveryScript(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
+    DiscoveryResult found =
+        opts_.host_discovery_script.empty()
+            ? FixedHosts()
+            : RunDiscoveryScript(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
     if (auto* error = std::get_if<std::string>(&found)) return "host discovery: " + *error;
     for (const auto& h : std::get<std::vector<DiscoveredHost>>(found)) {
-      if (Status usable = plan_.AddDiscoveredHost(h.name); !usable.ok()) return "host discovery: " + usable.message();
+      if (Status usable = plan_.AddDiscoveredHost(h.name); !usable.ok())
+        return "host discovery: " + usable.message();
     }
     hosts_ = std::get<std::vector<DiscoveredHost>>(std::move(found));
     return std::nullopt;
@@ -82,11 +87,14 @@ class ElasticPolicy {
 
   void OnTick(JobControl& control) {
     if (finishing_) return;
-    if (opts_.host_discovery_script.empty() && UsesBlacklist()) Reconcile(control, Awaited::kYes);  // cooldowns end
+    if (opts_.host_discovery_script.empty() && UsesBlacklist())
+      Reconcile(control, Awaited::kYes);  // cooldowns end
     if (!opts_.host_discovery_script.empty()) {
-      DiscoveryResult found = RunDiscoveryScript(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
+      DiscoveryResult found =
+          RunDiscoveryScript(opts_.host_discovery_script, kScriptTimeout, DefaultSlots());
       if (auto* error = std::get_if<std::string>(&found)) {
-        if (*error != last_error_) control.message("host discovery: " + *error + "; keeping the last host list");
+        if (*error != last_error_)
+          control.message("host discovery: " + *error + "; keeping the last host list");
         last_error_ = *error;
       } else {
         last_error_.clear();
@@ -103,7 +111,8 @@ class ElasticPolicy {
       Reconcile(control, Awaited::kYes);
     }
     if (running_.empty() && empty_since_ && Clock::now() - *empty_since_ >= opts_.elastic_timeout) {
-      control.fail("no worker has been running for " + std::to_string(opts_.elastic_timeout.count()) +
+      control.fail("no worker has been running for " +
+                       std::to_string(opts_.elastic_timeout.count()) +
                        " s (--elastic-timeout); giving up",
                    1);
     }
@@ -112,7 +121,8 @@ class ElasticPolicy {
   // With discovery, a job whose hosts all went away waits for new ones; so
   // does one whose hosts are all cooling down.
   bool hold_open() const {
-    return !finishing_ && (!opts_.host_discovery_script.empty() || (UsesBlacklist() && opts_.cooldown_min_s > 0));
+    return !finishing_ &&
+           (!opts_.host_discovery_script.empty() || (UsesBlacklist() && opts_.cooldown_min_s > 0));
   }
 
  private:
@@ -135,14 +145,16 @@ class ElasticPolicy {
                         " finished (exit 0); the job is ending, no workers will be started");
       }
       finishing_ = true;
-      (void)service_.Leave(WorkerName(id), rendezvous::kLeaveFinished);  // late joiners are told to exit
+      (void)service_.Leave(WorkerName(id),
+                           rendezvous::kLeaveFinished);  // late joiners are told to exit
       return true;
     }
     // Survivors re-form now instead of after a heartbeat timeout.
     (void)service_.ReportFailure(WorkerName(id), exit.status.Describe());
-    const std::string what = "worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
-                             exit.status.Describe();
-    if (first_failure_.empty()) first_failure_ = "worker " + std::to_string(id) + (host.empty() ? "" : " on " + host);
+    const std::string what = "worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) +
+                             ") " + exit.status.Describe();
+    if (first_failure_.empty())
+      first_failure_ = "worker " + std::to_string(id) + (host.empty() ? "" : " on " + host);
     if (auto reason = RendezvousFailure()) {  // e.g. its reset limit: nothing to replace
       control.fail(what + "; " + *reason, exit.status.ShellCode());
       return true;
@@ -151,7 +163,8 @@ class ElasticPolicy {
     ++failures_;
     if (UsesBlacklist() && !host.empty()) {
       BlacklistHost(host, control);
-      if (!hosts_.empty() && std::all_of(hosts_.begin(), hosts_.end(), [&](const DiscoveredHost& h) {
+      if (!hosts_.empty() &&
+          std::all_of(hosts_.begin(), hosts_.end(), [&](const DiscoveredHost& h) {
             return blacklist_.IsBlacklisted(h.name, Clock::now());
           })) {  // Horovod's driver stops here too (registration.py)
         control.fail(what + "; every host is blacklisted; " +
@@ -161,8 +174,8 @@ class ElasticPolicy {
       }
     }
     control.message("worker " + std::to_string(id) + " (pid " + std::to_string(exit.pid) + ") " +
-                    exit.status.Describe() + "; replacing it (" + std::to_string(failures_) + " of --reset-limit " +
-                    std::to_string(opts_.reset_limit) + ")");
+                    exit.status.Describe() + "; replacing it (" + std::to_string(failures_) +
+                    " of --reset-limit " + std::to_string(opts_.reset_limit) + ")");
     Reconcile(control, Awaited::kNo);  // the survivors go on without waiting for the replacement
     AfterLoss(control);
     return true;
@@ -181,8 +194,11 @@ class ElasticPolicy {
     blacklist_.Fail(host, Clock::now());
     const auto end = blacklist_.CooldownEnd(host);
     control.message("host " + host + " blacklisted" +
-                    (end ? " for " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                        *end - Clock::now()).count()) + " ms (--blacklist-cooldown-range)"
+                    (end ? " for " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  *end - Clock::now())
+                                                  .count()) +
+                               " ms (--blacklist-cooldown-range)"
                          : std::string(" for the rest of the job")));
   }
   // The rendezvous' reason when it has failed the job (in horovodrun's words
@@ -192,7 +208,8 @@ class ElasticPolicy {
     if (status.body.value("state", std::string()) != "failed") return std::nullopt;
     const std::string reason = status.body.value("failure_reason", std::string());
     if (reason.rfind("reset limit", 0) == 0) {
-      return "the rendezvous failed the job: " + reason + "; " + ResetLimitExceededMessage(opts_.reset_limit);
+      return "the rendezvous failed the job: " + reason + "; " +
+             ResetLimitExceededMessage(opts_.reset_limit);
     }
     return "the rendezvous failed the job: " + reason;
   }
@@ -214,7 +231,8 @@ class ElasticPolicy {
   std::optional<std::string> FreeHost() const {
     if (static_cast<int>(running_.size()) >= Target()) return std::nullopt;
     for (const auto& h : hosts_) {
-      const auto used = std::count_if(running_.begin(), running_.end(), [&](const auto& w) { return w.second == h.name; });
+      const auto used = std::count_if(running_.begin(), running_.end(),
+                                      [&](const auto& w) { return w.second == h.name; });
       if (used < SlotsOf(h.name)) return h.name;
     }
     return std::nullopt;
@@ -254,7 +272,8 @@ class ElasticPolicy {
     spawned.spawned = true;
     spawned.awaited = awaited == Awaited::kYes;
     (void)service_.Register(spawned);
-    return spec_for_(id, host, placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
+    return spec_for_(id, host,
+                     placement.ok() ? std::optional<Placement>(*placement) : std::nullopt);
   }
 
   // The address a worker on `host` advertises (KHOROVOD_HOSTNAME).
@@ -277,7 +296,8 @@ class ElasticPolicy {
     }
     for (int id : to_stop) {
       const std::string host = running_[id];
-      control.message("host " + host + " is gone or has fewer slots; stopping worker " + std::to_string(id));
+      control.message("host " + host + " is gone or has fewer slots; stopping worker " +
+                      std::to_string(id));
       control.stop(id);
       // Fenced too: its process must not rejoin the next generation under
       // its name before the SIGTERM ends it (Horovod's removed worker fails
@@ -302,11 +322,12 @@ class ElasticPolicy {
   std::uniform_real_distribution<double> jitter_{0.0, 1.0};
   HostBlacklist blacklist_;
   std::vector<DiscoveredHost> hosts_;
-  int target_cap_ = 0;                    // -np without discovery, --max-np with it
-  std::map<int, std::string> running_;    // worker id -> host, not being stopped
+  int target_cap_ = 0;                  // -np without discovery, --max-np with it
+  std::map<int, std::string> running_;  // worker id -> host, not being stopped
   std::map<int, int> local_of_;
-  std::string first_failure_;             // the first worker that failed, for the job's failure line           // worker id -> its slot on its host
-  std::set<int> stopping_;                // SIGTERMed because their host went away
+  std::string first_failure_;  // the first worker that failed, for the job's failure line // worker
+                               // id -> its slot on its host
+  std::set<int> stopping_;  // SIGTERMed because their host went away
   std::set<std::string> reported_unusable_;
   std::string last_error_;
   std::optional<Clock::time_point> empty_since_;
@@ -330,8 +351,8 @@ std::vector<std::string> InitialHostNames(const LaunchOptions& opts) {
 // The job's rendezvous server: on `host` (where every worker's host can
 // reach it), an ephemeral port, a fresh random token; with the membership
 // policy of the command line.
-rendezvous::ServerOptions ServerOptionsFor(const LaunchOptions& opts, const std::string& host, std::string token,
-                                           const MetricsPorts& ports) {
+rendezvous::ServerOptions ServerOptionsFor(const LaunchOptions& opts, const std::string& host,
+                                           std::string token, const MetricsPorts& ports) {
   rendezvous::ServerOptions server_options;
   server_options.host = host;
   server_options.port = 0;
@@ -362,7 +383,8 @@ rendezvous::ServerOptions ServerOptionsFor(const LaunchOptions& opts, const std:
 class WorkerSpecs {
  public:
   WorkerSpecs(const LaunchOptions& opts, const RemotePlan& plan, std::vector<std::string> base_env,
-              std::vector<EnvVar> extra, const MetricsPorts& ports, std::string address, std::string token)
+              std::vector<EnvVar> extra, const MetricsPorts& ports, std::string address,
+              std::string token)
       : opts_(opts),
         plan_(plan),
         base_env_(std::move(base_env)),
@@ -373,19 +395,22 @@ class WorkerSpecs {
 
   WorkerSpec For(int id, const std::string& host, const std::optional<Placement>& spawn) {
     std::vector<EnvVar> vars = extra_;
-    if (ports_.enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports_.worker(TakeSlot(id)))});
+    if (ports_.enabled())
+      vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports_.worker(TakeSlot(id)))});
     vars.push_back({"KHOROVOD_RENDEZVOUS_ADDR", address_});
     vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", token_});
     vars.push_back({"KHOROVOD_WORKER_NAME", WorkerName(id)});
     vars.push_back({"KHOROVOD_SLOTS", std::to_string(opts_.max_np)});
     vars.push_back({"KHOROVOD_JOB_ID", opts_.job_id});
     const bool remote = plan_.IsRemote(host);
-    vars.push_back({"KHOROVOD_HOSTNAME", opts_.hosts_run_locally ? opts_.hostname : plan_.AdvertisedAddress(host)});
+    vars.push_back({"KHOROVOD_HOSTNAME",
+                    opts_.hosts_run_locally ? opts_.hostname : plan_.AdvertisedAddress(host)});
     // Horovod's HOROVOD_HOSTNAME: the host's name as listed.
     const std::string listed = opts_.hosts_run_locally || remote ? host : plan_.LauncherAddress();
     for (EnvVar& v : ElasticHorovodVariables(listed, spawn)) vars.push_back(std::move(v));
     for (EnvVar& v : plan_.NetworkVariables()) vars.push_back(std::move(v));
-    vars.push_back({"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts_.elastic_timeout.count())});
+    vars.push_back(
+        {"KHOROVOD_ELASTIC_TIMEOUT_SECONDS", std::to_string(opts_.elastic_timeout.count())});
     WorkerSpec spec;
     spec.rank = id;
     spec.argv = opts_.command;
@@ -450,12 +475,14 @@ int RunElasticJob(const LaunchOptions& opts, SignalPipe& signals) {
   }
   const auto launcher_env = CurrentEnvironment();
   // With host discovery up to --max-np workers run at once.
-  const StatusOr<MetricsPorts> ports = MetricsPortsFromEnv(launcher_env, std::max(opts.num_proc, opts.max_np));
+  const StatusOr<MetricsPorts> ports =
+      MetricsPortsFromEnv(launcher_env, std::max(opts.num_proc, opts.max_np));
   if (!ports.ok()) {
     std::cerr << "khorovodrun: " << ports.status().message() << '\n';
     return 2;
   }
-  rendezvous::RendezvousServer server(ServerOptionsFor(opts, plan->LauncherAddress(), *token, *ports));
+  rendezvous::RendezvousServer server(
+      ServerOptionsFor(opts, plan->LauncherAddress(), *token, *ports));
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << "khorovodrun: cannot start the rendezvous server: " << s.message() << '\n';
     return 1;
@@ -466,10 +493,11 @@ int RunElasticJob(const LaunchOptions& opts, SignalPipe& signals) {
   }
   const std::string address = plan->LauncherAddress() + ":" + std::to_string(server.port());
   WorkerSpecs specs(opts, *plan, launcher_env, std::move(extra.vars), *ports, address, *token);
-  ElasticPolicy policy(opts, server.service(), *plan,
-                       [&specs](int id, const std::string& host, const std::optional<Placement>& spawn) {
-                         return specs.For(id, host, spawn);
-                       });
+  ElasticPolicy policy(
+      opts, server.service(), *plan,
+      [&specs](int id, const std::string& host, const std::optional<Placement>& spawn) {
+        return specs.For(id, host, spawn);
+      });
   if (auto problem = policy.InitHosts()) {
     std::cerr << "khorovodrun: " << *problem << '\n';
     server.Stop();
@@ -477,8 +505,8 @@ int RunElasticJob(const LaunchOptions& opts, SignalPipe& signals) {
   }
   JobConfig config = ElasticJobConfig(opts, policy, specs);
   std::cerr << "khorovodrun: elastic job " << opts.job_id << ": " << config.workers.size()
-            << " workers (min " << opts.min_np << ", max " << opts.max_np << "), rendezvous on " << address
-            << '\n';
+            << " workers (min " << opts.min_np << ", max " << opts.max_np << "), rendezvous on "
+            << address << '\n';
   JobSupervisor supervisor(std::move(config), signals);
   const int result = supervisor.run();
   server.Stop();

@@ -28,10 +28,9 @@
 // Thread-safety: used during argument parsing only.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "launcher/launch_options.h"
 

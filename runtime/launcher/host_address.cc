@@ -30,9 +30,11 @@ StatusOr<std::string> ResolveIpv4(const std::string& host) {
   addrinfo* found = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    return Status::InvalidArgument("host '" + host + "' has no IPv4 address: " + ::gai_strerror(rc));
+    return Status::InvalidArgument("host '" + host +
+                                   "' has no IPv4 address: " + ::gai_strerror(rc));
   }
-  const std::string address = Dotted(reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr);
+  const std::string address =
+      Dotted(reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr);
   ::freeaddrinfo(found);
   return address;
 }
@@ -59,14 +61,17 @@ StatusOr<std::string> RouteSourceAddress(const std::string& destination) {
 
 StatusOr<std::string> InterfaceIpv4(const std::string& name) {
   ifaddrs* all = nullptr;
-  if (::getifaddrs(&all) != 0) return Status::Unavailable(std::string("getifaddrs: ") + std::strerror(errno));
+  if (::getifaddrs(&all) != 0)
+    return Status::Unavailable(std::string("getifaddrs: ") + std::strerror(errno));
   std::string address;
   for (const ifaddrs* i = all; i != nullptr && address.empty(); i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || name != i->ifa_name) continue;
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || name != i->ifa_name)
+      continue;
     address = Dotted(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr);
   }
   ::freeifaddrs(all);
-  if (address.empty()) return Status::InvalidArgument("network interface '" + name + "' has no IPv4 address here");
+  if (address.empty())
+    return Status::InvalidArgument("network interface '" + name + "' has no IPv4 address here");
   return address;
 }
 
@@ -90,7 +95,8 @@ StatusOr<ChosenInterface> FirstInterfaceWithIpv4(const std::vector<std::string>&
     if (address.ok()) return ChosenInterface{name, *address};
     tried += (tried.empty() ? "" : ", ") + name;
   }
-  return Status::InvalidArgument("none of the network interfaces " + tried + " has an IPv4 address here");
+  return Status::InvalidArgument("none of the network interfaces " + tried +
+                                 " has an IPv4 address here");
 }
 
 }  // namespace khorovod::launcher

@@ -17,7 +17,8 @@ void HostBlacklist::Fail(const std::string& host, Clock::time_point now) {
   if (s.count > 0 && now < s.end) return;  // still cooling down
   ++s.count;
   const double delay = min_s_ * std::ldexp(1.0, std::min(s.count, 30)) + jitter_() * min_s_;
-  const double seconds = std::clamp(delay, static_cast<double>(min_s_), static_cast<double>(max_s_));
+  const double seconds =
+      std::clamp(delay, static_cast<double>(min_s_), static_cast<double>(max_s_));
   s.end = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
@@ -27,7 +28,8 @@ bool HostBlacklist::IsBlacklisted(const std::string& host, Clock::time_point now
   return min_s_ <= 0 || now < it->second.end;
 }
 
-std::optional<HostBlacklist::Clock::time_point> HostBlacklist::CooldownEnd(const std::string& host) const {
+std::optional<HostBlacklist::Clock::time_point> HostBlacklist::CooldownEnd(
+    const std::string& host) const {
   const auto it = hosts_.find(host);
   if (min_s_ <= 0 || it == hosts_.end() || it->second.count == 0) return std::nullopt;
   return it->second.end;

@@ -31,8 +31,8 @@ std::string trim(const std::string& s) {
 bool IsLoopbackIpv4(const std::string& host) {
   int octets[4];
   char tail = 0;
-  if (std::sscanf(host.c_str(), "%d.%d.%d.%d%c", &octets[0], &octets[1], &octets[2], &octets[3], &tail) !=
-      4) {
+  if (std::sscanf(host.c_str(), "%d.%d.%d.%d%c", &octets[0], &octets[1], &octets[2], &octets[3],
+                  &tail) != 4) {
     return false;
   }
   for (int o : octets) {
@@ -67,7 +67,8 @@ DiscoveryResult ParseDiscoveryOutput(const std::string& text, int default_slots)
       return where + ": expected host:slots";
     }
     if (slots < 1 || slots > kMaxSlots) return where + ": slots must be between 1 and 1000000";
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.name == name; });
+    auto it =
+        std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.name == name; });
     if (it == hosts.end()) {
       hosts.push_back({name, static_cast<int>(slots)});
     } else {
@@ -88,7 +89,7 @@ std::string LocalHostname() {
 }
 
 DiscoveryResult RunDiscoveryScript(const std::string& path, std::chrono::milliseconds timeout,
-                                     int default_slots) {
+                                   int default_slots) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
   UniqueFd read_end(fds[0]);
@@ -113,7 +114,8 @@ DiscoveryResult RunDiscoveryScript(const std::string& path, std::chrono::millise
   std::string output;
   std::string problem;
   for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       problem = "did not finish within " + std::to_string(timeout.count()) + " ms";
       break;
@@ -138,7 +140,8 @@ DiscoveryResult RunDiscoveryScript(const std::string& path, std::chrono::millise
   pid_t waited = 0;
   while ((waited = ::waitpid(pid, &status, WNOHANG)) == 0) {
     if (std::chrono::steady_clock::now() >= deadline) {
-      if (problem.empty()) problem = "did not exit within " + std::to_string(timeout.count()) + " ms";
+      if (problem.empty())
+        problem = "did not exit within " + std::to_string(timeout.count()) + " ms";
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
       waited = pid;

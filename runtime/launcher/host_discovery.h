@@ -49,6 +49,6 @@ std::string LocalHostname();
 
 // Runs the script (argv[0] = `path`, no arguments) and parses its output.
 DiscoveryResult RunDiscoveryScript(const std::string& path, std::chrono::milliseconds timeout,
-                                     int default_slots = 1);
+                                   int default_slots = 1);
 
 }  // namespace khorovod::launcher

@@ -39,8 +39,8 @@ StatusOr<std::string> ParseHostfile(const std::string& text, const std::string& 
     if (first == std::string::npos || line[first] == '#') continue;
     StatusOr<std::string> entry = ParseLine(line);
     if (!entry.ok()) {
-      return Status::InvalidArgument("--hostfile " + name_for_errors + ":" + std::to_string(number) + ": " +
-                                     entry.status().message());
+      return Status::InvalidArgument("--hostfile " + name_for_errors + ":" +
+                                     std::to_string(number) + ": " + entry.status().message());
     }
     hosts += (hosts.empty() ? "" : ",") + *entry;
   }

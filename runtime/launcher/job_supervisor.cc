@@ -97,8 +97,8 @@ void JobSupervisor::HandleExit(const WorkerExit& exit, ProcessGroup& group) {
   }
   if (exit.status.Success() || result_) return;
   FailJob("rank " + std::to_string(exit.rank) + " (pid " + std::to_string(exit.pid) + ") " +
-               exit.status.Describe(),
-           exit.status.ShellCode(), group);
+              exit.status.Describe(),
+          exit.status.ShellCode(), group);
 }
 
 void JobSupervisor::HandleSignal(int sig, ProcessGroup& group) {
@@ -131,10 +131,10 @@ Status JobSupervisor::StartWorker(const WorkerSpec& spec, ProcessGroup& group, O
     files = std::move(it->second);
     config_.output_files.erase(it);
   }
-  mux.AddStream(std::move(pipes.stdout_read), LinePrefixer::StdoutPrefix(spec.rank), config_.stdout_fd,
-                 std::move(files.stdout_file));
-  mux.AddStream(std::move(pipes.stderr_read), LinePrefixer::StderrPrefix(spec.rank), config_.stderr_fd,
-                 std::move(files.stderr_file));
+  mux.AddStream(std::move(pipes.stdout_read), LinePrefixer::StdoutPrefix(spec.rank),
+                config_.stdout_fd, std::move(files.stdout_file));
+  mux.AddStream(std::move(pipes.stderr_read), LinePrefixer::StderrPrefix(spec.rank),
+                config_.stderr_fd, std::move(files.stderr_file));
   return Status::Ok();
 }
 
@@ -185,7 +185,8 @@ void JobSupervisor::EnforceKillDeadlines(Clock::time_point now, ProcessGroup& gr
   }
 }
 
-bool JobSupervisor::JobOver(Clock::time_point now, const ProcessGroup& group, const OutputMux& mux) {
+bool JobSupervisor::JobOver(Clock::time_point now, const ProcessGroup& group,
+                            const OutputMux& mux) {
   const bool held = !result_ && config_.hold_open && config_.hold_open();
   if (!group.AllExited() || held) return false;
   if (!mux.HasOpenStreams()) return true;
@@ -194,7 +195,8 @@ bool JobSupervisor::JobOver(Clock::time_point now, const ProcessGroup& group, co
     return false;
   }
   if (now < *drain_deadline_) return false;
-  message("all workers exited but processes they started still hold their output open; killing them");
+  message(
+      "all workers exited but processes they started still hold their output open; killing them");
   return true;
 }
 

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <limits>
 
+#include "khorovod/util/random_hex.h"
 #include "launcher/horovodrun_flags.h"
 #include "launcher/hostfile.h"
 #include "launcher/refused_flags.h"
-#include "khorovod/util/random_hex.h"
 #include "launcher/worker_env.h"
 
 namespace khorovod::launcher {
@@ -53,7 +53,9 @@ constexpr long long kMaxGracePeriodMs = 24LL * 60 * 60 * 1000;
 
 // CLI11 only allows one-character names after a single dash, but horovodrun
 // users type `-np 4`. Rewrite that spelling to `--np` before parsing.
-std::string NormalizeLauncherToken(const std::string& token) { return NormalizeSingleDashFlag(token); }
+std::string NormalizeLauncherToken(const std::string& token) {
+  return NormalizeSingleDashFlag(token);
+}
 
 // Index of the program name in `args`, or args.size() when there is none.
 // The split is done here rather than by CLI11 because CLI11 post-processes
@@ -61,7 +63,7 @@ std::string NormalizeLauncherToken(const std::string& token) { return NormalizeS
 // and the program's arguments must reach it byte for byte. Arity comes from
 // the CLI11 app itself, so the option table stays the single source of truth.
 std::size_t FindProgramIndex(const CLI::App& app, const std::vector<std::string>& args,
-                               bool& explicit_separator) {
+                             bool& explicit_separator) {
   explicit_separator = false;
   std::size_t i = 0;
   while (i < args.size()) {
@@ -76,7 +78,8 @@ std::size_t FindProgramIndex(const CLI::App& app, const std::vector<std::string>
         token.rfind("--", 0) == 0 ? token.find('=') != std::string::npos : token.size() > 2;
     const CLI::Option* opt = app.get_option_no_throw(token);
     // Values that follow: one for most options, two for --blacklist-cooldown-range.
-    const int values = inline_value || opt == nullptr ? 0 : std::max(0, opt->get_items_expected_min());
+    const int values =
+        inline_value || opt == nullptr ? 0 : std::max(0, opt->get_items_expected_min());
     i += 1 + static_cast<std::size_t>(values);  // unknown options are left for CLI11 to reject
   }
   return args.size();
@@ -86,14 +89,16 @@ std::size_t FindProgramIndex(const CLI::App& app, const std::vector<std::string>
 
 Status ValidateEnvSpec(const std::string& spec) {
   const std::string name = spec.substr(0, spec.find('='));
-  if (name.empty()) return Status::InvalidArgument("-x needs NAME or NAME=VALUE, got '" + spec + "'");
+  if (name.empty())
+    return Status::InvalidArgument("-x needs NAME or NAME=VALUE, got '" + spec + "'");
   for (std::size_t i = 0; i < name.size(); ++i) {
     if (!IsEnvNameChar(name[i], i == 0)) {
       return Status::InvalidArgument("'" + name + "' is not a valid environment variable name");
     }
   }
   if (IsContractVariable(name)) {
-    return Status::InvalidArgument(name + " is set by khorovodrun itself and cannot be overridden with -x");
+    return Status::InvalidArgument(
+        name + " is set by khorovodrun itself and cannot be overridden with -x");
   }
   return Status::Ok();
 }
@@ -131,8 +136,8 @@ Status CheckHostSlots(const std::string& hosts, int needed) {
     start = end + 1;
   }
   if (slots < needed) {
-    return Status::InvalidArgument("-H " + hosts + " offers " + std::to_string(slots) + " slots but " +
-                                   std::to_string(needed) + " workers are needed");
+    return Status::InvalidArgument("-H " + hosts + " offers " + std::to_string(slots) +
+                                   " slots but " + std::to_string(needed) + " workers are needed");
   }
   return Status::Ok();
 }
@@ -178,7 +183,8 @@ void AddJobOptions(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
 }
 
 void AddElasticOptions(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
-  app.add_option("--min-np,--min-num-proc", opts.min_np, "Elastic: fewest workers the job runs with")
+  app.add_option("--min-np,--min-num-proc", opts.min_np,
+                 "Elastic: fewest workers the job runs with")
       ->check(InRange(1, std::numeric_limits<int>::max(), "--min-np"));
   app.add_option("--max-np,--max-num-proc", opts.max_np, "Elastic: most workers the job runs with")
       ->check(InRange(1, std::numeric_limits<int>::max(), "--max-np"));
@@ -190,24 +196,29 @@ void AddElasticOptions(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
                  "Elastic: seconds to wait for min-np workers before failing")
       ->capture_default_str()
       ->check(InRange(1, 86400 * 7, "--elastic-timeout"));
-  auto* hosts_option =
-      app.add_option("-H,--hosts", opts.hosts, "host:slots,... (hosts other than this one run over ssh)");
+  auto* hosts_option = app.add_option("-H,--hosts", opts.hosts,
+                                      "host:slots,... (hosts other than this one run over ssh)");
   app.add_option("--host-discovery-script", opts.host_discovery_script,
                  "Elastic: executable printing the available host:slots lines")
       ->excludes(hosts_option)
-      ->check([](const std::string& p) { return p.empty() ? std::string("empty path") : std::string(); });
-  app.add_option("--hostfile", raw.hostfile, "File of '<host> slots=<N>' lines (as -H)")->excludes(hosts_option);
+      ->check([](const std::string& p) {
+        return p.empty() ? std::string("empty path") : std::string();
+      });
+  app.add_option("--hostfile", raw.hostfile, "File of '<host> slots=<N>' lines (as -H)")
+      ->excludes(hosts_option);
   app.add_option("--slots-per-host,--slots", opts.slots_per_host,
                  "Slots of a discovered host whose line gives none")
       ->check(InRange(1, 1000000, "--slots-per-host"));
-  app.add_option("--blacklist-cooldown-range", raw.cooldown_range,
-                 "Elastic: MIN MAX seconds a host whose worker failed stays out (doubling per failure)")
+  app.add_option(
+         "--blacklist-cooldown-range", raw.cooldown_range,
+         "Elastic: MIN MAX seconds a host whose worker failed stays out (doubling per failure)")
       ->expected(2);
   app.add_flag("--run-hosts-locally", opts.hosts_run_locally,
                "Run every host's slots (-H, --hostfile, discovery) on this machine");
   app.add_option("--output-filename", opts.output_filename,
                  "Also write each rank's output to DIR/rank.<rank>/stdout and stderr");
-  app.add_option("--discovery-interval-ms", raw.discovery_ms, "Elastic: how often the discovery script runs")
+  app.add_option("--discovery-interval-ms", raw.discovery_ms,
+                 "Elastic: how often the discovery script runs")
       ->capture_default_str()
       ->check(InRange(10, 3600000, "--discovery-interval-ms"));
 }
@@ -215,8 +226,8 @@ void AddElasticOptions(CLI::App& app, LaunchOptions& opts, RawFlags& raw) {
 // What CLI11 sees: the launcher's own tokens plus the program name (behind
 // "--" if it starts with '-', so it is still taken literally), reversed as
 // CLI11 expects; the program's arguments never go through CLI11.
-std::vector<std::string> TokensForCli(const std::vector<std::string>& args, std::size_t program_index,
-                                        bool explicit_separator) {
+std::vector<std::string> TokensForCli(const std::vector<std::string>& args,
+                                      std::size_t program_index, bool explicit_separator) {
   std::vector<std::string> for_cli;
   const std::size_t launcher_end = explicit_separator ? program_index - 1 : program_index;
   for (std::size_t i = 0; i < launcher_end; ++i) for_cli.push_back(NormalizeLauncherToken(args[i]));
@@ -255,8 +266,9 @@ int FixedHostSlots(const LaunchOptions& opts) {
 Status ApplyCooldownRange(const std::vector<int>& range, LaunchOptions& opts) {
   if (range.empty()) return Status::Ok();
   if (range[0] < 1 || range[1] > 3600 || range[0] > range[1]) {
-    return Status::InvalidArgument("--blacklist-cooldown-range MIN MAX needs 1 <= MIN <= MAX <= 3600, got " +
-                                   std::to_string(range[0]) + " " + std::to_string(range[1]));
+    return Status::InvalidArgument(
+        "--blacklist-cooldown-range MIN MAX needs 1 <= MIN <= MAX <= 3600, got " +
+        std::to_string(range[0]) + " " + std::to_string(range[1]));
   }
   opts.cooldown_min_s = range[0];
   opts.cooldown_max_s = range[1];
@@ -267,7 +279,8 @@ Status ApplyCooldownRange(const std::vector<int>& range, LaunchOptions& opts) {
 Status FinishOptions(LaunchOptions& opts, const RawFlags& raw) {
   opts.elastic_timeout = std::chrono::seconds(raw.elastic_timeout_s);
   KH_RETURN_IF_ERROR(RefusalOf(raw.refused));
-  if (auto problem = ApplyHorovodrunFlags(raw.horovodrun, opts)) return Status::InvalidArgument(*problem);
+  if (auto problem = ApplyHorovodrunFlags(raw.horovodrun, opts))
+    return Status::InvalidArgument(*problem);
   KH_RETURN_IF_ERROR(ApplyCooldownRange(raw.cooldown_range, opts));
   if (!raw.hostfile.empty()) {
     StatusOr<std::string> hosts = HostfileToHosts(raw.hostfile);
@@ -276,7 +289,8 @@ Status FinishOptions(LaunchOptions& opts, const RawFlags& raw) {
   }
   if (!opts.output_filename.empty() && opts.elastic()) {
     return Status::InvalidArgument(
-        "--output-filename: not in elastic mode yet (a worker's rank is known only after the rendezvous, "
+        "--output-filename: not in elastic mode yet (a worker's rank is known only after the "
+        "rendezvous, "
         "and Horovod names the directories by rank)");
   }
   opts.discovery_interval = std::chrono::milliseconds(raw.discovery_ms);
@@ -286,8 +300,9 @@ Status FinishOptions(LaunchOptions& opts, const RawFlags& raw) {
     // hosts' slots (a discovery script's future slots are unknown: -np).
     if (opts.max_np == 0) opts.max_np = std::max(opts.num_proc, FixedHostSlots(opts));
     if (!(opts.min_np <= opts.num_proc && opts.num_proc <= opts.max_np)) {
-      return Status::InvalidArgument("need --min-np <= -np <= --max-np, got " + std::to_string(opts.min_np) +
-                                     " <= " + std::to_string(opts.num_proc) + " <= " + std::to_string(opts.max_np));
+      return Status::InvalidArgument(
+          "need --min-np <= -np <= --max-np, got " + std::to_string(opts.min_np) +
+          " <= " + std::to_string(opts.num_proc) + " <= " + std::to_string(opts.max_np));
     }
   }
   if (!opts.hosts.empty()) {
@@ -301,14 +316,15 @@ Status FinishOptions(LaunchOptions& opts, const RawFlags& raw) {
 }  // namespace
 
 ParseOutcome ParseLaunchOptions(const std::vector<std::string>& args, std::ostream& out,
-                                  std::ostream& err) {
+                                std::ostream& err) {
   LaunchOptions opts;
   RawFlags raw;
   raw.grace_ms = opts.grace_period.count();
   raw.elastic_timeout_s = opts.elastic_timeout.count();
   raw.discovery_ms = opts.discovery_interval.count();
 
-  CLI::App app{"Run N copies of a khorovod training program, here or on remote hosts over ssh.", "khorovodrun"};
+  CLI::App app{"Run N copies of a khorovod training program, here or on remote hosts over ssh.",
+               "khorovodrun"};
   app.footer(
       "Use '-np N' (horovodrun spelling) or '--np N'. Everything from the program name on\n"
       "is passed to the program unchanged; '--' may separate it explicitly.");

@@ -104,7 +104,7 @@ struct ParseOutcome {
 
 // `args` excludes argv[0].
 ParseOutcome ParseLaunchOptions(const std::vector<std::string>& args, std::ostream& out,
-                                  std::ostream& err);
+                                std::ostream& err);
 
 // Checks a -H list's syntax and that it offers `needed` slots (kInvalidArgument).
 Status CheckHostSlots(const std::string& hosts, int needed);

@@ -20,12 +20,12 @@
 #include "launcher/elastic_job.h"
 #include "launcher/job_supervisor.h"
 #include "launcher/launch_options.h"
-#include "launcher/scoped_temp_dir.h"
-#include "launcher/signal_pipe.h"
 #include "launcher/metrics_ports.h"
-#include "launcher/worker_env.h"
 #include "launcher/multi_host_job.h"
 #include "launcher/remote_hosts.h"
+#include "launcher/scoped_temp_dir.h"
+#include "launcher/signal_pipe.h"
+#include "launcher/worker_env.h"
 
 namespace {
 
@@ -43,7 +43,8 @@ void EnsureStandardFdsOpen() {
 }
 
 std::vector<WorkerSpec> MakeWorkerSpecs(const LaunchOptions& opts, const std::string& store_path,
-                                          const MetricsPorts& ports, const std::vector<EnvVar>& network) {
+                                        const MetricsPorts& ports,
+                                        const std::vector<EnvVar>& network) {
   const std::vector<std::string> base_env = CurrentEnvironment();
   const ResolvedExtraEnv extra = ResolveExtraEnv(opts.extra_env, base_env);
   for (const auto& name : extra.missing) {
@@ -54,13 +55,15 @@ std::vector<WorkerSpec> MakeWorkerSpecs(const LaunchOptions& opts, const std::st
   specs.reserve(static_cast<std::size_t>(opts.num_proc));
   for (int rank = 0; rank < opts.num_proc; ++rank) {
     std::vector<EnvVar> overrides = extra.vars;
-    const ContractParams params = SingleHostParams(rank, opts.num_proc, store_path, opts.job_id, opts.hostname);
+    const ContractParams params =
+        SingleHostParams(rank, opts.num_proc, store_path, opts.job_id, opts.hostname);
     const auto contract = ContractVariables(params);
     const auto horovod = HorovodVariables(params);
     overrides.insert(overrides.end(), contract.begin(), contract.end());
     overrides.insert(overrides.end(), horovod.begin(), horovod.end());
     overrides.insert(overrides.end(), network.begin(), network.end());
-    if (ports.enabled()) overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
+    if (ports.enabled())
+      overrides.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(rank))});
     specs.push_back(WorkerSpec{rank, opts.command, MergeEnvironment(base_env, overrides), {}});
   }
   return specs;
@@ -72,7 +75,8 @@ void PrintWorkerSpecs(const std::vector<WorkerSpec>& specs) {
     std::cerr << "khorovodrun: worker " << spec.rank << ":";
     for (const std::string& var : spec.env) {
       const bool secret = var.rfind("KHOROVOD_RENDEZVOUS_TOKEN=", 0) == 0;
-      if (!secret && (var.rfind("KHOROVOD_", 0) == 0 || var.rfind("HOROVOD_", 0) == 0)) std::cerr << ' ' << var;
+      if (!secret && (var.rfind("KHOROVOD_", 0) == 0 || var.rfind("HOROVOD_", 0) == 0))
+        std::cerr << ' ' << var;
     }
     for (const std::string& arg : spec.argv) std::cerr << ' ' << arg;
     if (!spec.stdin_data.empty()) std::cerr << " (environment on ssh's stdin)";
@@ -120,7 +124,8 @@ int main(int argc, char** argv) {
     JobConfig config;
     MultiHostStaticJob multi_host;  // its store serves the workers until the supervisor returns
     if (plan->HasRemoteHosts()) {
-      khorovod::StatusOr<MultiHostStaticJob> prepared = PrepareMultiHostStaticJob(opts, *plan, *ports);
+      khorovod::StatusOr<MultiHostStaticJob> prepared =
+          PrepareMultiHostStaticJob(opts, *plan, *ports);
       if (!prepared.ok()) {
         std::cerr << "khorovodrun: " << prepared.status().message() << '\n';
         return 1;
@@ -132,7 +137,8 @@ int main(int argc, char** argv) {
     }
     config.grace_period = opts.grace_period;
     for (int rank = 0; rank < opts.num_proc && !opts.output_filename.empty(); ++rank) {
-      khorovod::StatusOr<RankOutputFiles> files = OpenRankOutputFiles(opts.output_filename, rank, opts.num_proc);
+      khorovod::StatusOr<RankOutputFiles> files =
+          OpenRankOutputFiles(opts.output_filename, rank, opts.num_proc);
       if (!files.ok()) {
         std::cerr << "khorovodrun: " << files.status().message() << '\n';
         return 2;

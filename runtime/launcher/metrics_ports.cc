@@ -16,9 +16,10 @@ StatusOr<MetricsPorts> MetricsPortsFromEnv(const std::vector<std::string>& env, 
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), base);
   if (ec != std::errc() || end != value.data() + value.size() || base < 0 ||
       static_cast<long>(base) + slots > 65535) {
-    return Status::InvalidArgument("KHOROVOD_METRICS_PORT='" + value + "': expected a base port B with B + " +
-                                   std::to_string(slots) +
-                                   " <= 65535 (the rendezvous server uses B, worker slot i uses B + 1 + i)");
+    return Status::InvalidArgument(
+        "KHOROVOD_METRICS_PORT='" + value + "': expected a base port B with B + " +
+        std::to_string(slots) +
+        " <= 65535 (the rendezvous server uses B, worker slot i uses B + 1 + i)");
   }
   ports.base = base;
   return ports;

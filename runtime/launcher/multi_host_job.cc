@@ -36,18 +36,21 @@ StatusOr<std::unique_ptr<rendezvous::RendezvousServer>> StartStore(const LaunchO
 
 }  // namespace
 
-StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& options, const RemotePlan& plan,
+StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& options,
+                                                       const RemotePlan& plan,
                                                        const MetricsPorts& ports) {
   std::string lines = options.hosts;
   std::replace(lines.begin(), lines.end(), ',', '\n');
   DiscoveryResult parsed = ParseDiscoveryOutput(lines, 1);
-  if (auto* error = std::get_if<std::string>(&parsed)) return Status::InvalidArgument("-H: " + *error);
+  if (auto* error = std::get_if<std::string>(&parsed))
+    return Status::InvalidArgument("-H: " + *error);
   const std::vector<DiscoveredHost>& hosts = std::get<std::vector<DiscoveredHost>>(parsed);
 
   StatusOr<std::string> token = RandomHex(32);
   if (!token.ok()) return token.status();
   MultiHostStaticJob job;
-  StatusOr<std::unique_ptr<rendezvous::RendezvousServer>> store = StartStore(options, plan.LauncherAddress(), *token);
+  StatusOr<std::unique_ptr<rendezvous::RendezvousServer>> store =
+      StartStore(options, plan.LauncherAddress(), *token);
   if (!store.ok()) return store.status();
   job.store = std::move(*store);
   const std::string store_addr = plan.LauncherAddress() + ":" + std::to_string(job.store->port());
@@ -69,9 +72,11 @@ StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& opti
       for (EnvVar& v : plan.NetworkVariables()) vars.push_back(std::move(v));
       vars.push_back({"KHOROVOD_STORE_ADDR", store_addr});
       vars.push_back({"KHOROVOD_RENDEZVOUS_TOKEN", *token});
-      if (ports.enabled()) vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(placement->rank))});
+      if (ports.enabled())
+        vars.push_back({"KHOROVOD_METRICS_PORT", std::to_string(ports.worker(placement->rank))});
       WorkerSpec spec{placement->rank, options.command, MergeEnvironment(base_env, vars), {}};
-      job.workers.push_back(plan.IsRemote(host.name) ? plan.RemoteWorker(spec, host.name) : std::move(spec));
+      job.workers.push_back(plan.IsRemote(host.name) ? plan.RemoteWorker(spec, host.name)
+                                                     : std::move(spec));
     }
   }
   return job;

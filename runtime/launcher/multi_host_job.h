@@ -23,12 +23,12 @@
 #include <memory>
 #include <vector>
 
-#include "rendezvous/http_server.h"
 #include "khorovod/status.h"
 #include "launcher/launch_options.h"
 #include "launcher/metrics_ports.h"
 #include "launcher/process_group.h"
 #include "launcher/remote_hosts.h"
+#include "rendezvous/http_server.h"
 
 namespace khorovod::launcher {
 
@@ -37,7 +37,8 @@ struct MultiHostStaticJob {
   std::vector<WorkerSpec> workers;
 };
 
-StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& options, const RemotePlan& plan,
+StatusOr<MultiHostStaticJob> PrepareMultiHostStaticJob(const LaunchOptions& options,
+                                                       const RemotePlan& plan,
                                                        const MetricsPorts& ports);
 
 }  // namespace khorovod::launcher

@@ -89,8 +89,8 @@ OutputMux::OutputMux(std::size_t max_line_bytes)
     : max_line_bytes_(max_line_bytes), read_buffer_(kReadChunkBytes) {}
 
 void OutputMux::AddStream(UniqueFd source, std::string prefix, int sink_fd, UniqueFd copy) {
-  streams_.push_back(Stream{std::move(source), LinePrefixer(std::move(prefix), max_line_bytes_), sink_fd,
-                            std::move(copy)});
+  streams_.push_back(Stream{std::move(source), LinePrefixer(std::move(prefix), max_line_bytes_),
+                            sink_fd, std::move(copy)});
 }
 
 void OutputMux::AppendPollfds(std::vector<pollfd>& fds) const {
@@ -130,7 +130,8 @@ void OutputMux::pump(Stream& stream, int max_reads) {
     if (n > 0) {
       out.clear();
       if (stream.copy) {
-        WriteToSink(stream.copy.get(), std::string(read_buffer_.data(), static_cast<std::size_t>(n)));
+        WriteToSink(stream.copy.get(),
+                    std::string(read_buffer_.data(), static_cast<std::size_t>(n)));
       }
       stream.prefixer.feed(std::string_view(read_buffer_.data(), static_cast<std::size_t>(n)), out);
       WriteToSink(stream.sink_fd, out);

@@ -39,7 +39,8 @@ StatusOr<Pipe> StdinHolding(const std::string& data) {
   StatusOr<Pipe> made = MakePipe();
   if (!made.ok()) return made.status();
   Pipe p = std::move(*made);
-  if (data.size() > 60000) ::fcntl(p.write.get(), F_SETPIPE_SZ, static_cast<int>(data.size() + 4096));
+  if (data.size() > 60000)
+    ::fcntl(p.write.get(), F_SETPIPE_SZ, static_cast<int>(data.size() + 4096));
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(p.write.get(), data.data() + done, data.size() - done);
@@ -150,9 +151,12 @@ std::string ExitStatus::Describe() const {
 
 int SpawnFailureExitCode(const Status& failure) {
   switch (failure.code()) {
-    case StatusCode::kInvalidArgument: return 127;
-    case StatusCode::kFailedPrecondition: return 126;
-    default: return 1;
+    case StatusCode::kInvalidArgument:
+      return 127;
+    case StatusCode::kFailedPrecondition:
+      return 126;
+    default:
+      return 1;
   }
 }
 
@@ -190,9 +194,9 @@ StatusOr<WorkerPipes> ProcessGroup::Spawn(const WorkerSpec& spec) {
   }
   const int stdin_fd = in.read ? in.read.get() : dev_null.get();
 
-  const ChildSetup setup{::getpid(),        stdin_fd,                 out->write.get(),
-                         err->write.get(), exec_error->write.get(), argv.data(),
-                         envp.data()};
+  const ChildSetup setup{
+      ::getpid(),  stdin_fd,   out->write.get(), err->write.get(), exec_error->write.get(),
+      argv.data(), envp.data()};
   const pid_t pid = ::fork();
   if (pid < 0) return ResourceFailure("fork failed", errno);
   if (pid == 0) exec_child(setup);

@@ -11,12 +11,15 @@ namespace {
 
 Status MakeDir(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return Status::Ok();
-  return Status::InvalidArgument("--output-filename: cannot create " + path + ": " + std::strerror(errno));
+  return Status::InvalidArgument("--output-filename: cannot create " + path + ": " +
+                                 std::strerror(errno));
 }
 
 StatusOr<UniqueFd> OpenForWriting(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) return Status::InvalidArgument("--output-filename: cannot open " + path + ": " + std::strerror(errno));
+  if (!fd)
+    return Status::InvalidArgument("--output-filename: cannot open " + path + ": " +
+                                   std::strerror(errno));
   return fd;
 }
 
@@ -31,7 +34,8 @@ std::string RankDirName(int rank, int size) {
 
 StatusOr<RankOutputFiles> OpenRankOutputFiles(const std::string& dir, int rank, int size) {
   // Parents first, as Horovod's _mkdir_p.
-  for (std::size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
+  for (std::size_t slash = dir.find('/', 1); slash != std::string::npos;
+       slash = dir.find('/', slash + 1)) {
     KH_RETURN_IF_ERROR(MakeDir(dir.substr(0, slash)));
   }
   KH_RETURN_IF_ERROR(MakeDir(dir));

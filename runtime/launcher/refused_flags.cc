@@ -16,7 +16,8 @@ constexpr const char* kMpi = "khorovod has no MPI or jsrun mode; workers use Glo
 constexpr const char* kAutotune =
     "khorovod has no autotuner; set --fusion-threshold-mb and --cycle-time-ms instead";
 constexpr const char* kHierarchical =
-    "khorovod chooses the host algorithm with KHOROVOD_CPU_OPERATIONS (shm is hierarchical across hosts); "
+    "khorovod chooses the host algorithm with KHOROVOD_CPU_OPERATIONS (shm is hierarchical across "
+    "hosts); "
     "there is no separate hierarchical switch";
 
 constexpr Refused kRefused[] = {
@@ -49,7 +50,8 @@ constexpr Refused kRefused[] = {
     {"--thread-affinity", true, "khorovod does not pin its background thread"},
     {"--log-with-timestamp", false, "khorovod's log lines carry no timestamp"},
     {"--no-log-hide-timestamp", false, "khorovod's log lines carry no timestamp"},
-    {"--prefix-output-with-timestamp", false, "khorovodrun prefixes output with the rank only, not a timestamp"},
+    {"--prefix-output-with-timestamp", false,
+     "khorovodrun prefixes output with the rank only, not a timestamp"},
 };
 
 std::string LongName(const char* names) {
@@ -64,8 +66,10 @@ void AddRefusedFlags(CLI::App& app, RefusedFlags& refused) {
   for (const Refused& r : kRefused) {
     const std::string name = LongName(r.names);
     auto record = [&refused, name](auto&&...) { refused.given.push_back(name); };
-    CLI::Option* opt = r.takes_value ? app.add_option(r.names, refused.value_sink) : app.add_flag(r.names);
-    opt->description(std::string("horovodrun: refused; ") + r.reason)->group("Refused horovodrun flags");
+    CLI::Option* opt =
+        r.takes_value ? app.add_option(r.names, refused.value_sink) : app.add_flag(r.names);
+    opt->description(std::string("horovodrun: refused; ") + r.reason)
+        ->group("Refused horovodrun flags");
     opt->each([record](const std::string&) { record(); });
     if (!r.takes_value) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }

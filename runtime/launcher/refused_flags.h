@@ -13,10 +13,9 @@
 // Thread-safety: used during argument parsing only.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "khorovod/status.h"
 

@@ -19,7 +19,8 @@ constexpr std::chrono::seconds kResolveRetry{60};
 bool IsThisMachine(const std::string& host, const std::vector<std::string>& local_addresses) {
   if (IsLocalHost(host, LocalHostname())) return true;
   StatusOr<std::string> address = ResolveIpv4(host);
-  return address.ok() && std::find(local_addresses.begin(), local_addresses.end(), *address) != local_addresses.end();
+  return address.ok() && std::find(local_addresses.begin(), local_addresses.end(), *address) !=
+                             local_addresses.end();
 }
 
 // --start-timeout, else HOROVOD_START_TIMEOUT, else 30 s (horovodrun's order).
@@ -30,7 +31,8 @@ StatusOr<std::chrono::seconds> StartTimeout(const LaunchOptions& options) {
   char* end = nullptr;
   const long long seconds = std::strtoll(env, &end, 10);
   if (*end != '\0' || seconds < 1 || seconds > 86400LL * 7) {
-    return Status::InvalidArgument(std::string("HOROVOD_START_TIMEOUT='") + env + "': expected seconds, 1..604800");
+    return Status::InvalidArgument(std::string("HOROVOD_START_TIMEOUT='") + env +
+                                   "': expected seconds, 1..604800");
   }
   return std::chrono::seconds(seconds);
 }
@@ -54,12 +56,14 @@ StatusOr<std::vector<std::string>> CommonInterfaces(const std::vector<std::strin
   }
   std::string joined;
   for (const std::string& n : requested) joined += (joined.empty() ? "" : ",") + n;
-  return Status::InvalidArgument("--network-interfaces " + joined +
-                                 ": no common interface among the job's hosts (each needs one of them" +
-                                 (runs_here ? ", with an IPv4 address on this machine too" : "") + ")" + seen);
+  return Status::InvalidArgument(
+      "--network-interfaces " + joined +
+      ": no common interface among the job's hosts (each needs one of them" +
+      (runs_here ? ", with an IPv4 address on this machine too" : "") + ")" + seen);
 }
 
-StatusOr<std::string> LauncherAddress(const LaunchOptions& options, const std::vector<std::string>& interfaces,
+StatusOr<std::string> LauncherAddress(const LaunchOptions& options,
+                                      const std::vector<std::string>& interfaces,
                                       const std::string& first_remote_address) {
   if (options.hostname != "127.0.0.1") return options.hostname;
   if (!interfaces.empty()) {
@@ -67,8 +71,9 @@ StatusOr<std::string> LauncherAddress(const LaunchOptions& options, const std::v
   }
   StatusOr<std::string> routed = RouteSourceAddress(first_remote_address);
   if (!routed.ok()) {
-    return Status::InvalidArgument("cannot choose the address remote workers reach khorovodrun on: " +
-                                   routed.status().message() + " (give --hostname ADDRESS)");
+    return Status::InvalidArgument(
+        "cannot choose the address remote workers reach khorovodrun on: " +
+        routed.status().message() + " (give --hostname ADDRESS)");
   }
   return routed;
 }
@@ -82,7 +87,8 @@ std::vector<std::string> HostNamesOf(const std::string& hosts) {
     const std::size_t end = std::min(hosts.find(',', start), hosts.size());
     const std::string entry = hosts.substr(start, end - start);
     const std::string name = entry.substr(0, entry.rfind(':'));
-    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
     start = end + 1;
   }
   return names;
@@ -103,11 +109,13 @@ std::vector<EnvVar> RemotePlan::NetworkVariables() const {
 }
 
 Status RemotePlan::AddDiscoveredHost(const std::string& host) {
-  if (all_local_ || IsRemote(host) || IsThisMachine(host, LocalIpv4Addresses())) return Status::Ok();
+  if (all_local_ || IsRemote(host) || IsThisMachine(host, LocalIpv4Addresses()))
+    return Status::Ok();
   // Discovery runs every tick: a name that did not resolve is not looked up
   // again for a while, so the event loop does not wait on the resolver.
   const auto now = std::chrono::steady_clock::now();
-  if (const auto failed = unresolved_.find(host); failed != unresolved_.end() && now < failed->second.retry_at) {
+  if (const auto failed = unresolved_.find(host);
+      failed != unresolved_.end() && now < failed->second.retry_at) {
     return failed->second.why;
   }
   StatusOr<std::string> address = ResolveIpv4(host);
@@ -122,8 +130,8 @@ Status RemotePlan::AddDiscoveredHost(const std::string& host) {
 
 WorkerSpec RemotePlan::RemoteWorker(const WorkerSpec& spec, const std::string& host) const {
   StatusOr<std::string> marker = RandomHex(16);
-  const RemoteLaunch launch =
-      RemoteWorkerLaunch(spec.env, cwd_, spec.argv, grace_, "KHOROVOD-END-" + (marker.ok() ? *marker : host));
+  const RemoteLaunch launch = RemoteWorkerLaunch(spec.env, cwd_, spec.argv, grace_,
+                                                 "KHOROVOD-END-" + (marker.ok() ? *marker : host));
   WorkerSpec remote;
   remote.rank = spec.rank;
   remote.argv = SshArgv(ssh_, host, launch.command, /*keepalive=*/true);
@@ -132,8 +140,8 @@ WorkerSpec RemotePlan::RemoteWorker(const WorkerSpec& spec, const std::string& h
   return remote;
 }
 
-StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions& options, const std::vector<std::string>& hosts,
-                                     std::ostream& err) {
+StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions& options,
+                                     const std::vector<std::string>& hosts, std::ostream& err) {
   RemotePlan plan;
   plan.launcher_address_ = options.hostname;
   plan.grace_ = options.grace_period;
@@ -154,12 +162,14 @@ StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions& options, const std::ve
   for (const std::string& host : hosts) {
     const bool local = options.hosts_run_locally || IsThisMachine(host, local_addresses);
     runs_here = runs_here || local;
-    if (!local && std::find(remote.begin(), remote.end(), host) == remote.end()) remote.push_back(host);
+    if (!local && std::find(remote.begin(), remote.end(), host) == remote.end())
+      remote.push_back(host);
   }
   if (remote.empty()) {
     if (!options.network_interfaces.empty()) {
       StatusOr<ChosenInterface> chosen = FirstInterfaceWithIpv4(options.network_interfaces);
-      if (!chosen.ok()) return Status::InvalidArgument("--network-interface: " + chosen.status().message());
+      if (!chosen.ok())
+        return Status::InvalidArgument("--network-interface: " + chosen.status().message());
       plan.interfaces_ = {chosen->name};
     }
     return plan;
@@ -169,18 +179,22 @@ StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions& options, const std::ve
     if (!address.ok()) return address.status();
     plan.address_of_[host] = *address;
   }
-  if (!options.ssh_identity_file.empty() && ::access(options.ssh_identity_file.c_str(), R_OK) != 0) {
-    return Status::InvalidArgument("--ssh-identity-file " + options.ssh_identity_file + ": cannot read it");
+  if (!options.ssh_identity_file.empty() &&
+      ::access(options.ssh_identity_file.c_str(), R_OK) != 0) {
+    return Status::InvalidArgument("--ssh-identity-file " + options.ssh_identity_file +
+                                   ": cannot read it");
   }
   SshCheckOptions check{plan.ssh_, *timeout, !options.disable_cache, DefaultSshCheckCachePath()};
   StatusOr<HostInterfaces> checked = CheckRemoteHosts(remote, check, err);
   if (!checked.ok()) return checked.status();
   if (!options.network_interfaces.empty()) {
-    StatusOr<std::vector<std::string>> common = CommonInterfaces(options.network_interfaces, *checked, runs_here);
+    StatusOr<std::vector<std::string>> common =
+        CommonInterfaces(options.network_interfaces, *checked, runs_here);
     if (!common.ok()) return common.status();
     plan.interfaces_ = std::move(*common);
   }
-  StatusOr<std::string> address = LauncherAddress(options, plan.interfaces_, plan.address_of_.at(remote.front()));
+  StatusOr<std::string> address =
+      LauncherAddress(options, plan.interfaces_, plan.address_of_.at(remote.front()));
   if (!address.ok()) return address.status();
   plan.launcher_address_ = *address;
   return plan;

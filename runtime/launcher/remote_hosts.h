@@ -65,7 +65,8 @@ class RemotePlan {
   WorkerSpec RemoteWorker(const WorkerSpec& spec, const std::string& host) const;
 
  private:
-  friend StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions&, const std::vector<std::string>&, std::ostream&);
+  friend StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions&, const std::vector<std::string>&,
+                                              std::ostream&);
   std::string launcher_address_;
   std::map<std::string, std::string> address_of_;  // remote host -> IPv4
   std::vector<std::string> interfaces_;            // usable --network-interface(s), preferred first
@@ -80,8 +81,8 @@ class RemotePlan {
   std::map<std::string, Unresolved> unresolved_;  // discovered names that did not resolve
 };
 
-StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions& options, const std::vector<std::string>& hosts,
-                                     std::ostream& err);
+StatusOr<RemotePlan> PlanRemoteHosts(const LaunchOptions& options,
+                                     const std::vector<std::string>& hosts, std::ostream& err);
 
 // The host names of a -H / --hostfile list ("a:2,b" -> a, b), in order.
 std::vector<std::string> HostNamesOf(const std::string& hosts);

@@ -15,8 +15,9 @@ StatusOr<Placement> SpawnPlacement(const std::vector<DiscoveredHost>& hosts, int
     const int in_world = std::max(0, std::min(h.slots, cap - next_rank));
     if (h.name == host && !found) {
       if (local_index < 0 || local_index >= in_world) {
-        return Status::InvalidArgument("spawn placement: slot " + std::to_string(local_index) + " of host " + host +
-                                       " is not among the job's first " + std::to_string(cap) + " slots");
+        return Status::InvalidArgument("spawn placement: slot " + std::to_string(local_index) +
+                                       " of host " + host + " is not among the job's first " +
+                                       std::to_string(cap) + " slots");
       }
       found = true;
       p.rank = next_rank + local_index;

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/host_discovery.h"
 #include "khorovod/placement.h"
 #include "khorovod/status.h"
+#include "launcher/host_discovery.h"
 
 namespace khorovod::launcher {
 

@@ -20,7 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kSshAttempts = 5;                 // horovodrun's SSH_ATTEMPTS
+constexpr int kSshAttempts = 5;                   // horovodrun's SSH_ATTEMPTS
 constexpr std::time_t kCacheLifetimeS = 60 * 60;  // horovodrun's 60 minutes
 constexpr int kSshOwnFailure = 255;
 
@@ -65,13 +65,15 @@ std::map<std::string, std::pair<std::time_t, std::string>> ReadCache(const std::
   return entries;
 }
 
-void WriteCache(const std::string& path, const std::map<std::string, std::pair<std::time_t, std::string>>& entries) {
+void WriteCache(const std::string& path,
+                const std::map<std::string, std::pair<std::time_t, std::string>>& entries) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
-    for (const auto& [key, entry] : entries) out << entry.first << '\t' << key << '\t' << entry.second << '\n';
+    for (const auto& [key, entry] : entries)
+      out << entry.first << '\t' << key << '\t' << entry.second << '\n';
     if (!out) return;
   }
   std::filesystem::rename(temporary, path, ec);
@@ -111,7 +113,8 @@ std::string TimeoutMessage(const std::vector<HostCheck>& checks, std::chrono::se
     if (!c.done) pending += (pending.empty() ? "" : ", ") + c.host;
   }
   return "Timed out waiting for ssh to " + pending +
-         ". Please check connectivity between servers. You may need to increase the --start-timeout "
+         ". Please check connectivity between servers. You may need to increase the "
+         "--start-timeout "
          "parameter if you have too many servers. Timeout after " +
          std::to_string(timeout.count()) + " seconds.";
 }
@@ -127,8 +130,10 @@ Status RunChecks(std::vector<HostCheck>& checks, const SshCheckOptions& options)
     HostCheck& c = checks[index];
     c.out.clear();
     c.err.clear();
-    const WorkerSpec spec{static_cast<int>(index), SshArgv(ssh, c.host, "ls /sys/class/net", false),
-                          CurrentEnvironment(), {}};
+    const WorkerSpec spec{static_cast<int>(index),
+                          SshArgv(ssh, c.host, "ls /sys/class/net", false),
+                          CurrentEnvironment(),
+                          {}};
     StatusOr<WorkerPipes> spawned = group.Spawn(spec);
     if (!spawned.ok()) {
       return Status::Unavailable("cannot run ssh (KHOROVOD_SSH='" + options.ssh.program +
@@ -159,7 +164,8 @@ Status RunChecks(std::vector<HostCheck>& checks, const SshCheckOptions& options)
       c.pipes = WorkerPipes{};
       c.running = false;
       c.exit_code = exit.status.ShellCode();
-      const bool retry = c.exit_code == kSshOwnFailure && c.attempts < kSshAttempts && Clock::now() < deadline;
+      const bool retry =
+          c.exit_code == kSshOwnFailure && c.attempts < kSshAttempts && Clock::now() < deadline;
       if (retry) {
         KH_RETURN_IF_ERROR(start(static_cast<std::size_t>(exit.rank)));
       } else {
@@ -167,7 +173,8 @@ Status RunChecks(std::vector<HostCheck>& checks, const SshCheckOptions& options)
       }
     }
     group.ReapExited();
-    if (std::all_of(checks.begin(), checks.end(), [](const HostCheck& c) { return c.done; })) return Status::Ok();
+    if (std::all_of(checks.begin(), checks.end(), [](const HostCheck& c) { return c.done; }))
+      return Status::Ok();
     if (Clock::now() >= deadline) {
       group.SignalRunning(SIGKILL);
       return Status::DeadlineExceeded(TimeoutMessage(checks, options.start_timeout));
@@ -182,8 +189,8 @@ std::string DefaultSshCheckCachePath() {
   return home && *home ? std::string(home) + "/.khorovod/ssh-checks" : std::string();
 }
 
-StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts, const SshCheckOptions& options,
-                                          std::ostream& err) {
+StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts,
+                                          const SshCheckOptions& options, std::ostream& err) {
   const bool cached = options.use_cache && !options.cache_path.empty();
   auto cache = cached ? ReadCache(options.cache_path) : decltype(ReadCache("")){};
   const std::time_t now = std::time(nullptr);
@@ -191,7 +198,8 @@ StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts,
   std::vector<HostCheck> checks;
   for (const std::string& host : hosts) {
     const auto hit = cache.find(CacheKey(host, options.ssh));
-    if (hit != cache.end() && now - hit->second.first < kCacheLifetimeS && now >= hit->second.first) {
+    if (hit != cache.end() && now - hit->second.first < kCacheLifetimeS &&
+        now >= hit->second.first) {
       found[host] = SplitWords(hit->second.second, ',');
     } else if (found.count(host) == 0) {
       checks.emplace_back().host = host;
@@ -209,7 +217,8 @@ StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts,
     found[c.host] = SplitWords(c.out, '\n');
     std::string joined;
     for (const std::string& name : found[c.host]) joined += (joined.empty() ? "" : ",") + name;
-    if (options.ssh.identity_file.find('\t') == std::string::npos) cache[CacheKey(c.host, options.ssh)] = {now, joined};
+    if (options.ssh.identity_file.find('\t') == std::string::npos)
+      cache[CacheKey(c.host, options.ssh)] = {now, joined};
   }
   if (!all_ok) return Status::Unavailable("could not connect to some hosts via ssh");
   if (cached) WriteCache(options.cache_path, cache);

@@ -43,8 +43,8 @@ struct SshCheckOptions {
 // Host name -> its network interfaces.
 using HostInterfaces = std::map<std::string, std::vector<std::string>>;
 
-StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts, const SshCheckOptions& options,
-                                          std::ostream& err);
+StatusOr<HostInterfaces> CheckRemoteHosts(const std::vector<std::string>& hosts,
+                                          const SshCheckOptions& options, std::ostream& err);
 
 // $HOME/.khorovod/ssh-checks, or "" without HOME.
 std::string DefaultSshCheckCachePath();

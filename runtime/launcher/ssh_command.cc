@@ -13,7 +13,8 @@ bool IsShellName(const std::string& name) {
 }
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The watcher of the header comment. It ignores SIGTERM itself because the
@@ -23,7 +24,8 @@ std::string WatcherLines(std::chrono::milliseconds grace) {
   const long long grace_s = std::max<long long>(1, (grace.count() + 999) / 1000);
   return "kh_worker=$$\n"
          "{ trap '' TERM; cat <&3 >/dev/null; kill -0 \"$kh_worker\" 2>/dev/null || exit 0;\n"
-         "  kill -TERM -\"$kh_worker\" 2>/dev/null || kill -TERM \"$kh_worker\" 2>/dev/null; sleep " +
+         "  kill -TERM -\"$kh_worker\" 2>/dev/null || kill -TERM \"$kh_worker\" 2>/dev/null; "
+         "sleep " +
          std::to_string(grace_s) +
          ";\n"
          "  kill -KILL -\"$kh_worker\" 2>/dev/null || kill -KILL \"$kh_worker\" 2>/dev/null; } "
@@ -45,16 +47,25 @@ std::string ShellQuote(const std::string& text) {
 }
 
 bool IsExportable(const std::string& name) {
-  return name.rfind("BASH_FUNC_", 0) != 0 && name != "OLDPWD" && !EndsWith(name, "CUDA_VISIBLE_DEVICES");
+  return name.rfind("BASH_FUNC_", 0) != 0 && name != "OLDPWD" &&
+         !EndsWith(name, "CUDA_VISIBLE_DEVICES");
 }
 
 std::vector<std::string> SshArgv(const SshSettings& settings, const std::string& host,
                                  const std::string& remote_command, bool keepalive) {
-  std::vector<std::string> argv = {settings.program,
-                                   "-T",  // no tty: the worker's output stays two plain streams
-                                   "-o", "BatchMode=yes", "-o", "PasswordAuthentication=no",
-                                   "-o", "StrictHostKeyChecking=no", "-o", "LogLevel=ERROR",
-                                   "-o", "ConnectTimeout=" + std::to_string(settings.connect_timeout.count())};
+  std::vector<std::string> argv = {
+      settings.program,
+      "-T",  // no tty: the worker's output stays two plain streams
+      "-o",
+      "BatchMode=yes",
+      "-o",
+      "PasswordAuthentication=no",
+      "-o",
+      "StrictHostKeyChecking=no",
+      "-o",
+      "LogLevel=ERROR",
+      "-o",
+      "ConnectTimeout=" + std::to_string(settings.connect_timeout.count())};
   if (keepalive) {
     for (const char* option : {"ServerAliveInterval=5", "ServerAliveCountMax=3"}) {
       argv.push_back("-o");
@@ -76,8 +87,8 @@ std::vector<std::string> SshArgv(const SshSettings& settings, const std::string&
 }
 
 RemoteLaunch RemoteWorkerLaunch(const std::vector<std::string>& env, const std::string& cwd,
-                                const std::vector<std::string>& argv, std::chrono::milliseconds grace,
-                                const std::string& marker) {
+                                const std::vector<std::string>& argv,
+                                std::chrono::milliseconds grace, const std::string& marker) {
   std::string payload = "exec 3<&0\n";
   for (const std::string& entry : env) {
     const std::size_t eq = entry.find('=');
@@ -86,10 +97,16 @@ RemoteLaunch RemoteWorkerLaunch(const std::vector<std::string>& env, const std::
     if (!IsShellName(name) || !IsExportable(name)) continue;
     // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
     // `"literal" + std::string&&` (README command 1 builds Release).
-    payload.append("export ").append(name).append("=").append(ShellQuote(entry.substr(eq + 1))).append("\n");
+    payload.append("export ")
+        .append(name)
+        .append("=")
+        .append(ShellQuote(entry.substr(eq + 1)))
+        .append("\n");
   }
   const std::string quoted_cwd = ShellQuote(cwd);
-  payload.append("cd ").append(quoted_cwd).append(" >/dev/null 2>&1 || echo \"khorovodrun: cannot change to ");
+  payload.append("cd ")
+      .append(quoted_cwd)
+      .append(" >/dev/null 2>&1 || echo \"khorovodrun: cannot change to ");
   payload.append(quoted_cwd).append(" on $(hostname); the worker starts in $(pwd)\" >&2\n");
   payload += WatcherLines(grace);
   payload += "exec";

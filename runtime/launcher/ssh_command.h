@@ -36,7 +36,7 @@ struct SshSettings {
   // KHOROVOD_SSH: the ssh client to run (default `ssh` from PATH), e.g. a
   // wrapper that adds `-F config`.
   std::string program = "ssh";
-  int port = 0;                // -p/--ssh-port; 0: ssh's own default
+  int port = 0;               // -p/--ssh-port; 0: ssh's own default
   std::string identity_file;  // -i/--ssh-identity-file; empty: ssh's defaults
   // ssh's ConnectTimeout (the checks use what is left of --start-timeout).
   std::chrono::seconds connect_timeout{30};
@@ -56,8 +56,8 @@ struct RemoteLaunch {
 // are not exportable (IsExportable) or not shell names are dropped. `marker`
 // ends the payload: a random token that no value contains as a whole line.
 RemoteLaunch RemoteWorkerLaunch(const std::vector<std::string>& env, const std::string& cwd,
-                                const std::vector<std::string>& argv, std::chrono::milliseconds grace,
-                                const std::string& marker);
+                                const std::vector<std::string>& argv,
+                                std::chrono::milliseconds grace, const std::string& marker);
 
 // Horovod's env_util.is_exportable: not BASH_FUNC_*, OLDPWD or
 // *CUDA_VISIBLE_DEVICES (a remote host's devices are its own).

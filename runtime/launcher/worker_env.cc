@@ -57,9 +57,12 @@ std::vector<EnvVar> ContractVariables(const ContractParams& p) {
   return vars;
 }
 
-std::vector<EnvVar> HorovodVariables(const ContractParams& p) { return PlacementVariables("HOROVOD_", p); }
+std::vector<EnvVar> HorovodVariables(const ContractParams& p) {
+  return PlacementVariables("HOROVOD_", p);
+}
 
-std::vector<EnvVar> ElasticHorovodVariables(const std::string& hostname, const std::optional<Placement>& spawn) {
+std::vector<EnvVar> ElasticHorovodVariables(const std::string& hostname,
+                                            const std::optional<Placement>& spawn) {
   std::vector<EnvVar> vars;
   if (spawn) {
     ContractParams p;
@@ -74,7 +77,7 @@ std::vector<EnvVar> ElasticHorovodVariables(const std::string& hostname, const s
 }
 
 ContractParams SingleHostParams(int rank, int size, std::string store_path, std::string job_id,
-                                  std::string hostname) {
+                                std::string hostname) {
   ContractParams p;
   static_cast<Placement&>(p) = Placement{rank, size, rank, size, 0, 1};
   p.store_path = std::move(store_path);
@@ -84,7 +87,7 @@ ContractParams SingleHostParams(int rank, int size, std::string store_path, std:
 }
 
 ResolvedExtraEnv ResolveExtraEnv(const std::vector<EnvSpec>& specs,
-                                   const std::vector<std::string>& base_env) {
+                                 const std::vector<std::string>& base_env) {
   ResolvedExtraEnv out;
   for (const auto& spec : specs) {
     if (spec.value) {
@@ -107,7 +110,7 @@ ResolvedExtraEnv ResolveExtraEnv(const std::vector<EnvSpec>& specs,
 }
 
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base_env,
-                                           const std::vector<EnvVar>& overrides) {
+                                          const std::vector<EnvVar>& overrides) {
   std::vector<std::string> merged;
   merged.reserve(base_env.size() + overrides.size());
   for (const auto& entry : base_env) {

@@ -62,11 +62,11 @@ std::vector<EnvVar> HorovodVariables(const ContractParams& params);
 // Horovod's variables for an elastic worker (see the header comment).
 // `spawn`: the slot's spawn-time placement, when known.
 std::vector<EnvVar> ElasticHorovodVariables(const std::string& hostname,
-                                              const std::optional<Placement>& spawn = std::nullopt);
+                                            const std::optional<Placement>& spawn = std::nullopt);
 
 // Single-host layout used by khorovodrun: local == global, one host.
 ContractParams SingleHostParams(int rank, int size, std::string store_path, std::string job_id,
-                                  std::string hostname);
+                                std::string hostname);
 
 struct ResolvedExtraEnv {
   std::vector<EnvVar> vars;
@@ -78,11 +78,11 @@ struct ResolvedExtraEnv {
 // Turns `-x` specs into concrete variables, looking pass-through names up in
 // `base_env`. A later spec for the same NAME replaces an earlier one.
 ResolvedExtraEnv ResolveExtraEnv(const std::vector<EnvSpec>& specs,
-                                   const std::vector<std::string>& base_env);
+                                 const std::vector<std::string>& base_env);
 
 // `base_env` with every name in `overrides` replaced (or added, in order).
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base_env,
-                                           const std::vector<EnvVar>& overrides);
+                                          const std::vector<EnvVar>& overrides);
 
 // Snapshot of this process's `environ`.
 std::vector<std::string> CurrentEnvironment();

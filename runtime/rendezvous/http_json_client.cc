@@ -25,8 +25,8 @@ std::string JsonReply::error() const {
 JsonHttpClient::JsonHttpClient(HttpEndpoint endpoint, RetryPolicy retry)
     : endpoint_(std::move(endpoint)), retry_(retry) {}
 
-StatusOr<JsonReply> JsonHttpClient::Post(const std::string& path, const json& body, milliseconds server_wait,
-                                         bool idempotent) const {
+StatusOr<JsonReply> JsonHttpClient::Post(const std::string& path, const json& body,
+                                         milliseconds server_wait, bool idempotent) const {
   return Send("POST", path, body.dump(), server_wait, idempotent);
 }
 
@@ -34,8 +34,9 @@ StatusOr<JsonReply> JsonHttpClient::Get(const std::string& path) const {
   return Send("GET", path, "", milliseconds(0), /*idempotent=*/true);
 }
 
-StatusOr<JsonReply> JsonHttpClient::Send(const std::string& method, const std::string& path, const std::string& body,
-                                         milliseconds server_wait, bool idempotent) const {
+StatusOr<JsonReply> JsonHttpClient::Send(const std::string& method, const std::string& path,
+                                         const std::string& body, milliseconds server_wait,
+                                         bool idempotent) const {
   const std::string what = "rendezvous " + method + " " + path;
   milliseconds backoff = retry_.initial_backoff;
   std::string last_error;
@@ -58,7 +59,8 @@ StatusOr<JsonReply> JsonHttpClient::Send(const std::string& method, const std::s
       last_error = httplib::to_string(e);
       bool unsent = e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout;
       if (unsent || idempotent) continue;
-      return Status::Unavailable(what + ": " + last_error + " (not retried: the request may have been processed)");
+      return Status::Unavailable(what + ": " + last_error +
+                                 " (not retried: the request may have been processed)");
     }
     JsonReply reply;
     reply.status = res->status;
@@ -74,8 +76,9 @@ StatusOr<JsonReply> JsonHttpClient::Send(const std::string& method, const std::s
     }
     return reply;
   }
-  return Status::Unavailable(what + ": cannot reach " + endpoint_.host + ":" + std::to_string(endpoint_.port) +
-                             " after " + std::to_string(attempts) + " attempts: " + last_error);
+  return Status::Unavailable(what + ": cannot reach " + endpoint_.host + ":" +
+                             std::to_string(endpoint_.port) + " after " + std::to_string(attempts) +
+                             " attempts: " + last_error);
 }
 
 Status JsonHttpClient::ToStatus(const std::string& what, const JsonReply& reply) {

@@ -18,9 +18,8 @@
 #pragma once
 
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "khorovod/status.h"
 
@@ -54,8 +53,8 @@ class JsonHttpClient {
 
   // POSTs `body` to `path`. `server_wait` is how long the server may hold
   // the request before answering (a long-poll's timeout).
-  StatusOr<JsonReply> Post(const std::string& path, const nlohmann::json& body, std::chrono::milliseconds server_wait,
-                           bool idempotent) const;
+  StatusOr<JsonReply> Post(const std::string& path, const nlohmann::json& body,
+                           std::chrono::milliseconds server_wait, bool idempotent) const;
   StatusOr<JsonReply> Get(const std::string& path) const;
 
   // Maps an error answer to a Status whose message names the request, the
@@ -66,8 +65,9 @@ class JsonHttpClient {
   const HttpEndpoint& endpoint() const { return endpoint_; }
 
  private:
-  StatusOr<JsonReply> Send(const std::string& method, const std::string& path, const std::string& body,
-                           std::chrono::milliseconds server_wait, bool idempotent) const;
+  StatusOr<JsonReply> Send(const std::string& method, const std::string& path,
+                           const std::string& body, std::chrono::milliseconds server_wait,
+                           bool idempotent) const;
 
   HttpEndpoint endpoint_;
   RetryPolicy retry_;

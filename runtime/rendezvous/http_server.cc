@@ -8,9 +8,9 @@
 #include <functional>
 #include <limits>
 
-#include "khorovod/util/base64.h"
 #include "json_request.h"
 #include "khorovod/metrics/exposition.h"
+#include "khorovod/util/base64.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {
@@ -35,15 +35,19 @@ bool ConstantTimeEquals(std::string_view given, std::string_view expected) {
 
 void Send(httplib::Response& res, const Reply& reply) {
   res.status = reply.status;
-  if (auto it = reply.body.find("retry_after_ms"); it != reply.body.end() && it->is_number_integer()) {
+  if (auto it = reply.body.find("retry_after_ms");
+      it != reply.body.end() && it->is_number_integer()) {
     res.set_header("Retry-After", std::to_string((it->get<int64_t>() + 999) / 1000));
   }
   if (reply.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   // Path components may hold arbitrary bytes; never let dump() throw on them.
-  res.set_content(reply.body.dump(-1, ' ', false, json::error_handler_t::replace), kJsonContentType);
+  res.set_content(reply.body.dump(-1, ' ', false, json::error_handler_t::replace),
+                  kJsonContentType);
 }
 
-Reply BadRequest(std::string message) { return ErrorReply(400, error_code::kInvalidArgument, std::move(message)); }
+Reply BadRequest(std::string message) {
+  return ErrorReply(400, error_code::kInvalidArgument, std::move(message));
+}
 
 // A generation path component: decimal digits only.
 bool ParseGeneration(const std::string& text, int64_t* out) {
@@ -59,13 +63,18 @@ bool Authorized(const httplib::Request& req, const std::string& token) {
   return ConstantTimeEquals(std::string_view(header).substr(prefix.size()), token);
 }
 
-Reply Unauthenticated() { return ErrorReply(401, error_code::kUnauthenticated, "missing or invalid bearer token"); }
+Reply Unauthenticated() {
+  return ErrorReply(401, error_code::kUnauthenticated, "missing or invalid bearer token");
+}
 
 // The JSON error for a request no handler answered (httplib's own status).
 Reply ErrorFor(const httplib::Request& req, int status, bool authorized) {
   if (status == 404 && !authorized) return Unauthenticated();
-  if (status == 404) return ErrorReply(404, error_code::kNotFound, "no such endpoint: " + req.method + " " + req.path);
-  if (status == 413) return ErrorReply(413, error_code::kPayloadTooLarge, "the request body is too large");
+  if (status == 404)
+    return ErrorReply(404, error_code::kNotFound,
+                      "no such endpoint: " + req.method + " " + req.path);
+  if (status == 413)
+    return ErrorReply(413, error_code::kPayloadTooLarge, "the request body is too large");
   if (status == 414) return ErrorReply(414, error_code::kUriTooLong, "the request URI is too long");
   if (status >= 500) return ErrorReply(status, error_code::kInternal, "internal server error");
   return ErrorReply(status, error_code::kInvalidArgument, "malformed HTTP request");
@@ -97,7 +106,8 @@ Reply HandleWorkerVerb(RendezvousService& svc, const httplib::Request& req) {
   std::string err;
   auto body = JsonRequest::Parse(req.body, &err);
   if (!body) return BadRequest(err);
-  const std::string incarnation = body->String("incarnation", JsonRequest::kOptional, kMaxNameLength);
+  const std::string incarnation =
+      body->String("incarnation", JsonRequest::kOptional, kMaxNameLength);
   if (verb == "heartbeat") {
     if (!body->Finish(&err)) return BadRequest(err);
     return svc.Heartbeat(name, incarnation);
@@ -110,7 +120,8 @@ Reply HandleWorkerVerb(RendezvousService& svc, const httplib::Request& req) {
   }
   std::string reason = body->String("reason", JsonRequest::kOptional, kMaxReasonLength);
   if (!body->Finish(&err)) return BadRequest(err);
-  return verb == "leave" ? svc.Leave(name, reason, incarnation) : svc.ReportFailure(name, reason, incarnation);
+  return verb == "leave" ? svc.Leave(name, reason, incarnation)
+                         : svc.ReportFailure(name, reason, incarnation);
 }
 
 // set | get | add | wait on the store of the generation in matches[2].
@@ -143,7 +154,8 @@ Reply HandleKv(RendezvousService& svc, const httplib::Request& req) {
     if (!body->Finish(&err)) return BadRequest(err);
     return svc.KvGet(generation, key, Millis(timeout));
   }
-  int64_t delta = body->Int("delta", JsonRequest::kRequired, std::numeric_limits<int64_t>::min(), kMaxInt);
+  int64_t delta =
+      body->Int("delta", JsonRequest::kRequired, std::numeric_limits<int64_t>::min(), kMaxInt);
   if (!body->Finish(&err)) return BadRequest(err);
   return svc.KvAdd(generation, key, delta);
 }
@@ -159,10 +171,14 @@ Status RendezvousServer::Start() {
   if (!IsValidName(options_.service.job)) {
     return Status::InvalidArgument("job name must match [A-Za-z0-9][A-Za-z0-9._:-]{0,252}");
   }
-  if (std::string e = options_.service.policy.Validate(); !e.empty()) return Status::InvalidArgument(e);
-  if (options_.port < 0 || options_.port > 65535) return Status::InvalidArgument("port must be 0..65535");
-  if (options_.max_body_bytes < 1024) return Status::InvalidArgument("the body limit must be at least 1024 bytes");
-  if (options_.service.max_wait.count() < 1) return Status::InvalidArgument("max wait must be positive");
+  if (std::string e = options_.service.policy.Validate(); !e.empty())
+    return Status::InvalidArgument(e);
+  if (options_.port < 0 || options_.port > 65535)
+    return Status::InvalidArgument("port must be 0..65535");
+  if (options_.max_body_bytes < 1024)
+    return Status::InvalidArgument("the body limit must be at least 1024 bytes");
+  if (options_.service.max_wait.count() < 1)
+    return Status::InvalidArgument("max wait must be positive");
   {
     MutexLock lock(stop_mu_);
     if (started_) return Status::FailedPrecondition("the rendezvous server was already started");
@@ -173,7 +189,9 @@ Status RendezvousServer::Start() {
   http_ = std::make_unique<httplib::Server>();
   int threads = options_.http_threads;
   if (threads <= 0) threads = std::clamp(2 * options_.service.policy.max_workers + 16, 32, 256);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_->new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(10, 0);
   // Long-polls answer within max_wait; leave room before a write times out.
@@ -191,7 +209,8 @@ Status RendezvousServer::Start() {
     MutexLock lock(stop_mu_);
     stopped_ = true;
     stopped_cv_.notify_all();
-    return Status::Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
+    return Status::Unavailable("cannot listen on " + options_.host + ":" +
+                               std::to_string(options_.port));
   }
   if (options_.metrics_port >= 0) {
     metrics_ = std::make_unique<metrics::MetricsEndpoint>(
@@ -249,17 +268,20 @@ void RendezvousServer::InstallErrorHandlers() {
         Send(res, ErrorFor(req, res.status, Authorized(req, token)));
         return httplib::Server::HandlerResponse::Handled;
       }));
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal server error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what += std::string(": ") + e.what();
-    } catch (...) {
-    }
-    Send(res, ErrorReply(500, error_code::kInternal, what));
+  http_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal server error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        Send(res, ErrorReply(500, error_code::kInternal, what));
+      });
+  http_->set_logger([svc](const httplib::Request&, const httplib::Response& res) {
+    svc->CountResponse(res.status);
   });
-  http_->set_logger([svc](const httplib::Request&, const httplib::Response& res) { svc->CountResponse(res.status); });
 }
 
 // To add an endpoint: write a Reply Handle...(RendezvousService&, const
@@ -273,7 +295,8 @@ void RendezvousServer::InstallRoutes() {
     return [=](const httplib::Request& req, httplib::Response& res) {
       if (!Authorized(req, token)) return Send(res, Unauthenticated());
       if (req.matches.size() > 1 && req.matches[1].str() != job) {
-        return Send(res, ErrorReply(404, error_code::kUnknownJob, "unknown job '" + req.matches[1].str() + "'"));
+        return Send(res, ErrorReply(404, error_code::kUnknownJob,
+                                    "unknown job '" + req.matches[1].str() + "'"));
       }
       Send(res, handler(*svc, req));
     };
@@ -291,12 +314,18 @@ void RendezvousServer::InstallRoutes() {
   // names, addresses or keys, only what `kubectl get hvdjob` shows).
   http_->Get("/v1/status", [svc](const httplib::Request&, httplib::Response& res) {
     const json full = svc->JobStatus().body;
-    Send(res, Reply{200, {{"job", full["job"]}, {"server_id", full["server_id"]}, {"state", full["state"]},
-                          {"generation", full["generation"]}, {"resets", full["resets"]},
-                          {"world_size", full["world"].size()}, {"pending", full["pending"].size()}}});
+    Send(res, Reply{200,
+                    {{"job", full["job"]},
+                     {"server_id", full["server_id"]},
+                     {"state", full["state"]},
+                     {"generation", full["generation"]},
+                     {"resets", full["resets"]},
+                     {"world_size", full["world"].size()},
+                     {"pending", full["pending"].size()}}});
   });
   http_->Post(R"(/v1/jobs/([^/]+)/workers)", route(HandleRegister));
-  http_->Post(R"(/v1/jobs/([^/]+)/workers/([^/]+)/(heartbeat|leave|failure|generation))", route(HandleWorkerVerb));
+  http_->Post(R"(/v1/jobs/([^/]+)/workers/([^/]+)/(heartbeat|leave|failure|generation))",
+              route(HandleWorkerVerb));
   http_->Post(R"(/v1/jobs/([^/]+)/generations/([^/]+)/kv/(set|get|add|wait))", route(HandleKv));
 }
 

@@ -36,10 +36,10 @@ namespace khorovod::rendezvous {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                      // 0: an ephemeral port, see port()
-  std::string token;                 // required, non-empty
-  size_t max_body_bytes = 1 << 20;   // larger bodies get 413
-  int http_threads = 0;              // 0: clamp(2 * max_workers + 16, 32, 256)
+  int port = 0;                     // 0: an ephemeral port, see port()
+  std::string token;                // required, non-empty
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  int http_threads = 0;             // 0: clamp(2 * max_workers + 16, 32, 256)
   // Also serve GET /metrics without a token on host:metrics_port (0: an
   // ephemeral port, -1: not at all). The main port serves /metrics to
   // token holders either way.

@@ -14,7 +14,9 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void Throw(const std::string& message) { throw ::gloo::IoException("HttpStore: " + message); }
+[[noreturn]] void Throw(const std::string& message) {
+  throw ::gloo::IoException("HttpStore: " + message);
+}
 
 std::string JoinKeys(const std::vector<std::string>& keys) {
   std::string out;
@@ -23,17 +25,23 @@ std::string JoinKeys(const std::vector<std::string>& keys) {
 }
 
 milliseconds Remaining(Clock::time_point deadline) {
-  return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+  return std::max(milliseconds(0),
+                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
 }
 
 }  // namespace
 
-HttpStore::HttpStore(HttpEndpoint endpoint, std::string job, int64_t generation, HttpStoreOptions options)
-    : http_(std::move(endpoint), options.retry), job_(std::move(job)), generation_(generation), options_(options) {
+HttpStore::HttpStore(HttpEndpoint endpoint, std::string job, int64_t generation,
+                     HttpStoreOptions options)
+    : http_(std::move(endpoint), options.retry),
+      job_(std::move(job)),
+      generation_(generation),
+      options_(options) {
   if (options_.timeout <= milliseconds(0)) options_.timeout = milliseconds(30000);
 }
 
-JsonReply HttpStore::Call(const char* op, const json& body, milliseconds server_wait, bool idempotent) const {
+JsonReply HttpStore::Call(const char* op, const json& body, milliseconds server_wait,
+                          bool idempotent) const {
   std::string path = KvPath(job_, generation_, op);
   StatusOr<JsonReply> reply = http_.Post(path, body, server_wait, idempotent);
   if (!reply.ok()) Throw(reply.status().message());
@@ -50,7 +58,8 @@ std::vector<char> HttpStore::get(const std::string& key) {
   auto deadline = Clock::now() + options_.timeout;
   for (;;) {
     milliseconds slice = std::min(kPollSlice, Remaining(deadline));
-    JsonReply reply = Call("get", {{"key", key}, {"timeout_ms", slice.count()}}, slice, /*idempotent=*/true);
+    JsonReply reply =
+        Call("get", {{"key", key}, {"timeout_ms", slice.count()}}, slice, /*idempotent=*/true);
     if (reply.ok()) {
       auto it = reply.body.find("value");
       std::optional<std::string> bytes;
@@ -62,7 +71,8 @@ std::vector<char> HttpStore::get(const std::string& key) {
       Throw(JsonHttpClient::ToStatus("get '" + key + "'", reply).message());
     }
     if (Clock::now() >= deadline) {
-      Throw("Wait timeout for key(s): [" + key + "] after " + std::to_string(options_.timeout.count()) + " ms");
+      Throw("Wait timeout for key(s): [" + key + "] after " +
+            std::to_string(options_.timeout.count()) + " ms");
     }
   }
 }
@@ -70,26 +80,32 @@ std::vector<char> HttpStore::get(const std::string& key) {
 void HttpStore::wait(const std::vector<std::string>& keys) { wait(keys, options_.timeout); }
 
 void HttpStore::wait(const std::vector<std::string>& keys, const milliseconds& timeout) {
-  milliseconds bound = timeout > milliseconds(0) ? timeout : options_.timeout;  // 0 is Gloo's "no timeout"
+  milliseconds bound =
+      timeout > milliseconds(0) ? timeout : options_.timeout;  // 0 is Gloo's "no timeout"
   auto deadline = Clock::now() + bound;
   for (;;) {
     milliseconds slice = std::min(kPollSlice, Remaining(deadline));
-    JsonReply reply = Call("wait", {{"keys", keys}, {"timeout_ms", slice.count()}}, slice, /*idempotent=*/true);
+    JsonReply reply =
+        Call("wait", {{"keys", keys}, {"timeout_ms", slice.count()}}, slice, /*idempotent=*/true);
     if (!reply.ok()) Throw(JsonHttpClient::ToStatus("wait", reply).message());
     auto ready = reply.body.find("ready");
-    if (ready == reply.body.end() || !ready->is_boolean()) Throw("wait: the server sent a malformed answer");
+    if (ready == reply.body.end() || !ready->is_boolean())
+      Throw("wait: the server sent a malformed answer");
     if (ready->get<bool>()) return;
     if (Clock::now() >= deadline) {
-      Throw("Wait timeout for key(s): [" + JoinKeys(keys) + "] after " + std::to_string(bound.count()) + " ms");
+      Throw("Wait timeout for key(s): [" + JoinKeys(keys) + "] after " +
+            std::to_string(bound.count()) + " ms");
     }
   }
 }
 
 int64_t HttpStore::add(const std::string& key, int64_t delta) {
-  JsonReply reply = Call("add", {{"key", key}, {"delta", delta}}, milliseconds(0), /*idempotent=*/false);
+  JsonReply reply =
+      Call("add", {{"key", key}, {"delta", delta}}, milliseconds(0), /*idempotent=*/false);
   if (!reply.ok()) Throw(JsonHttpClient::ToStatus("add '" + key + "'", reply).message());
   auto it = reply.body.find("value");
-  if (it == reply.body.end() || !it->is_number_integer()) Throw("add: the server sent a malformed answer");
+  if (it == reply.body.end() || !it->is_number_integer())
+    Throw("add: the server sent a malformed answer");
   return it->get<int64_t>();
 }
 

@@ -40,12 +40,14 @@ struct HttpStoreOptions {
 
 class HttpStore : public gloo::rendezvous::Store {
  public:
-  HttpStore(HttpEndpoint endpoint, std::string job, int64_t generation, HttpStoreOptions options = {});
+  HttpStore(HttpEndpoint endpoint, std::string job, int64_t generation,
+            HttpStoreOptions options = {});
 
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override;
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
 
   // Atomically adds `delta` to the int64 counter at `key` (absent = 0) and
   // returns the new value.

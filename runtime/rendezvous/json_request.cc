@@ -32,7 +32,8 @@ const nlohmann::json* JsonRequest::Field(const char* field, bool required) {
   return &*it;
 }
 
-std::string JsonRequest::String(const char* field, bool required, size_t max_length, std::string def) {
+std::string JsonRequest::String(const char* field, bool required, size_t max_length,
+                                std::string def) {
   const nlohmann::json* v = Field(field, required);
   if (!v) return def;
   if (!v->is_string()) {
@@ -41,7 +42,8 @@ std::string JsonRequest::String(const char* field, bool required, size_t max_len
   }
   const auto& s = v->get_ref<const std::string&>();
   if (s.size() > max_length) {
-    Fail(std::string("field '") + field + "' is longer than " + std::to_string(max_length) + " bytes");
+    Fail(std::string("field '") + field + "' is longer than " + std::to_string(max_length) +
+         " bytes");
     return def;
   }
   return s;
@@ -50,8 +52,8 @@ std::string JsonRequest::String(const char* field, bool required, size_t max_len
 int64_t JsonRequest::Int(const char* field, bool required, int64_t min, int64_t max, int64_t def) {
   const nlohmann::json* v = Field(field, required);
   if (!v) return def;
-  std::string range_error =
-      std::string("field '") + field + "' must be between " + std::to_string(min) + " and " + std::to_string(max);
+  std::string range_error = std::string("field '") + field + "' must be between " +
+                            std::to_string(min) + " and " + std::to_string(max);
   int64_t i = 0;
   if (v->is_number_unsigned()) {
     auto u = v->get<uint64_t>();
@@ -73,8 +75,8 @@ int64_t JsonRequest::Int(const char* field, bool required, int64_t min, int64_t 
   return i;
 }
 
-std::vector<std::string> JsonRequest::StringArray(const char* field, bool required, size_t max_items,
-                                                  size_t max_length) {
+std::vector<std::string> JsonRequest::StringArray(const char* field, bool required,
+                                                  size_t max_items, size_t max_length) {
   const nlohmann::json* v = Field(field, required);
   if (!v) return {};
   if (!v->is_array()) {
@@ -82,14 +84,15 @@ std::vector<std::string> JsonRequest::StringArray(const char* field, bool requir
     return {};
   }
   if (v->size() > max_items) {
-    Fail(std::string("field '") + field + "' has more than " + std::to_string(max_items) + " items");
+    Fail(std::string("field '") + field + "' has more than " + std::to_string(max_items) +
+         " items");
     return {};
   }
   std::vector<std::string> out;
   for (const auto& item : *v) {
     if (!item.is_string() || item.get_ref<const std::string&>().size() > max_length) {
-      Fail(std::string("field '") + field + "' must hold strings of at most " + std::to_string(max_length) +
-           " bytes");
+      Fail(std::string("field '") + field + "' must hold strings of at most " +
+           std::to_string(max_length) + " bytes");
       return {};
     }
     out.push_back(item.get<std::string>());

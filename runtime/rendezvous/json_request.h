@@ -16,13 +16,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace khorovod::rendezvous {
 
@@ -36,7 +35,8 @@ class JsonRequest {
 
   std::string String(const char* field, bool required, size_t max_length, std::string def = "");
   int64_t Int(const char* field, bool required, int64_t min, int64_t max, int64_t def = 0);
-  std::vector<std::string> StringArray(const char* field, bool required, size_t max_items, size_t max_length);
+  std::vector<std::string> StringArray(const char* field, bool required, size_t max_items,
+                                       size_t max_length);
 
   // True when every accessor succeeded and no unknown field is present.
   bool Finish(std::string* error) const;

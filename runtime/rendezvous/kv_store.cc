@@ -23,8 +23,10 @@ KvStore::Result KvStore::Store(int64_t generation, const std::string& key, std::
     return Result::kFull;
   }
   total_bytes_ = total_bytes_ - old_bytes + new_bytes;
-  if (it == space.end()) space.emplace(key, std::move(value));
-  else it->second = std::move(value);
+  if (it == space.end())
+    space.emplace(key, std::move(value));
+  else
+    it->second = std::move(value);
   cv_.notify_all();
   return Result::kOk;
 }
@@ -35,9 +37,11 @@ KvStore::Result KvStore::Set(int64_t generation, const std::string& key, std::st
   return Store(generation, key, std::move(value));
 }
 
-KvStore::Result KvStore::Get(int64_t generation, const std::string& key, Deadline deadline, std::string* value) {
+KvStore::Result KvStore::Get(int64_t generation, const std::string& key, Deadline deadline,
+                             std::string* value) {
   MutexLock lock(mu_);
-  for (bool timed_out = false;; timed_out = lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) {
+  for (bool timed_out = false;;
+       timed_out = lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) {
     if (shutdown_) return Result::kShutdown;
     if (const std::string* v = Lookup(generation, key)) {
       *value = *v;
@@ -48,7 +52,8 @@ KvStore::Result KvStore::Get(int64_t generation, const std::string& key, Deadlin
   }
 }
 
-KvStore::Result KvStore::Add(int64_t generation, const std::string& key, int64_t delta, int64_t* result) {
+KvStore::Result KvStore::Add(int64_t generation, const std::string& key, int64_t delta,
+                             int64_t* result) {
   MutexLock lock(mu_);
   if (shutdown_) return Result::kShutdown;
   int64_t current = 0;
@@ -65,10 +70,11 @@ KvStore::Result KvStore::Add(int64_t generation, const std::string& key, int64_t
   return r;
 }
 
-KvStore::Result KvStore::Wait(int64_t generation, const std::vector<std::string>& keys, Deadline deadline,
-                              std::vector<std::string>* missing) {
+KvStore::Result KvStore::Wait(int64_t generation, const std::vector<std::string>& keys,
+                              Deadline deadline, std::vector<std::string>* missing) {
   MutexLock lock(mu_);
-  for (bool timed_out = false;; timed_out = lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) {
+  for (bool timed_out = false;;
+       timed_out = lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) {
     if (shutdown_) return Result::kShutdown;
     missing->clear();
     for (const auto& k : keys) {

@@ -43,11 +43,11 @@ class KvStore {
 
   enum class Result {
     kOk,
-    kNotFound,     // Get: the key did not appear before the deadline
-    kNotInteger,   // Add: the stored value is not a decimal int64, or the sum overflows
-    kFull,         // Set/Add: the memory limit would be exceeded
-    kShutdown,     // the store is shutting down
-    kClosed,       // Get/Wait: the key is missing and its generation is closed
+    kNotFound,    // Get: the key did not appear before the deadline
+    kNotInteger,  // Add: the stored value is not a decimal int64, or the sum overflows
+    kFull,        // Set/Add: the memory limit would be exceeded
+    kShutdown,    // the store is shutting down
+    kClosed,      // Get/Wait: the key is missing and its generation is closed
   };
 
   explicit KvStore(Limits limits);

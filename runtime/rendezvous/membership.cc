@@ -10,7 +10,9 @@ namespace {
 
 std::string Ms(Millis d) { return std::to_string(d.count()) + " ms"; }
 
-MembershipResult Error(MembershipError e, std::string message) { return {e, std::move(message), Millis(0)}; }
+MembershipResult Error(MembershipError e, std::string message) {
+  return {e, std::move(message), Millis(0)};
+}
 
 }  // namespace
 
@@ -32,10 +34,14 @@ std::string MembershipPolicy::Validate() const {
 
 const char* LossReasonName(LossReason reason) {
   switch (reason) {
-    case LossReason::kHeartbeat: return "heartbeat";
-    case LossReason::kReported: return "reported";
-    case LossReason::kReformTimeout: return "reform_timeout";
-    case LossReason::kReplaced: return "replaced";
+    case LossReason::kHeartbeat:
+      return "heartbeat";
+    case LossReason::kReported:
+      return "reported";
+    case LossReason::kReformTimeout:
+      return "reform_timeout";
+    case LossReason::kReplaced:
+      return "replaced";
   }
   return "unknown";
 }
@@ -44,10 +50,14 @@ std::vector<Membership::Loss> Membership::TakeLosses() { return std::exchange(lo
 
 const char* JobStateName(JobState state) {
   switch (state) {
-    case JobState::kForming: return "forming";
-    case JobState::kRunning: return "running";
-    case JobState::kReforming: return "reforming";
-    case JobState::kFailed: return "failed";
+    case JobState::kForming:
+      return "forming";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kReforming:
+      return "reforming";
+    case JobState::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -70,7 +80,8 @@ MembershipResult Membership::FailedResult() const {
 MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   if (failed_) return FailedResult();
   if (!IsValidName(spec.name)) {
-    return Error(MembershipError::kInvalidArgument, "worker name must match [A-Za-z0-9][A-Za-z0-9._:-]{0,252}");
+    return Error(MembershipError::kInvalidArgument,
+                 "worker name must match [A-Za-z0-9][A-Za-z0-9._:-]{0,252}");
   }
   if (spec.address.empty() || spec.address.size() > kMaxAddressLength) {
     return Error(MembershipError::kInvalidArgument, "address must be 1 to 253 characters");
@@ -79,8 +90,9 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
     return Error(MembershipError::kInvalidArgument, "slots must be between 1 and 4096");
   }
   if (IsFenced(spec.name, spec.incarnation)) {
-    return Error(MembershipError::kFenced, "worker '" + spec.name + "' (incarnation " + spec.incarnation + ") " +
-                                               FencedWhy(spec.incarnation) + "; this process may not join again");
+    return Error(MembershipError::kFenced,
+                 "worker '" + spec.name + "' (incarnation " + spec.incarnation + ") " +
+                     FencedWhy(spec.incarnation) + "; this process may not join again");
   }
   Millis left = blacklist_.Remaining(spec.name, now);
   if (left.count() > 0) {
@@ -94,7 +106,8 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
   auto it = workers_.find(spec.name);
   if (it != workers_.end() && !IsMember(it->second)) {
     // A new process under a pending name replaced the old one: fence it.
-    if (it->second.spec.incarnation != spec.incarnation) FenceIncarnation(spec.name, it->second.spec.incarnation);
+    if (it->second.spec.incarnation != spec.incarnation)
+      FenceIncarnation(spec.name, it->second.spec.incarnation);
     // The process' own registration keeps what its launcher said about it.
     const bool spawned = spec.spawned || it->second.spec.spawned;
     const bool awaited = spec.awaited || it->second.spec.awaited;
@@ -106,13 +119,16 @@ MembershipResult Membership::Register(const WorkerSpec& spec, TimePoint now) {
     Advance(now);
     return {};
   }
-  if (it != workers_.end()) Remove(spec.name, /*failure=*/true, now, LossReason::kReplaced);  // restarted member
+  if (it != workers_.end())
+    Remove(spec.name, /*failure=*/true, now, LossReason::kReplaced);  // restarted member
   Worker w;
   w.spec = spec;
   w.seq = next_seq_++;
   w.last_seen = now;
-  if (spec.spawned) w.spawned_at = now;
-  else w.process_registered = true;
+  if (spec.spawned)
+    w.spawned_at = now;
+  else
+    w.process_registered = true;
   workers_.emplace(spec.name, std::move(w));
   ++joins_;
   Advance(now);
@@ -124,7 +140,8 @@ MembershipResult Membership::Heartbeat(const std::string& name, TimePoint now, H
   out->generation = generation_;
   if (failed_) return FailedResult();
   auto it = workers_.find(name);
-  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (it == workers_.end())
+    return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   it->second.last_seen = now;
   out->member = IsMember(it->second);
   if (out->member) {
@@ -141,7 +158,8 @@ MembershipResult Membership::Heartbeat(const std::string& name, TimePoint now, H
 MembershipResult Membership::Leave(const std::string& name, TimePoint now, bool finished) {
   if (failed_) return FailedResult();
   auto it = workers_.find(name);
-  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (it == workers_.end())
+    return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   if (finished && IsMember(it->second)) finishing_ = true;
   if (!finished && it->second.spec.spawned) exiting_[name] = now;
   Remove(name, /*failure=*/false, now);
@@ -149,11 +167,13 @@ MembershipResult Membership::Leave(const std::string& name, TimePoint now, bool 
   return {};
 }
 
-MembershipResult Membership::ReportFailure(const std::string& name, const std::string& reason, TimePoint now) {
+MembershipResult Membership::ReportFailure(const std::string& name, const std::string& reason,
+                                           TimePoint now) {
   (void)reason;  // the HTTP layer logs it
   if (failed_) return FailedResult();
   auto it = workers_.find(name);
-  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (it == workers_.end())
+    return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   if (it->second.spec.spawned) exiting_[name] = now;
   Remove(name, /*failure=*/true, now, LossReason::kReported);
   Advance(now);
@@ -163,7 +183,8 @@ MembershipResult Membership::ReportFailure(const std::string& name, const std::s
 MembershipResult Membership::Evict(const std::string& name, TimePoint now) {
   if (failed_) return FailedResult();
   auto it = workers_.find(name);
-  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (it == workers_.end())
+    return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   const std::string incarnation = it->second.spec.incarnation;
   FenceIncarnation(name, incarnation);
   if (!incarnation.empty() && evicted_.size() < kMaxLosses) evicted_.insert(incarnation);
@@ -177,23 +198,26 @@ void Membership::Exited(const std::string& name, TimePoint now) {
   Advance(now);
 }
 
-MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, TimePoint now, NextView* out) {
+MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, TimePoint now,
+                                       NextView* out) {
   *out = NextView{};
   Advance(now);
   if (failed_) return FailedResult();
   auto it = workers_.find(name);
-  if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+  if (it == workers_.end())
+    return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   if (after < 0) return Error(MembershipError::kInvalidArgument, "after must not be negative");
   if (after > generation_) {
-    return Error(MembershipError::kBadGeneration, "generation " + std::to_string(after) +
-                                                      " is newer than the current generation " +
-                                                      std::to_string(generation_) +
-                                                      " (did the rendezvous server restart? register again)");
+    return Error(MembershipError::kBadGeneration,
+                 "generation " + std::to_string(after) + " is newer than the current generation " +
+                     std::to_string(generation_) +
+                     " (did the rendezvous server restart? register again)");
   }
   it->second.last_seen = now;
   if (finishing_ && !(IsMember(it->second) && after < generation_)) {
-    return Error(MembershipError::kJobFinishing,
-                 "the job is finishing: a worker finished training, so no generation will form any more");
+    return Error(
+        MembershipError::kJobFinishing,
+        "the job is finishing: a worker finished training, so no generation will form any more");
   }
   if (!(IsMember(it->second) && after < generation_) && !it->second.ready) {
     it->second.ready = true;  // a member finished `after`, or a pending worker wants in
@@ -201,7 +225,8 @@ MembershipResult Membership::AwaitNext(const std::string& name, int64_t after, T
     Advance(now);
     if (failed_) return FailedResult();
     it = workers_.find(name);
-    if (it == workers_.end()) return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
+    if (it == workers_.end())
+      return Error(MembershipError::kUnknownWorker, "unknown worker '" + name + "'");
   }
   if (IsMember(it->second) && generation_ > after) {
     out->ready = true;
@@ -227,21 +252,23 @@ void Membership::FenceIncarnation(const std::string& name, const std::string& in
   list.push_back(incarnation);
 }
 
-MembershipResult Membership::CheckIncarnation(const std::string& name, const std::string& incarnation) const {
+MembershipResult Membership::CheckIncarnation(const std::string& name,
+                                              const std::string& incarnation) const {
   if (incarnation.empty()) return {};
   auto it = workers_.find(name);
   const bool superseded = it != workers_.end() && !it->second.spec.incarnation.empty() &&
                           it->second.spec.incarnation != incarnation;
   if (!superseded && !IsFenced(name, incarnation)) return {};
-  return Error(MembershipError::kFenced, "worker '" + name + "' (incarnation " + incarnation + ") " +
-                                             FencedWhy(incarnation) +
-                                             (superseded ? " and another process registered under its name" : "") +
-                                             "; this process may not take part any more");
+  return Error(MembershipError::kFenced,
+               "worker '" + name + "' (incarnation " + incarnation + ") " + FencedWhy(incarnation) +
+                   (superseded ? " and another process registered under its name" : "") +
+                   "; this process may not take part any more");
 }
 
 std::string Membership::FencedWhy(const std::string& incarnation) const {
-  return evicted_.count(incarnation) ? "was removed from the job by its launcher (its host went away)"
-                                     : "was declared lost";
+  return evicted_.count(incarnation)
+             ? "was removed from the job by its launcher (its host went away)"
+             : "was declared lost";
 }
 
 void Membership::Remove(const std::string& name, bool failure, TimePoint now, LossReason reason) {
@@ -272,7 +299,8 @@ bool Membership::IsStarting(const Worker& w) const {
 }
 
 bool Membership::IsAwaited(const Worker& w) const {
-  return w.spawned_at && w.spec.awaited && !w.ready && !IsMember(w) && now_ - *w.spawned_at < policy_.spawn_timeout;
+  return w.spawned_at && w.spec.awaited && !w.ready && !IsMember(w) &&
+         now_ - *w.spawned_at < policy_.spawn_timeout;
 }
 
 void Membership::Advance(TimePoint now) {
@@ -300,8 +328,8 @@ void Membership::Advance(TimePoint now) {
     if (!below_min_since_) below_min_since_ = now;
     if (now - *below_min_since_ >= policy_.elastic_timeout) {
       Fail("only " + std::to_string(workers_.size()) + " of the required " +
-           std::to_string(policy_.min_workers) + " workers were registered for the elastic timeout of " +
-           Ms(policy_.elastic_timeout));
+           std::to_string(policy_.min_workers) +
+           " workers were registered for the elastic timeout of " + Ms(policy_.elastic_timeout));
       return;
     }
   } else {
@@ -319,8 +347,10 @@ Membership::Outlook Membership::ComputeOutlook() const {
     c = std::max(c, w.spec.slots);
     if (IsMember(w)) {
       o.survivors.push_back(&w);
-      if (w.ready) o.reforming = true;
-      else o.all_survivors_ready = false;
+      if (w.ready)
+        o.reforming = true;
+      else
+        o.all_survivors_ready = false;
     } else if (w.ready || IsAwaited(w)) {
       newcomers.push_back(&w);
     }
@@ -328,7 +358,8 @@ Membership::Outlook Membership::ComputeOutlook() const {
   o.reforming = o.reforming || member_lost_;
   std::sort(o.survivors.begin(), o.survivors.end(),
             [](const Worker* a, const Worker* b) { return a->prev_rank < b->prev_rank; });
-  std::sort(newcomers.begin(), newcomers.end(), [](const Worker* a, const Worker* b) { return a->seq < b->seq; });
+  std::sort(newcomers.begin(), newcomers.end(),
+            [](const Worker* a, const Worker* b) { return a->seq < b->seq; });
 
   std::map<std::string, int> used;
   int admitted = 0;  // selected, plus awaited workers holding their places
@@ -360,8 +391,10 @@ void Membership::TryForm(TimePoint now) {
   bool initial = generation_ == 0;
   bool wanted = (initial && !o.selected.empty()) || o.reforming;
   bool changing = wanted || ((o.newcomer_admissible || o.awaiting_spawned) && !ResetsExhausted());
-  if (!changing) change_detected_.reset();  // e.g. the newcomer left again
-  else if (!change_detected_) change_detected_ = now;
+  if (!changing)
+    change_detected_.reset();  // e.g. the newcomer left again
+  else if (!change_detected_)
+    change_detected_ = now;
   // A spawned worker that would be admitted is waited for (bounded by
   // spawn_timeout), as Horovod's rendezvous waits for every worker it spawned.
   const bool awaiting = o.awaiting_spawned && !(!initial && ResetsExhausted());
@@ -412,7 +445,8 @@ std::vector<std::string> Membership::PendingNames() const {
   for (const auto& [name, w] : workers_) {
     if (!IsMember(w)) pending.push_back(&w);
   }
-  std::sort(pending.begin(), pending.end(), [](const Worker* a, const Worker* b) { return a->seq < b->seq; });
+  std::sort(pending.begin(), pending.end(),
+            [](const Worker* a, const Worker* b) { return a->seq < b->seq; });
   std::vector<std::string> names;
   for (const Worker* w : pending) names.push_back(w->spec.name);
   return names;

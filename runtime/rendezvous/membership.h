@@ -96,7 +96,7 @@ struct MembershipPolicy {
   int blacklist_threshold = 2;
   Millis blacklist_base{1000};
   Millis blacklist_max{60000};
-  int reset_limit = -1;  // -1: unlimited
+  int reset_limit = -1;         // -1: unlimited
   Millis spawn_timeout{60000};  // how long a spawned worker is awaited (see Spawned workers)
 
   // Empty when valid, else what is wrong.
@@ -138,9 +138,9 @@ struct HeartbeatView {
 };
 
 struct NextView {
-  bool ready = false;                   // a generation after `after` includes the worker
-  std::shared_ptr<const World> world;   // set when ready
-  int rank = -1;                        // set when ready
+  bool ready = false;                  // a generation after `after` includes the worker
+  std::shared_ptr<const World> world;  // set when ready
+  int rank = -1;                       // set when ready
 };
 
 struct MembershipStats {
@@ -216,10 +216,10 @@ class Membership {
  private:
   struct Worker {
     WorkerSpec spec;
-    uint64_t seq = 0;          // registration order
+    uint64_t seq = 0;  // registration order
     TimePoint last_seen{};
-    int64_t member_of = 0;     // generation it was admitted to (0: never)
-    int prev_rank = -1;        // rank in member_of
+    int64_t member_of = 0;  // generation it was admitted to (0: never)
+    int prev_rank = -1;     // rank in member_of
     bool ready = false;
     // Registered with spec.spawned and not ready yet: when, else nullopt.
     std::optional<TimePoint> spawned_at;
@@ -230,21 +230,24 @@ class Membership {
     std::vector<const Worker*> selected;   // next generation's order
     bool reforming = false;                // a member was lost or asked for the next generation
     bool all_survivors_ready = true;
-    bool newcomer_admissible = false;      // selected includes a pending worker
-    bool awaiting_spawned = false;         // a spawned worker not ready yet would be admitted
+    bool newcomer_admissible = false;  // selected includes a pending worker
+    bool awaiting_spawned = false;     // a spawned worker not ready yet would be admitted
   };
 
   bool IsFenced(const std::string& name, const std::string& incarnation) const;
   void FenceIncarnation(const std::string& name, const std::string& incarnation);
   std::string FencedWhy(const std::string& incarnation) const;  // "was declared lost" or evicted
   bool IsMember(const Worker& w) const { return generation_ > 0 && w.member_of == generation_; }
-  bool ResetsExhausted() const { return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit; }
+  bool ResetsExhausted() const {
+    return policy_.reset_limit >= 0 && resets_ >= policy_.reset_limit;
+  }
   // Spawned, its process not registered yet, within spawn_timeout.
   bool IsStarting(const Worker& w) const;
   // Awaited: spawned with `awaited`, not ready, within spawn_timeout.
   bool IsAwaited(const Worker& w) const;
   Outlook ComputeOutlook() const;
-  void Remove(const std::string& name, bool failure, TimePoint now, LossReason reason = LossReason::kReported);
+  void Remove(const std::string& name, bool failure, TimePoint now,
+              LossReason reason = LossReason::kReported);
   void Fail(std::string reason);
   void Advance(TimePoint now);
   void TryForm(TimePoint now);

@@ -15,26 +15,29 @@ namespace khorovod::rendezvous {
 // Machine-readable error codes carried in the "code" field of every error
 // body ({"error": "<text>", "code": "<code>"}).
 namespace error_code {
-inline constexpr const char* kUnauthenticated = "unauthenticated";        // 401
-inline constexpr const char* kInvalidArgument = "invalid_argument";       // 400
-inline constexpr const char* kNotFound = "not_found";                     // 404 (no such endpoint)
-inline constexpr const char* kUnknownJob = "unknown_job";                 // 404
-inline constexpr const char* kUnknownWorker = "unknown_worker";           // 404
-inline constexpr const char* kUnknownGeneration = "unknown_generation";   // 404
-inline constexpr const char* kKeyNotFound = "key_not_found";              // 404
-inline constexpr const char* kGenerationGone = "generation_gone";         // 410
-inline constexpr const char* kGenerationOver = "generation_over";         // 410 (KV wait: it will never form)
-inline constexpr const char* kWorkerFenced = "worker_fenced";             // 410 (this incarnation was declared lost)
-inline constexpr const char* kBadGeneration = "bad_generation";           // 409
-inline constexpr const char* kJobFailed = "job_failed";                   // 409
-inline constexpr const char* kJobFinishing = "job_finishing";             // 409 (generation: no more will form)
-inline constexpr const char* kNotAnInteger = "not_an_integer";            // 409
-inline constexpr const char* kPayloadTooLarge = "payload_too_large";      // 413
-inline constexpr const char* kUriTooLong = "uri_too_long";                // 414
-inline constexpr const char* kBlacklisted = "blacklisted";                // 429
-inline constexpr const char* kInternal = "internal";                      // 500
-inline constexpr const char* kShuttingDown = "shutting_down";             // 503
-inline constexpr const char* kStoreFull = "store_full";                   // 507
+inline constexpr const char* kUnauthenticated = "unauthenticated";       // 401
+inline constexpr const char* kInvalidArgument = "invalid_argument";      // 400
+inline constexpr const char* kNotFound = "not_found";                    // 404 (no such endpoint)
+inline constexpr const char* kUnknownJob = "unknown_job";                // 404
+inline constexpr const char* kUnknownWorker = "unknown_worker";          // 404
+inline constexpr const char* kUnknownGeneration = "unknown_generation";  // 404
+inline constexpr const char* kKeyNotFound = "key_not_found";             // 404
+inline constexpr const char* kGenerationGone = "generation_gone";        // 410
+inline constexpr const char* kGenerationOver =
+    "generation_over";  // 410 (KV wait: it will never form)
+inline constexpr const char* kWorkerFenced =
+    "worker_fenced";  // 410 (this incarnation was declared lost)
+inline constexpr const char* kBadGeneration = "bad_generation";  // 409
+inline constexpr const char* kJobFailed = "job_failed";          // 409
+inline constexpr const char* kJobFinishing =
+    "job_finishing";  // 409 (generation: no more will form)
+inline constexpr const char* kNotAnInteger = "not_an_integer";        // 409
+inline constexpr const char* kPayloadTooLarge = "payload_too_large";  // 413
+inline constexpr const char* kUriTooLong = "uri_too_long";            // 414
+inline constexpr const char* kBlacklisted = "blacklisted";            // 429
+inline constexpr const char* kInternal = "internal";                  // 500
+inline constexpr const char* kShuttingDown = "shutting_down";         // 503
+inline constexpr const char* kStoreFull = "store_full";               // 507
 }  // namespace error_code
 
 // Upper bounds on identifiers. Job and worker names appear in URL paths, so
@@ -60,7 +63,8 @@ inline constexpr const char* kJsonContentType = "application/json";
 // Paths (prefix every job-scoped path with JobPath(job)).
 inline std::string JobPath(std::string_view job) { return "/v1/jobs/" + std::string(job); }
 inline std::string WorkersPath(std::string_view job) { return JobPath(job) + "/workers"; }
-inline std::string WorkerPath(std::string_view job, std::string_view worker, std::string_view verb) {
+inline std::string WorkerPath(std::string_view job, std::string_view worker,
+                              std::string_view verb) {
   return WorkersPath(job) + "/" + std::string(worker) + "/" + std::string(verb);
 }
 inline std::string KvPath(std::string_view job, long long generation, std::string_view op) {

@@ -13,22 +13,30 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-bool IsUnknownWorker(const JsonReply& r) { return r.status == 404 && r.code() == error_code::kUnknownWorker; }
-bool IsJobFailed(const JsonReply& r) { return r.status == 409 && r.code() == error_code::kJobFailed; }
-bool IsFenced(const JsonReply& r) { return r.status == 410 && r.code() == error_code::kWorkerFenced; }
+bool IsUnknownWorker(const JsonReply& r) {
+  return r.status == 404 && r.code() == error_code::kUnknownWorker;
+}
+bool IsJobFailed(const JsonReply& r) {
+  return r.status == 409 && r.code() == error_code::kJobFailed;
+}
+bool IsFenced(const JsonReply& r) {
+  return r.status == 410 && r.code() == error_code::kWorkerFenced;
+}
 
 WorkerIdentity WithIncarnation(WorkerIdentity self) {
   if (!self.incarnation.empty()) return self;
   StatusOr<std::string> id = RandomHex(16);
   // Without a random source the clock still tells processes apart.
-  self.incarnation = id.ok() ? *id : std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  self.incarnation =
+      id.ok() ? *id : std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   return self;
 }
 
 // The generation's sizes are sent once, not per member.
 Placement ParsePlacement(const json& b, int size, int cross_size) {
-  return Placement{b.at("rank").get<int>(),       size, b.at("local_rank").get<int>(),
-                   b.at("local_size").get<int>(), b.at("cross_rank").get<int>(), cross_size};
+  return Placement{b.at("rank").get<int>(),       size,
+                   b.at("local_rank").get<int>(), b.at("local_size").get<int>(),
+                   b.at("cross_rank").get<int>(), cross_size};
 }
 
 // Parses a ready answer of the generation endpoint.
@@ -60,9 +68,13 @@ StatusOr<GenerationInfo> ParseGeneration(const std::string& what, const json& b)
 
 RendezvousClient::RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self,
                                    RendezvousClientOptions options)
-    : http_(std::move(endpoint), options.retry), job_(std::move(job)), self_(WithIncarnation(std::move(self))) {}
+    : http_(std::move(endpoint), options.retry),
+      job_(std::move(job)),
+      self_(WithIncarnation(std::move(self))) {}
 
-std::string RendezvousClient::WorkerPathFor(const char* verb) const { return WorkerPath(job_, self_.name, verb); }
+std::string RendezvousClient::WorkerPathFor(const char* verb) const {
+  return WorkerPath(job_, self_.name, verb);
+}
 
 json RendezvousClient::Body() const { return {{"incarnation", self_.incarnation}}; }
 
@@ -86,7 +98,8 @@ Status RendezvousClient::Register(milliseconds patience) {
     // At least a few ms, so a 0/1 ms cooldown does not spin.
     const auto wake = Clock::now() + std::max(retry_after, milliseconds(5));
     if (wake > deadline) {
-      return Status::Unavailable(s.message() + "; still blacklisted beyond the " + std::to_string(patience.count()) +
+      return Status::Unavailable(s.message() + "; still blacklisted beyond the " +
+                                 std::to_string(patience.count()) +
                                  " ms this worker may wait (elastic timeout)");
     }
     std::this_thread::sleep_until(wake);
@@ -94,9 +107,13 @@ Status RendezvousClient::Register(milliseconds patience) {
 }
 
 Status RendezvousClient::RegisterLocked(milliseconds* retry_after) {
-  if (left_) return Status::FailedPrecondition("rendezvous register '" + self_.name + "': this worker left the job");
+  if (left_)
+    return Status::FailedPrecondition("rendezvous register '" + self_.name +
+                                      "': this worker left the job");
   const std::string path = WorkersPath(job_);
-  json body = {{"name", self_.name}, {"address", self_.address}, {"slots", self_.slots},
+  json body = {{"name", self_.name},
+               {"address", self_.address},
+               {"slots", self_.slots},
                {"incarnation", self_.incarnation}};
   if (self_.slot >= 0) body["slot"] = self_.slot;
   StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
@@ -122,7 +139,8 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
   const std::string what = "rendezvous heartbeat '" + self_.name + "'";
   HeartbeatInfo info;
   for (int round = 0; round < 2; ++round) {
-    StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("heartbeat"), Body(), milliseconds(0), true);
+    StatusOr<JsonReply> reply =
+        http_.Post(WorkerPathFor("heartbeat"), Body(), milliseconds(0), true);
     if (!reply.ok()) return reply.status();
     if (IsFenced(*reply)) {
       info.fenced = true;
@@ -152,7 +170,8 @@ StatusOr<HeartbeatInfo> RendezvousClient::Heartbeat() {
     info.reforming = reply->body.value("reforming", false);
     return info;
   }
-  return Status::Unavailable(what + ": the server forgot this worker again right after it re-registered");
+  return Status::Unavailable(what +
+                             ": the server forgot this worker again right after it re-registered");
 }
 
 Status RendezvousClient::Leave(const std::string& reason) {
@@ -188,12 +207,14 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
       after = last_generation_;
       registration = registrations_;
     }
-    auto left = std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+    auto left = std::max(milliseconds(0),
+                         std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
     milliseconds slice = std::min(kPollSlice, left);
     json body = Body();
     body["after"] = after;
     body["timeout_ms"] = slice.count();
-    StatusOr<JsonReply> reply = http_.Post(WorkerPathFor("generation"), body, slice, /*idempotent=*/true);
+    StatusOr<JsonReply> reply =
+        http_.Post(WorkerPathFor("generation"), body, slice, /*idempotent=*/true);
     if (!reply.ok()) return reply.status();
     if (IsUnknownWorker(*reply) ||
         (reply->status == 409 && reply->code() == error_code::kBadGeneration)) {
@@ -208,10 +229,12 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
           }
           Status s = RegisterLocked(&retry_after);
           // A blacklisted re-registration waits out its cooldown within the timeout.
-          if (!s.ok() && (retry_after <= milliseconds(0) || Clock::now() + retry_after > deadline)) return s;
+          if (!s.ok() && (retry_after <= milliseconds(0) || Clock::now() + retry_after > deadline))
+            return s;
         }
       }
-      if (retry_after > milliseconds(0)) std::this_thread::sleep_for(std::max(retry_after, milliseconds(5)));
+      if (retry_after > milliseconds(0))
+        std::this_thread::sleep_for(std::max(retry_after, milliseconds(5)));
       continue;
     }
     if (reply->status == 409 && reply->code() == error_code::kJobFinishing) {
@@ -222,14 +245,16 @@ StatusOr<GenerationInfo> RendezvousClient::WaitForNextGeneration(milliseconds ti
       StatusOr<GenerationInfo> g = ParseGeneration(what, reply->body);
       if (g.ok()) {
         MutexLock lock(mu_);
-        if (registrations_ == registration) last_generation_ = std::max(last_generation_, g->generation);
+        if (registrations_ == registration)
+          last_generation_ = std::max(last_generation_, g->generation);
       }
       return g;
     }
     if (Clock::now() >= deadline) {
-      return Status::DeadlineExceeded(what + ": no generation after " + std::to_string(after) + " within " +
-                                      std::to_string(timeout.count()) + " ms (job state " +
-                                      reply->body.value("state", "unknown") + ")");
+      return Status::DeadlineExceeded(what + ": no generation after " + std::to_string(after) +
+                                      " within " + std::to_string(timeout.count()) +
+                                      " ms (job state " + reply->body.value("state", "unknown") +
+                                      ")");
     }
   }
 }

@@ -87,9 +87,9 @@ struct HeartbeatInfo {
   // The current generation lost a member or one asked for the next: it can
   // no longer finish a collective (see Membership's HeartbeatView).
   bool reforming = false;
-  bool job_failed = false;          // the job failed: stop with failure_reason
+  bool job_failed = false;  // the job failed: stop with failure_reason
   std::string failure_reason;
-  bool reregistered = false;        // the server had forgotten this worker (restart)
+  bool reregistered = false;  // the server had forgotten this worker (restart)
   // The server had forgotten this worker and refused it again (e.g. a
   // blacklist cooldown): its world is gone, and only the generation wait,
   // which honours retry-after, can bring it back.
@@ -105,7 +105,8 @@ struct RendezvousClientOptions {
 
 class RendezvousClient {
  public:
-  RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self, RendezvousClientOptions options = {});
+  RendezvousClient(HttpEndpoint endpoint, std::string job, WorkerIdentity self,
+                   RendezvousClientOptions options = {});
 
   // Registers (or re-registers) this worker; it is pending until a
   // generation admits it. A blacklisted name (429) fails at once.

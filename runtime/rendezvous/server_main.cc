@@ -49,7 +49,8 @@ StatusOr<std::string> ResolveToken(const std::string& token_file) {
   } else if (const char* env = std::getenv("KHOROVOD_RENDEZVOUS_TOKEN")) {
     token = env;
   }
-  if (token.empty()) return Status::InvalidArgument("no token: pass --token-file or set KHOROVOD_RENDEZVOUS_TOKEN");
+  if (token.empty())
+    return Status::InvalidArgument("no token: pass --token-file or set KHOROVOD_RENDEZVOUS_TOKEN");
   return token;
 }
 
@@ -89,7 +90,8 @@ void AddServerFlags(CLI::App& app, Flags& f) {
   ServerOptions& options = f.options;
   app.add_option("--job", options.service.job, "Job name served (other names get 404)")->required();
   app.add_option("--host", options.host, "Bind address")->capture_default_str();
-  app.add_option("--port", options.port, "Bind port, 0 for an ephemeral one")->capture_default_str();
+  app.add_option("--port", options.port, "Bind port, 0 for an ephemeral one")
+      ->capture_default_str();
   app.add_option("--metrics-port", options.metrics_port,
                  "Also serve GET /metrics without a token on this port (0: ephemeral, -1: off)")
       ->check(CLI::Range(-1, 65535))
@@ -97,31 +99,39 @@ void AddServerFlags(CLI::App& app, Flags& f) {
   app.add_option("--token-file", f.token_file,
                  "File holding the bearer token (else env KHOROVOD_RENDEZVOUS_TOKEN)");
   app.add_option("--max-wait-ms", f.max_wait, "Cap on any long-poll")->capture_default_str();
-  app.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body")->capture_default_str();
-  app.add_option("--http-threads", options.http_threads, "HTTP worker threads (0: from max-workers)")
+  app.add_option("--max-body-bytes", options.max_body_bytes, "Largest request body")
+      ->capture_default_str();
+  app.add_option("--http-threads", options.http_threads,
+                 "HTTP worker threads (0: from max-workers)")
       ->capture_default_str();
   app.add_flag("--quiet", f.quiet, "Do not log events to stderr");
 }
 
 void AddPolicyFlags(CLI::App& app, Flags& f) {
   auto& policy = f.options.service.policy;
-  app.add_option("--min-workers", policy.min_workers, "Workers needed to form a generation")->capture_default_str();
+  app.add_option("--min-workers", policy.min_workers, "Workers needed to form a generation")
+      ->capture_default_str();
   app.add_option("--max-workers", policy.max_workers, "Most workers admitted to a generation")
       ->capture_default_str();
-  app.add_option("--settle-ms", f.settle, "Wait after min-workers is reached before freezing")->capture_default_str();
+  app.add_option("--settle-ms", f.settle, "Wait after min-workers is reached before freezing")
+      ->capture_default_str();
   app.add_option("--heartbeat-timeout-ms", f.heartbeat, "Silence after which a worker is removed")
       ->capture_default_str();
-  app.add_option("--elastic-timeout-ms", f.elastic, "How long to wait for min-workers before failing the job")
+  app.add_option("--elastic-timeout-ms", f.elastic,
+                 "How long to wait for min-workers before failing the job")
       ->capture_default_str();
   app.add_option("--reform-timeout-ms", f.reform,
                  "After a loss, how long members have to ask for the next generation")
       ->capture_default_str();
-  app.add_option("--blacklist-threshold", policy.blacklist_threshold, "Failures before a name is put in cooldown")
+  app.add_option("--blacklist-threshold", policy.blacklist_threshold,
+                 "Failures before a name is put in cooldown")
       ->capture_default_str();
-  app.add_option("--blacklist-base-ms", f.bl_base, "First cooldown; doubles with each further failure")
+  app.add_option("--blacklist-base-ms", f.bl_base,
+                 "First cooldown; doubles with each further failure")
       ->capture_default_str();
   app.add_option("--blacklist-max-ms", f.bl_max, "Longest cooldown")->capture_default_str();
-  app.add_option("--reset-limit", policy.reset_limit, "Re-formations allowed before the job fails (-1: unlimited)")
+  app.add_option("--reset-limit", policy.reset_limit,
+                 "Re-formations allowed before the job fails (-1: unlimited)")
       ->capture_default_str();
 }
 
@@ -136,9 +146,11 @@ int Serve(const ServerOptions& options) {
     return s.code() == khorovod::StatusCode::kInvalidArgument ? 2 : 1;
   }
   if (server.metrics_port() >= 0) {
-    std::cout << "khorovod-rendezvous metrics on " << server.host() << ":" << server.metrics_port() << std::endl;
+    std::cout << "khorovod-rendezvous metrics on " << server.host() << ":" << server.metrics_port()
+              << std::endl;
   }
-  std::cout << "khorovod-rendezvous listening on " << server.host() << ":" << server.port() << std::endl;
+  std::cout << "khorovod-rendezvous listening on " << server.host() << ":" << server.port()
+            << std::endl;
 
   std::thread signal_thread([&] {
     const int sig = stop_signals.Wait();

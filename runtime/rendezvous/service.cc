@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "khorovod/util/random_hex.h"
 #include "khorovod/util/base64.h"
+#include "khorovod/util/random_hex.h"
 #include "protocol.h"
 
 namespace khorovod::rendezvous {
@@ -81,7 +81,8 @@ void RendezvousService::Log(const std::string& line) {
 
 void RendezvousService::AfterChange() {
   for (const Membership::Loss& loss : membership_.TakeLosses()) {
-    detection_seconds_[static_cast<size_t>(loss.reason)]->Observe(double(loss.silent.count()) / 1000.0);
+    detection_seconds_[static_cast<size_t>(loss.reason)]->Observe(double(loss.silent.count()) /
+                                                                  1000.0);
   }
   bool changed = false;
   if (membership_.generation() != seen_generation_) {
@@ -99,7 +100,8 @@ void RendezvousService::AfterChange() {
   // will never finish forming: its KV waits end now (kv_store.h, Closing).
   const int64_t current = membership_.generation();
   if (kv_closed_through_ < current - 1) kv_closed_through_ = current - 1;
-  if (kv_closed_through_ < current && membership_.state() != JobState::kRunning) kv_closed_through_ = current;
+  if (kv_closed_through_ < current && membership_.state() != JobState::kRunning)
+    kv_closed_through_ = current;
   kv_.CloseGenerationsUpTo(kv_closed_through_);
   if (membership_.state() == JobState::kFailed && !seen_failed_) {
     seen_failed_ = true;
@@ -111,12 +113,18 @@ void RendezvousService::AfterChange() {
 
 Reply RendezvousService::FromMembership(const MembershipResult& r) {
   switch (r.error) {
-    case MembershipError::kOk: return Reply{};
-    case MembershipError::kInvalidArgument: return ErrorReply(400, error_code::kInvalidArgument, r.message);
-    case MembershipError::kUnknownWorker: return ErrorReply(404, error_code::kUnknownWorker, r.message);
-    case MembershipError::kBadGeneration: return ErrorReply(409, error_code::kBadGeneration, r.message);
-    case MembershipError::kJobFinishing: return ErrorReply(409, error_code::kJobFinishing, r.message);
-    case MembershipError::kFenced: return ErrorReply(410, error_code::kWorkerFenced, r.message);
+    case MembershipError::kOk:
+      return Reply{};
+    case MembershipError::kInvalidArgument:
+      return ErrorReply(400, error_code::kInvalidArgument, r.message);
+    case MembershipError::kUnknownWorker:
+      return ErrorReply(404, error_code::kUnknownWorker, r.message);
+    case MembershipError::kBadGeneration:
+      return ErrorReply(409, error_code::kBadGeneration, r.message);
+    case MembershipError::kJobFinishing:
+      return ErrorReply(409, error_code::kJobFinishing, r.message);
+    case MembershipError::kFenced:
+      return ErrorReply(410, error_code::kWorkerFenced, r.message);
     case MembershipError::kBlacklisted: {
       Reply reply = ErrorReply(429, error_code::kBlacklisted, r.message);
       reply.body["retry_after_ms"] = r.retry_after.count();
@@ -132,14 +140,16 @@ Reply RendezvousService::FromMembership(const MembershipResult& r) {
   return ErrorReply(500, error_code::kInternal, "unexpected membership result");
 }
 
-std::optional<Reply> RendezvousService::Fenced(const std::string& name, const std::string& incarnation) {
+std::optional<Reply> RendezvousService::Fenced(const std::string& name,
+                                               const std::string& incarnation) {
   MembershipResult r = membership_.CheckIncarnation(name, incarnation);
   if (r.ok()) return std::nullopt;
   // Training is over and no generation forms any more, so the zombie cannot
   // rejoin anyway: it ends like a late joiner (exit 0), not as a failure
   // that would fail the job after its end.
   if (membership_.finishing())
-    return FromMembership({MembershipError::kJobFinishing, "the job is finishing: " + r.message, Millis(0)});
+    return FromMembership(
+        {MembershipError::kJobFinishing, "the job is finishing: " + r.message, Millis(0)});
   Log("refused a request of a fenced worker: " + r.message);
   return FromMembership(r);
 }
@@ -156,7 +166,8 @@ Reply RendezvousService::Register(const WorkerSpec& spec) {
     if (r.error == MembershipError::kBlacklisted) Log("refused registration: " + r.message);
     return FromMembership(r);
   }
-  Log("registered worker '" + spec.name + "' at " + spec.address + " (" + std::to_string(spec.slots) + " slots)");
+  Log("registered worker '" + spec.name + "' at " + spec.address + " (" +
+      std::to_string(spec.slots) + " slots)");
   Reply reply;
   Millis hb = options_.policy.heartbeat_timeout;
   reply.body = {{"name", spec.name},
@@ -186,7 +197,8 @@ Reply RendezvousService::Heartbeat(const std::string& name, const std::string& i
   return reply;
 }
 
-Reply RendezvousService::Leave(const std::string& name, const std::string& reason, const std::string& incarnation) {
+Reply RendezvousService::Leave(const std::string& name, const std::string& reason,
+                               const std::string& incarnation) {
   MutexLock lock(mu_);
   if (auto fenced = Fenced(name, incarnation)) return *fenced;
   MembershipResult r = membership_.Leave(name, Clock::now(), reason == kLeaveFinished);
@@ -230,7 +242,8 @@ Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Milli
   auto deadline = DeadlineFor(timeout);
   MutexLock lock(mu_);
   for (;;) {
-    if (stopping_) return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
+    if (stopping_)
+      return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
     if (auto fenced = Fenced(name, incarnation)) return *fenced;
     NextView view;
     MembershipResult r = membership_.AwaitNext(name, after, Clock::now(), &view);
@@ -240,16 +253,24 @@ Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Milli
       const World& w = *view.world;
       const Assignment& me = w.members.at(static_cast<size_t>(view.rank));
       Reply reply;
-      reply.body = {{"ready", true},          {"server_id", server_id_},   {"generation", w.generation},
-                    {"rank", me.rank},        {"size", w.size},            {"local_rank", me.local_rank},
-                    {"local_size", me.local_size}, {"cross_rank", me.cross_rank}, {"cross_size", w.cross_size},
+      reply.body = {{"ready", true},
+                    {"server_id", server_id_},
+                    {"generation", w.generation},
+                    {"rank", me.rank},
+                    {"size", w.size},
+                    {"local_rank", me.local_rank},
+                    {"local_size", me.local_size},
+                    {"cross_rank", me.cross_rank},
+                    {"cross_size", w.cross_size},
                     {"world", WorldJson(w)}};
       return reply;
     }
     auto now = Clock::now();
     if (now >= deadline) {
       Reply reply;
-      reply.body = {{"ready", false}, {"server_id", server_id_}, {"generation", membership_.generation()},
+      reply.body = {{"ready", false},
+                    {"server_id", server_id_},
+                    {"generation", membership_.generation()},
                     {"state", JobStateName(membership_.state())}};
       return reply;
     }
@@ -281,18 +302,21 @@ Reply RendezvousService::JobStatus() {
 Reply RendezvousService::CheckKvGeneration(int64_t generation) {
   MutexLock lock(mu_);
   if (membership_.failed()) {
-    return FromMembership({MembershipError::kJobFailed, "job failed: " + membership_.failure_reason(), Millis(0)});
+    return FromMembership(
+        {MembershipError::kJobFailed, "job failed: " + membership_.failure_reason(), Millis(0)});
   }
   int64_t current = membership_.generation();
-  if (generation < 0) return ErrorReply(400, error_code::kInvalidArgument, "generation must not be negative");
+  if (generation < 0)
+    return ErrorReply(400, error_code::kInvalidArgument, "generation must not be negative");
   if (generation > current) {
-    return ErrorReply(404, error_code::kUnknownGeneration, "generation " + std::to_string(generation) +
-                                                               " has not been formed (current " +
-                                                               std::to_string(current) + ")");
+    return ErrorReply(404, error_code::kUnknownGeneration,
+                      "generation " + std::to_string(generation) +
+                          " has not been formed (current " + std::to_string(current) + ")");
   }
   if (generation != 0 && generation < current - 1) {
-    return ErrorReply(410, error_code::kGenerationGone, "generation " + std::to_string(generation) +
-                                                            " is over and its keys were dropped");
+    return ErrorReply(
+        410, error_code::kGenerationGone,
+        "generation " + std::to_string(generation) + " is over and its keys were dropped");
   }
   return Reply{0, json::object()};
 }
@@ -300,14 +324,19 @@ Reply RendezvousService::CheckKvGeneration(int64_t generation) {
 namespace {
 Reply FromKv(KvStore::Result r, const std::string& key) {
   switch (r) {
-    case KvStore::Result::kOk: return Reply{};
-    case KvStore::Result::kNotFound: return ErrorReply(404, error_code::kKeyNotFound, "key '" + key + "' not found");
+    case KvStore::Result::kOk:
+      return Reply{};
+    case KvStore::Result::kNotFound:
+      return ErrorReply(404, error_code::kKeyNotFound, "key '" + key + "' not found");
     case KvStore::Result::kNotInteger:
-      return ErrorReply(409, error_code::kNotAnInteger, "key '" + key + "' does not hold an int64 or the sum overflows");
-    case KvStore::Result::kFull: return ErrorReply(507, error_code::kStoreFull, "the key-value store is full");
+      return ErrorReply(409, error_code::kNotAnInteger,
+                        "key '" + key + "' does not hold an int64 or the sum overflows");
+    case KvStore::Result::kFull:
+      return ErrorReply(507, error_code::kStoreFull, "the key-value store is full");
     case KvStore::Result::kShutdown:
       return ErrorReply(503, error_code::kShuttingDown, "the rendezvous server is shutting down");
-    case KvStore::Result::kClosed: break;  // KvOver: needs the generation
+    case KvStore::Result::kClosed:
+      break;  // KvOver: needs the generation
   }
   return ErrorReply(500, error_code::kInternal, "unexpected store result");
 }
@@ -346,7 +375,8 @@ Reply RendezvousService::KvAdd(int64_t generation, const std::string& key, int64
   return reply;
 }
 
-Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::string>& keys, Millis timeout) {
+Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::string>& keys,
+                                Millis timeout) {
   if (Reply c = CheckKvGeneration(generation); c.status != 0) return c;
   std::vector<std::string> missing;
   KvStore::Result r = kv_.Wait(generation, keys, DeadlineFor(timeout), &missing);
@@ -358,20 +388,24 @@ Reply RendezvousService::KvWait(int64_t generation, const std::vector<std::strin
 }
 
 void RendezvousService::CountResponse(int status) {
-  metrics::GetCounter(registry_, "khorovod_rendezvous_http_responses_total", "HTTP responses by status code.",
-                      {{"code", std::to_string(status)}})
+  metrics::GetCounter(registry_, "khorovod_rendezvous_http_responses_total",
+                      "HTTP responses by status code.", {{"code", std::to_string(status)}})
       .Increment();
 }
 
-std::string RendezvousService::Metrics() const { return metrics::Render({&registry_, membership_metrics_.get()}); }
+std::string RendezvousService::Metrics() const {
+  return metrics::Render({&registry_, membership_metrics_.get()});
+}
 
 void RendezvousService::InstallMetrics() {
-  for (LossReason reason : {LossReason::kHeartbeat, LossReason::kReported, LossReason::kReformTimeout,
-                            LossReason::kReplaced}) {
+  for (LossReason reason : {LossReason::kHeartbeat, LossReason::kReported,
+                            LossReason::kReformTimeout, LossReason::kReplaced}) {
     detection_seconds_[static_cast<size_t>(reason)] = &metrics::GetHistogram(
         registry_, "khorovod_rendezvous_failure_detection_seconds",
-        "How long a worker removed as a failure had been silent: the detection phase of a lost worker, by how it "
-        "was found (heartbeat timeout, reported, reform timeout, replaced by a new process under its name).",
+        "How long a worker removed as a failure had been silent: the detection phase of a lost "
+        "worker, by how it "
+        "was found (heartbeat timeout, reported, reform timeout, replaced by a new process under "
+        "its name).",
         {0.01, 0.1, 0.5, 1, 2, 5, 10, 15, 30, 60, 120}, {{"reason", LossReasonName(reason)}});
   }
   formation_seconds_ = &metrics::GetHistogram(
@@ -389,26 +423,36 @@ void RendezvousService::InstallMetrics() {
     const std::string p = "khorovod_rendezvous_";
     prometheus::MetricFamily job_state =
         metrics::GaugeFamily(p + "job_state", "1 for the job's current state, 0 for the others.");
-    for (JobState state : {JobState::kForming, JobState::kRunning, JobState::kReforming, JobState::kFailed}) {
+    for (JobState state :
+         {JobState::kForming, JobState::kRunning, JobState::kReforming, JobState::kFailed}) {
       metrics::AddSample(job_state, s.state == state ? 1 : 0, {{"state", JobStateName(state)}});
     }
     return std::vector<prometheus::MetricFamily>{
-        metrics::Gauge(p + "registered_workers", "Workers registered (members of the current generation and pending).",
+        metrics::Gauge(p + "registered_workers",
+                       "Workers registered (members of the current generation and pending).",
                        s.registered),
-        metrics::Gauge(p + "active_workers", "Registered members of the current generation.", s.active),
-        metrics::Gauge(p + "pending_workers", "Registered workers waiting to join a generation.", s.pending),
-        metrics::Gauge(p + "generation", "Current generation number (0 before the first one).", double(s.generation)),
+        metrics::Gauge(p + "active_workers", "Registered members of the current generation.",
+                       s.active),
+        metrics::Gauge(p + "pending_workers", "Registered workers waiting to join a generation.",
+                       s.pending),
+        metrics::Gauge(p + "generation", "Current generation number (0 before the first one).",
+                       double(s.generation)),
         metrics::Gauge(p + "last_formation_seconds", "Time taken to form the last generation.",
                        double(s.last_formation.count()) / 1000.0),
         metrics::Counter(p + "joins_total", "Accepted worker registrations.", double(s.joins)),
-        metrics::Counter(p + "failures_total",
-                         "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
-                         double(s.failures)),
-        metrics::Counter(p + "resets_total", "Generations formed after the first.", double(s.resets)),
-        metrics::Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.", s.blacklisted),
-        metrics::Gauge(p + "job_failed", "1 once the job has failed.", s.state == JobState::kFailed ? 1 : 0),
+        metrics::Counter(
+            p + "failures_total",
+            "Worker failures (missed heartbeats, reported failures, restarts, timeouts).",
+            double(s.failures)),
+        metrics::Counter(p + "resets_total", "Generations formed after the first.",
+                         double(s.resets)),
+        metrics::Gauge(p + "blacklisted_workers", "Worker names in registration cooldown.",
+                       s.blacklisted),
+        metrics::Gauge(p + "job_failed", "1 once the job has failed.",
+                       s.state == JobState::kFailed ? 1 : 0),
         std::move(job_state),
-        metrics::Gauge(p + "kv_bytes", "Bytes held by the key-value store.", double(kv_.total_bytes())),
+        metrics::Gauge(p + "kv_bytes", "Bytes held by the key-value store.",
+                       double(kv_.total_bytes())),
     };
   });
 }

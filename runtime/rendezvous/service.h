@@ -26,12 +26,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "khorovod/metrics/exposition.h"
 #include "khorovod/util/mutex.h"
@@ -43,9 +42,9 @@ namespace khorovod::rendezvous {
 struct ServiceOptions {
   std::string job = "job";
   MembershipPolicy policy;
-  Millis max_wait{30000};                 // cap on any single long-poll
+  Millis max_wait{30000};  // cap on any single long-poll
   size_t kv_max_bytes = size_t(256) << 20;
-  bool log = true;                        // one line per event on stderr
+  bool log = true;  // one line per event on stderr
 };
 
 struct Reply {
@@ -74,13 +73,16 @@ class RendezvousService {
   // `incarnation`: the calling process's id ("" skips the check); a fenced
   // one is answered 410 worker_fenced (Membership's Fencing).
   Reply Heartbeat(const std::string& name, const std::string& incarnation = "");
-  Reply Leave(const std::string& name, const std::string& reason, const std::string& incarnation = "");
+  Reply Leave(const std::string& name, const std::string& reason,
+              const std::string& incarnation = "");
   // The launcher removes a worker whose host went away (Membership::Evict).
   Reply Evict(const std::string& name, const std::string& reason);
   // The launcher saw worker `name`'s process exit (Membership::Exited).
   void Exited(const std::string& name);
-  Reply ReportFailure(const std::string& name, const std::string& reason, const std::string& incarnation = "");
-  Reply AwaitNext(const std::string& name, int64_t after, Millis timeout, const std::string& incarnation = "");
+  Reply ReportFailure(const std::string& name, const std::string& reason,
+                      const std::string& incarnation = "");
+  Reply AwaitNext(const std::string& name, int64_t after, Millis timeout,
+                  const std::string& incarnation = "");
   Reply JobStatus();
 
   Reply KvSet(int64_t generation, const std::string& key, std::string value);
@@ -123,7 +125,7 @@ class RendezvousService {
   std::thread ticker_;
 
   prometheus::Registry registry_;
-  prometheus::Histogram* formation_seconds_ = nullptr;  // owned by registry_
+  prometheus::Histogram* formation_seconds_ = nullptr;         // owned by registry_
   std::array<prometheus::Histogram*, 4> detection_seconds_{};  // by LossReason; owned by registry_
   std::unique_ptr<metrics::ScrapeCollector> membership_metrics_;  // read under mu_ at scrape time
   Mutex log_mu_;

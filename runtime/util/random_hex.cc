@@ -15,7 +15,8 @@ StatusOr<std::string> RandomHex(size_t digits) {
     // Each draw gives 32 random bits: eight digits.
     while (out.size() < digits) {
       uint32_t bits = rd();
-      for (int i = 0; i < 8 && out.size() < digits; ++i, bits >>= 4) out.push_back(kHex[bits & 0xF]);
+      for (int i = 0; i < 8 && out.size() < digits; ++i, bits >>= 4)
+        out.push_back(kHex[bits & 0xF]);
     }
     return out;
   } catch (const std::exception& e) {

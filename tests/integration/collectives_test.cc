@@ -42,7 +42,8 @@ TEST_P(CollectivesTest, AllreduceEveryDtypeOpAndLengthFused) {
     }
     // Submit everything before waiting: the runtime fuses compatible tensors.
     std::vector<Handle> handles;
-    for (Case& c : cases) handles.push_back(rt.allreduce_async(c.name, c.in.view(), c.out.view(), {c.op}));
+    for (Case& c : cases)
+      handles.push_back(rt.allreduce_async(c.name, c.in.view(), c.out.view(), {c.op}));
     for (size_t i = 0; i < cases.size(); ++i) {
       ASSERT_TRUE(handles[i].wait().ok()) << cases[i].name;
       CheckAllreduced(cases[i].out, cases[i].op, ctx.size, cases[i].seed, cases[i].name);
@@ -82,7 +83,8 @@ TEST_P(CollectivesTest, AllgatherWithDifferentFirstDimensions) {
       int64_t offset = 0;
       for (int r = 0; r < ctx.size; ++r) {
         for (int64_t i = 0; i < r * 3; ++i) {
-          ASSERT_EQ(LoadValue(dt, out.data(), offset + i), LoadValue(dt, MakeTensor(dt, {r, 3}, ReduceOp::kSum, r, 7).data(), i));
+          ASSERT_EQ(LoadValue(dt, out.data(), offset + i),
+                    LoadValue(dt, MakeTensor(dt, {r, 3}, ReduceOp::kSum, r, 7).data(), i));
         }
         offset += r * 3;
       }
@@ -95,9 +97,10 @@ TEST_P(CollectivesTest, BroadcastFromEveryRoot) {
     for (int root = 0; root < ctx.size; ++root) {
       for (DataType dt : kAllDataTypes) {
         Tensor t = MakeTensor(dt, {13, 2}, ReduceOp::kSum, ctx.rank, 3);
-        ASSERT_TRUE(rt.broadcast("bcast." + std::to_string(root) + "." + std::string(DataTypeName(dt)),
-                                 t.view(), {root})
-                        .ok());
+        ASSERT_TRUE(
+            rt.broadcast("bcast." + std::to_string(root) + "." + std::string(DataTypeName(dt)),
+                         t.view(), {root})
+                .ok());
         Tensor expected = MakeTensor(dt, {13, 2}, ReduceOp::kSum, root, 3);
         ASSERT_EQ(t.storage, expected.storage) << "root " << root << " " << DataTypeName(dt);
       }
@@ -154,9 +157,10 @@ TEST_P(CollectivesTest, ReducescatterRowsNotMultipleOfSize) {
         Tensor out;
         ReducescatterOptions opts;
         opts.op = op;
-        ASSERT_TRUE(rt.reducescatter("rs." + std::string(DataTypeName(dt)) + std::string(ReduceOpName(op)),
-                                     in.view(), &out, opts)
-                        .ok());
+        ASSERT_TRUE(
+            rt.reducescatter("rs." + std::string(DataTypeName(dt)) + std::string(ReduceOpName(op)),
+                             in.view(), &out, opts)
+                .ok());
         const int64_t base = rows / ctx.size, extra = rows % ctx.size;
         const int64_t mine = base + (ctx.rank < extra ? 1 : 0);
         const int64_t first = ctx.rank * base + std::min<int64_t>(ctx.rank, extra);
@@ -229,7 +233,8 @@ TEST_P(CollectivesTest, GroupedAllreduceAndBarrier) {
         outs.emplace_back(DataType::kFloat64, Shape{10 * i + 1});
         names.push_back("grp." + std::to_string(i));
       }
-      for (int i = 0; i < 5; ++i) in_views.push_back(ins[i].view()), out_views.push_back(outs[i].view());
+      for (int i = 0; i < 5; ++i)
+        in_views.push_back(ins[i].view()), out_views.push_back(outs[i].view());
       ASSERT_TRUE(rt.grouped_allreduce(names, in_views, out_views, {ReduceOp::kSum}).ok());
       for (int i = 0; i < 5; ++i) CheckAllreduced(outs[i], ReduceOp::kSum, ctx.size, i, names[i]);
       ASSERT_TRUE(rt.barrier().ok());
@@ -286,11 +291,17 @@ TEST_P(CollectivesTest, SteadyStateSmallAllreducesAgreeBitwiseOnEveryPath) {
     };
     std::vector<Case> cases;
     int seed = 100;
-    for (DataType dt : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kInt32}) {
+    for (DataType dt :
+         {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kInt32}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
         for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{33}}) {
-          Case c{std::string(DataTypeName(dt)) + "." + std::string(ReduceOpName(op)) + "." + std::to_string(n),
-                 dt, n, op, ++seed, {}};
+          Case c{std::string(DataTypeName(dt)) + "." + std::string(ReduceOpName(op)) + "." +
+                     std::to_string(n),
+                 dt,
+                 n,
+                 op,
+                 ++seed,
+                 {}};
           c.opts.op = op;
           if (op == ReduceOp::kSum && dt != DataType::kInt32) {
             c.opts.prescale_factor = 0.5;
@@ -310,7 +321,8 @@ TEST_P(CollectivesTest, SteadyStateSmallAllreducesAgreeBitwiseOnEveryPath) {
         outs.emplace_back(c.dtype, Shape{c.length});
       }
       for (size_t i = 0; i < cases.size(); ++i) {
-        handles.push_back(rt.allreduce_async(cases[i].name, ins[i].view(), outs[i].view(), cases[i].opts));
+        handles.push_back(
+            rt.allreduce_async(cases[i].name, ins[i].view(), outs[i].view(), cases[i].opts));
       }
       std::vector<uint8_t> all_bytes;
       for (size_t i = 0; i < cases.size(); ++i) {

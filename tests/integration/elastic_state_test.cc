@@ -112,7 +112,8 @@ TEST_P(ElasticStateTest, AMismatchedCheckpointIsRefusedAndRanksStillAgree) {
     state.checkpoint_to(path);
     ASSERT_TRUE(state.sync().ok());
     Tensor all;
-    ASSERT_TRUE(rt.allgather("check", TensorView{large.data(), DataType::kFloat32, {16}, {}}, &all).ok());
+    ASSERT_TRUE(
+        rt.allgather("check", TensorView{large.data(), DataType::kFloat32, {16}, {}}, &all).ok());
     for (int r = 0; r < ctx.size; ++r) EXPECT_EQ(all.data_as<float>()[16 * r], large[0]);
   });
   std::remove(path.c_str());

@@ -48,7 +48,8 @@ uintptr_t Open(const void* p, size_t bytes) {
   auto it = Find(r, p, bytes);
   if (it == r.by_base.end()) return 0;
   if (it->second.open++ == 0) {
-    KH_ENFORCE(mprotect(reinterpret_cast<void*>(it->first), it->second.mapped, PROT_READ | PROT_WRITE) == 0,
+    KH_ENFORCE(mprotect(reinterpret_cast<void*>(it->first), it->second.mapped,
+                        PROT_READ | PROT_WRITE) == 0,
                "mprotect");
   }
   return it->first;
@@ -60,7 +61,8 @@ void Close(uintptr_t base) {
   auto it = r.by_base.find(base);
   KH_ENFORCE(it != r.by_base.end(), "closing an unknown emulated region");
   if (--it->second.open == 0) {
-    KH_ENFORCE(mprotect(reinterpret_cast<void*>(base), it->second.mapped, PROT_NONE) == 0, "mprotect");
+    KH_ENFORCE(mprotect(reinterpret_cast<void*>(base), it->second.mapped, PROT_NONE) == 0,
+               "mprotect");
   }
 }
 
@@ -79,10 +81,14 @@ class EmulatedCopier final : public DeviceCopier {
   Status ToDevice(void* device, const void* host, size_t bytes) override {
     return EmulatedCopy(device, true, host, false, bytes);
   }
-  Status Copy(void* dst, const void* src, size_t bytes) override { return EmulatedCopy(dst, true, src, true, bytes); }
+  Status Copy(void* dst, const void* src, size_t bytes) override {
+    return EmulatedCopy(dst, true, src, true, bytes);
+  }
   Status Zero(void* device, size_t bytes) override {
     const uintptr_t base = Open(device, bytes);
-    if (!base) return Status::Internal("zero-fill of " + std::to_string(bytes) + " bytes outside device memory");
+    if (!base)
+      return Status::Internal("zero-fill of " + std::to_string(bytes) +
+                              " bytes outside device memory");
     std::memset(device, 0, bytes);
     Close(base);
     return Status::Ok();
@@ -103,8 +109,9 @@ StatusOr<std::unique_ptr<Backend>> MakeEmulated(const BackendInit& init) {
   if (!host.ok()) return host.status();
   auto device = ResolveEmulated(*init.config);
   ++created;
-  return std::unique_ptr<Backend>(std::make_unique<StagingBackend>(
-      std::move(*host), std::make_unique<EmulatedCopier>(*device), init.config->rank, init.config->size));
+  return std::unique_ptr<Backend>(
+      std::make_unique<StagingBackend>(std::move(*host), std::make_unique<EmulatedCopier>(*device),
+                                       init.config->rank, init.config->size));
 }
 
 }  // namespace
@@ -136,7 +143,8 @@ bool IsEmulatedDeviceMemory(const void* p, size_t bytes) {
   return Find(r, p, bytes) != r.by_base.end();
 }
 
-Status EmulatedCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes) {
+Status EmulatedCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device,
+                    size_t bytes) {
   if (bytes == 0) return Status::Ok();
   uintptr_t dst_base = 0, src_base = 0;
   if (dst_on_device && !(dst_base = Open(dst, bytes))) {
@@ -144,7 +152,8 @@ Status EmulatedCopy(void* dst, bool dst_on_device, const void* src, bool src_on_
   }
   if (src_on_device && !(src_base = Open(src, bytes))) {
     if (dst_base) Close(dst_base);
-    return Status::Internal("copy of " + std::to_string(bytes) + " bytes from outside device memory");
+    return Status::Internal("copy of " + std::to_string(bytes) +
+                            " bytes from outside device memory");
   }
   std::memmove(dst, src, bytes);
   if (src_base) Close(src_base);
@@ -159,7 +168,9 @@ DeviceTensor DeviceTensor::From(Tensor host, Device device) {
   DeviceTensor t;
   t.memory = EmulatedAlloc(host.storage.size());
   t.device = device;
-  KH_ENFORCE(EmulatedCopy(t.memory.get(), true, host.storage.data(), false, host.storage.size()).ok(), "upload");
+  KH_ENFORCE(
+      EmulatedCopy(t.memory.get(), true, host.storage.data(), false, host.storage.size()).ok(),
+      "upload");
   t.host = std::move(host);
   return t;
 }
@@ -167,13 +178,16 @@ DeviceTensor DeviceTensor::From(Tensor host, Device device) {
 TensorView DeviceTensor::view() { return TensorView{memory.get(), host.dtype, host.shape, device}; }
 
 const Tensor& DeviceTensor::Download() {
-  KH_ENFORCE(EmulatedCopy(host.storage.data(), false, memory.get(), true, host.storage.size()).ok(), "download");
+  KH_ENFORCE(EmulatedCopy(host.storage.data(), false, memory.get(), true, host.storage.size()).ok(),
+             "download");
   return host;
 }
 
 Tensor DownloadResult(const Tensor& result) {
   Tensor host(result.dtype, result.shape);
-  KH_ENFORCE(EmulatedCopy(host.storage.data(), false, result.device_storage.get(), true, host.storage.size()).ok(),
+  KH_ENFORCE(EmulatedCopy(host.storage.data(), false, result.device_storage.get(), true,
+                          host.storage.size())
+                 .ok(),
              "download of a result");
   return host;
 }

@@ -37,7 +37,8 @@ bool IsEmulatedDeviceMemory(const void* p, size_t bytes);
 // memmove where either side may be emulated device memory; an error when a
 // pointer that should be device memory (`dst_on_device`, `src_on_device`)
 // is not.
-Status EmulatedCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device, size_t bytes);
+Status EmulatedCopy(void* dst, bool dst_on_device, const void* src, bool src_on_device,
+                    size_t bytes);
 
 // Process-wide counters of the "emulated" backend.
 int EmulatedBackendsCreated();

@@ -42,7 +42,8 @@ TEST_P(ErrorsTest, DtypeOpAndRootMismatches) {
     AllreduceOptions op;
     op.op = ctx.rank == 0 ? ReduceOp::kMax : ReduceOp::kSum;
     ExpectMismatch(rt.allreduce("bad.op", b.view(), b.view(), op), "mismatched reduce op");
-    ExpectMismatch(rt.broadcast("bad.root", b.view(), {ctx.rank == 0 ? 1 : 0}), "mismatched root rank");
+    ExpectMismatch(rt.broadcast("bad.root", b.view(), {ctx.rank == 0 ? 1 : 0}),
+                   "mismatched root rank");
     // The same name used for different collectives.
     Status s = ctx.rank == 0 ? rt.allreduce("bad.kind", b.view(), b.view())
                              : rt.broadcast("bad.kind", b.view(), {0});
@@ -85,18 +86,21 @@ TEST_P(ErrorsTest, DuplicateNameInFlightIsRefusedLocally) {
 TEST_P(ErrorsTest, ASlowRankPastTheStallCheckTimeIsNotAnError) {
   RankOptions opts;
   opts.env["KHOROVOD_STALL_CHECK_TIME_SECONDS"] = "1";
-  KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
-    Tensor t(DataType::kInt32, {2});
-    for (int i = 0; i < 2; ++i) t.data_as<int32_t>()[i] = 1;
-    if (ctx.rank == ctx.size - 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    Status s = rt.allreduce("late", t.view(), t.view(), {ReduceOp::kSum});
-    ASSERT_TRUE(s.ok()) << s;
-    EXPECT_EQ(t.data_as<int32_t>()[0], ctx.size);
-    // A previously cached tensor, late again, completes too.
-    if (ctx.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    ASSERT_TRUE(rt.allreduce("late", t.view(), t.view(), {ReduceOp::kSum}).ok());
-    ExpectStillWorks(rt, ctx);
-  }, opts);
+  KH_RUN_RANKS(
+      GetParam(),
+      [](Runtime& rt, const RankContext& ctx) {
+        Tensor t(DataType::kInt32, {2});
+        for (int i = 0; i < 2; ++i) t.data_as<int32_t>()[i] = 1;
+        if (ctx.rank == ctx.size - 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        Status s = rt.allreduce("late", t.view(), t.view(), {ReduceOp::kSum});
+        ASSERT_TRUE(s.ok()) << s;
+        EXPECT_EQ(t.data_as<int32_t>()[0], ctx.size);
+        // A previously cached tensor, late again, completes too.
+        if (ctx.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        ASSERT_TRUE(rt.allreduce("late", t.view(), t.view(), {ReduceOp::kSum}).ok());
+        ExpectStillWorks(rt, ctx);
+      },
+      opts);
 }
 
 // Past KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS the job shuts down: the pending
@@ -105,20 +109,23 @@ TEST_P(ErrorsTest, StallShutdownAbortsEveryRank) {
   RankOptions opts;
   opts.env["KHOROVOD_STALL_CHECK_TIME_SECONDS"] = "1";
   opts.env["KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS"] = "2";
-  KH_RUN_RANKS(GetParam(), [](Runtime& rt, const RankContext& ctx) {
-    Tensor t(DataType::kFloat32, {2});
-    if (ctx.rank == 0) {
-      Status s = rt.allreduce("lonely", t.view(), t.view());
-      EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
-      EXPECT_NE(s.message().find("lonely"), std::string::npos) << s;
-      EXPECT_NE(s.message().find("stalled for longer than 2 seconds"), std::string::npos) << s;
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
-    }
-    Status later = rt.barrier();
-    EXPECT_EQ(later.code(), StatusCode::kAborted) << later;
-    EXPECT_NE(later.message().find("stall"), std::string::npos) << later;
-  }, opts);
+  KH_RUN_RANKS(
+      GetParam(),
+      [](Runtime& rt, const RankContext& ctx) {
+        Tensor t(DataType::kFloat32, {2});
+        if (ctx.rank == 0) {
+          Status s = rt.allreduce("lonely", t.view(), t.view());
+          EXPECT_EQ(s.code(), StatusCode::kAborted) << s;
+          EXPECT_NE(s.message().find("lonely"), std::string::npos) << s;
+          EXPECT_NE(s.message().find("stalled for longer than 2 seconds"), std::string::npos) << s;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+        }
+        Status later = rt.barrier();
+        EXPECT_EQ(later.code(), StatusCode::kAborted) << later;
+        EXPECT_NE(later.message().find("stall"), std::string::npos) << later;
+      },
+      opts);
 }
 
 TEST_P(ErrorsTest, InvalidArgumentsAreRejectedBeforeNegotiation) {
@@ -126,14 +133,16 @@ TEST_P(ErrorsTest, InvalidArgumentsAreRejectedBeforeNegotiation) {
     Tensor in(DataType::kFloat32, {4}), out(DataType::kFloat64, {4});
     EXPECT_EQ(rt.allreduce("x", in.view(), out.view()).code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(rt.allreduce("", in.view(), in.view()).code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(rt.allreduce("khorovod.reserved", in.view(), in.view()).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(rt.allreduce("khorovod.reserved", in.view(), in.view()).code(),
+              StatusCode::kInvalidArgument);
     EXPECT_EQ(rt.broadcast("x", in.view(), {ctx.size}).code(), StatusCode::kInvalidArgument);
     Tensor odd(DataType::kFloat32, {ctx.size + 1});
     Tensor result;
     if (ctx.size > 1) {
       EXPECT_EQ(rt.alltoall("x", odd.view(), &result).code(), StatusCode::kInvalidArgument);
     }
-    EXPECT_EQ(rt.alltoall("x", odd.view(), &result, nullptr, {{1}}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(rt.alltoall("x", odd.view(), &result, nullptr, {{1}}).code(),
+              StatusCode::kInvalidArgument);
     TensorView null_view{nullptr, DataType::kFloat32, {3}, {}};
     EXPECT_EQ(rt.allreduce("x", null_view, null_view).code(), StatusCode::kInvalidArgument);
     // A device tensor on an ordinal this rank is not pinned to is refused

@@ -20,7 +20,8 @@ namespace {
   rendezvous::HttpEndpoint endpoint;
   endpoint.port = std::stoi(server.address().substr(server.address().rfind(':') + 1));
   endpoint.token = server.token();
-  rendezvous::RendezvousClient client(endpoint, job, rendezvous::WorkerIdentity{"vanishing", "127.0.0.1", 1});
+  rendezvous::RendezvousClient client(endpoint, job,
+                                      rendezvous::WorkerIdentity{"vanishing", "127.0.0.1", 1});
   if (!client.Register().ok()) _exit(2);
   auto generation = client.WaitForNextGeneration(std::chrono::seconds(30));
   _exit(generation.ok() ? 0 : 3);
@@ -52,23 +53,27 @@ TEST_P(FormationFailureTest, APeerVanishingBeforeItConnectsSendsSurvivorsToTheNe
   opts.deadline = std::chrono::seconds(90);
   opts.init = false;
   opts.env = server.WorkerEnv(job, c.survivors + 1);
-  KH_RUN_RANKS(c.survivors, [&](Runtime& rt, const RankContext& ctx) {
-    // The first generation includes the vanishing worker: connecting to it
-    // fails, and init must still succeed in the generation after.
-    Status s = rt.init(ctx.config);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_EQ(rt.size(), c.survivors);
-    int32_t value = rt.rank() + 1;
-    TensorView v{&value, DataType::kInt32, {1}, {}};
-    s = rt.allreduce("after-formation-failure", v, v, {ReduceOp::kSum});
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(value, c.survivors * (c.survivors + 1) / 2);
-    ASSERT_TRUE(rt.shutdown().ok());
-  }, opts);
+  KH_RUN_RANKS(
+      c.survivors,
+      [&](Runtime& rt, const RankContext& ctx) {
+        // The first generation includes the vanishing worker: connecting to it
+        // fails, and init must still succeed in the generation after.
+        Status s = rt.init(ctx.config);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        ASSERT_EQ(rt.size(), c.survivors);
+        int32_t value = rt.rank() + 1;
+        TensorView v{&value, DataType::kInt32, {1}, {}};
+        s = rt.allreduce("after-formation-failure", v, v, {ReduceOp::kSum});
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        EXPECT_EQ(value, c.survivors * (c.survivors + 1) / 2);
+        ASSERT_TRUE(rt.shutdown().ok());
+      },
+      opts);
 
   int status = 0;
   ASSERT_EQ(waitpid(vanishing, &status, 0), vanishing);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the vanishing worker was never admitted";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the vanishing worker was never admitted";
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, FormationFailureTest,

@@ -102,11 +102,13 @@ std::string RunRanks(int size, const RankBody& body, const RankOptions& options)
       if (options.expect_killed.count(r) && !WIFSIGNALED(status)) {
         failures += "rank " + std::to_string(r) + " was expected to be killed but exited; ";
       } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-        failures += "rank " + std::to_string(r) + " exited " + std::to_string(WEXITSTATUS(status)) + "; ";
+        failures +=
+            "rank " + std::to_string(r) + " exited " + std::to_string(WEXITSTATUS(status)) + "; ";
       } else if (WIFSIGNALED(status) && options.may_be_killed.count(r)) {
         ++deaths;
       } else if (WIFSIGNALED(status) && !options.expect_killed.count(r)) {
-        failures += "rank " + std::to_string(r) + " killed by signal " + std::to_string(WTERMSIG(status)) + "; ";
+        failures += "rank " + std::to_string(r) + " killed by signal " +
+                    std::to_string(WTERMSIG(status)) + "; ";
       }
     }
     if (remaining == 0) break;

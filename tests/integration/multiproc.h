@@ -57,8 +57,8 @@ std::string RunRanks(int size, const RankBody& body, const RankOptions& options 
 
 }  // namespace khorovod::testing
 
-#define KH_RUN_RANKS(...)                                           \
-  do {                                                              \
+#define KH_RUN_RANKS(...)                                                  \
+  do {                                                                     \
     std::string kh_failures_ = ::khorovod::testing::RunRanks(__VA_ARGS__); \
-    EXPECT_EQ(kh_failures_, "");                                    \
+    EXPECT_EQ(kh_failures_, "");                                           \
   } while (0)

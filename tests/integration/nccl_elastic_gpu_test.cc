@@ -49,19 +49,35 @@ namespace {
 constexpr int kParams = 64;
 using Clock = std::chrono::steady_clock;
 
-double Gradient(int64_t step, int j) { return static_cast<double>(((step + 1) * 5 + j * 3) % 11 - 5); }
+double Gradient(int64_t step, int j) {
+  return static_cast<double>(((step + 1) * 5 + j * 3) % 11 - 5);
+}
 
-int64_t NowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
 
-enum class Schedule { kKillMidAllreduce, kKillRankZero, kKillDuringReform, kJoinerGrows, kJoinerKilled };
+enum class Schedule {
+  kKillMidAllreduce,
+  kKillRankZero,
+  kKillDuringReform,
+  kJoinerGrows,
+  kJoinerKilled
+};
 
 const char* Name(Schedule s) {
   switch (s) {
-    case Schedule::kKillMidAllreduce: return "KillMidAllreduce";
-    case Schedule::kKillRankZero: return "KillRankZero";
-    case Schedule::kKillDuringReform: return "KillDuringReform";
-    case Schedule::kJoinerGrows: return "JoinerGrows";
-    case Schedule::kJoinerKilled: return "JoinerKilled";
+    case Schedule::kKillMidAllreduce:
+      return "KillMidAllreduce";
+    case Schedule::kKillRankZero:
+      return "KillRankZero";
+    case Schedule::kKillDuringReform:
+      return "KillDuringReform";
+    case Schedule::kJoinerGrows:
+      return "JoinerGrows";
+    case Schedule::kJoinerKilled:
+      return "JoinerKilled";
   }
   return "?";
 }
@@ -84,7 +100,8 @@ class Mem {
 #ifdef KH_SCHEDULES_EMULATED
     return EmulatedCopy(p, true, host, false, bytes).ok();
 #else
-    return cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess;
+    return cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+           cudaDeviceSynchronize() == cudaSuccess;
 #endif
   }
   bool Download(void* host, size_t bytes) {
@@ -125,9 +142,14 @@ struct Plan {
 };
 
 Plan MakePlan(const Param& p, const std::string& dir) {
-  Plan plan{p, p.schedule == Schedule::kJoinerGrows || p.schedule == Schedule::kJoinerKilled,
-            p.schedule == Schedule::kKillDuringReform ? 2 : p.schedule == Schedule::kJoinerGrows ? 0 : 1, 0,
-            p.workers - 1, dir};
+  Plan plan{p,
+            p.schedule == Schedule::kJoinerGrows || p.schedule == Schedule::kJoinerKilled,
+            p.schedule == Schedule::kKillDuringReform ? 2
+            : p.schedule == Schedule::kJoinerGrows    ? 0
+                                                      : 1,
+            0,
+            p.workers - 1,
+            dir};
   plan.final_size = p.workers - plan.deaths;
   return plan;
 }
@@ -135,8 +157,11 @@ Plan MakePlan(const Param& p, const std::string& dir) {
 // One worker process of a schedule: trains until the schedule played out.
 class Worker {
  public:
-  Worker(Runtime& rt, const Plan& plan, int process) : rt_(rt), plan_(plan), sched_(plan.p.schedule),
-      is_late_(plan.joiner && process == plan.late) {}
+  Worker(Runtime& rt, const Plan& plan, int process)
+      : rt_(rt),
+        plan_(plan),
+        sched_(plan.p.schedule),
+        is_late_(plan.joiner && process == plan.late) {}
 
   void Run(const Config& config) {
     if (is_late_ && sched_ == Schedule::kJoinerKilled) {
@@ -163,13 +188,15 @@ class Worker {
       while (true) {
         KH_RETURN_IF_ERROR(Step());
         KH_RETURN_IF_ERROR(state.commit());
-        if (plan_.joiner && *step_ == 5 && rt_.rank() == 0) std::ofstream(plan_.dir + "/join") << "1\n";
+        if (plan_.joiner && *step_ == 5 && rt_.rank() == 0)
+          std::ofstream(plan_.dir + "/join") << "1\n";
         if (*step_ >= 30 && rt_.size() == plan_.final_size && PlayedOut()) return Status::Ok();
         // Waiting for the schedule: slow down rather than race ahead.
         if (*step_ >= 30) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         if (Clock::now() > give_up) {
-          return Status::Internal("the schedule did not play out in time (size " + std::to_string(rt_.size()) +
-                                  ", wanted " + std::to_string(plan_.final_size) + ", " +
+          return Status::Internal("the schedule did not play out in time (size " +
+                                  std::to_string(rt_.size()) + ", wanted " +
+                                  std::to_string(plan_.final_size) + ", " +
                                   std::to_string(resets_) + " resets)");
         }
       }
@@ -224,7 +251,8 @@ class Worker {
     std::ifstream in(plan_.dir + "/killed_at");
     int64_t killed = 0;
     if (in >> killed && killed > 0) {
-      std::printf("reform-ms: %s N=%d %.1f\n", Name(sched_), plan_.p.workers, (NowNs() - killed) / 1e6);
+      std::printf("reform-ms: %s N=%d %.1f\n", Name(sched_), plan_.p.workers,
+                  (NowNs() - killed) / 1e6);
       std::fflush(stdout);
     }
   }
@@ -252,7 +280,8 @@ class Worker {
 
 TEST_P(NcclElasticGpu, SurvivorsFinishBitIdentical) {
 #ifndef KH_SCHEDULES_EMULATED
-  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
+  if (access("/dev/nvidiactl", F_OK) != 0)
+    GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
 #endif
   const Param p = GetParam();
   const std::string job = std::string("nccl-") + Name(p.schedule) + "-" + std::to_string(p.workers);
@@ -260,10 +289,11 @@ TEST_P(NcclElasticGpu, SurvivorsFinishBitIdentical) {
   std::filesystem::create_directories(plan.dir);
   // The first generation: everyone but a joiner (and at least the world
   // the schedule ends with).
-  const int min_workers = std::max(1, std::min(plan.final_size, plan.joiner ? p.workers - 1 : plan.final_size));
+  const int min_workers =
+      std::max(1, std::min(plan.final_size, plan.joiner ? p.workers - 1 : plan.final_size));
   RendezvousProcess server(job, {"--min-workers", std::to_string(min_workers), "--max-workers",
-                                 std::to_string(p.workers), "--settle-ms", "300", "--heartbeat-timeout-ms", "1500",
-                                 "--reform-timeout-ms", "8000"});
+                                 std::to_string(p.workers), "--settle-ms", "300",
+                                 "--heartbeat-timeout-ms", "1500", "--reform-timeout-ms", "8000"});
   ASSERT_TRUE(server.ok()) << server.error();
   RankOptions opts;
   opts.deadline = std::chrono::seconds(240);
@@ -280,8 +310,10 @@ TEST_P(NcclElasticGpu, SurvivorsFinishBitIdentical) {
   if (plan.joiner) opts.start_when_file_exists[plan.late] = plan.dir + "/join";
   for (int r = 0; r < p.workers; ++r) opts.may_be_killed.insert(r);
   opts.expected_deaths = plan.deaths;
-  KH_RUN_RANKS(p.workers, [&](Runtime& rt, const RankContext& ctx) { Worker(rt, plan, ctx.rank).Run(ctx.config); },
-               opts);
+  KH_RUN_RANKS(
+      p.workers,
+      [&](Runtime& rt, const RankContext& ctx) { Worker(rt, plan, ctx.rank).Run(ctx.config); },
+      opts);
   std::error_code ec;
   std::filesystem::remove_all(plan.dir, ec);
 }
@@ -292,7 +324,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Param{Schedule::kKillRankZero, 2}, Param{Schedule::kKillRankZero, 4},
                       Param{Schedule::kKillDuringReform, 4}, Param{Schedule::kJoinerGrows, 2},
                       Param{Schedule::kJoinerGrows, 4}, Param{Schedule::kJoinerKilled, 3}),
-    [](const auto& info) { return std::string(Name(info.param.schedule)) + std::to_string(info.param.workers); });
+    [](const auto& info) {
+      return std::string(Name(info.param.schedule)) + std::to_string(info.param.workers);
+    });
 
 }  // namespace
 }  // namespace khorovod::testing

@@ -44,11 +44,13 @@ TEST_P(ProcessSetTest, CollectivesRunAmongTheMembersOnly) {
       EXPECT_NE(s.message().find("not a member of process set"), std::string::npos) << s;
     } else {
       const int64_t total = static_cast<int64_t>(k) * (k + 1) / 2;  // members are 0..k-1
-      ASSERT_TRUE(rt.allreduce("in.set", x.view(), x.view(), {ReduceOp::kSum, 1.0, 1.0, *set}).ok());
+      ASSERT_TRUE(
+          rt.allreduce("in.set", x.view(), x.view(), {ReduceOp::kSum, 1.0, 1.0, *set}).ok());
       EXPECT_EQ(x.data_as<int64_t>()[2], total);
       Tensor avg(DataType::kFloat64, {1});
       avg.data_as<double>()[0] = ctx.rank;
-      ASSERT_TRUE(rt.allreduce("avg", avg.view(), avg.view(), {ReduceOp::kAverage, 1.0, 1.0, *set}).ok());
+      ASSERT_TRUE(
+          rt.allreduce("avg", avg.view(), avg.view(), {ReduceOp::kAverage, 1.0, 1.0, *set}).ok());
       EXPECT_DOUBLE_EQ(avg.data_as<double>()[0], (k - 1) / 2.0);
       Tensor rows(DataType::kInt32, {ctx.rank + 1});
       for (int i = 0; i <= ctx.rank; ++i) rows.data_as<int32_t>()[i] = ctx.rank;
@@ -70,7 +72,8 @@ TEST_P(ProcessSetTest, CollectivesRunAmongTheMembersOnly) {
       for (int i = 0; i < k; ++i) EXPECT_EQ(received.data_as<int32_t>()[i], members[i]);
       Tensor rs_in(DataType::kInt32, {k}), rs_out;
       for (int i = 0; i < k; ++i) rs_in.data_as<int32_t>()[i] = 1;
-      ASSERT_TRUE(rt.reducescatter("rs", rs_in.view(), &rs_out, {ReduceOp::kSum, 1.0, 1.0, *set}).ok());
+      ASSERT_TRUE(
+          rt.reducescatter("rs", rs_in.view(), &rs_out, {ReduceOp::kSum, 1.0, 1.0, *set}).ok());
       ASSERT_EQ(rs_out.shape, Shape{1});
       EXPECT_EQ(rs_out.data_as<int32_t>()[0], k);
       ASSERT_TRUE(rt.barrier(*set).ok());
@@ -119,12 +122,14 @@ TEST_P(ProcessSetTest, MisuseFailsOnEveryRankInsteadOfHanging) {
     ASSERT_TRUE(pair.ok()) << pair.status();
     // Rank 0 uses the pair, the others the global set, for the same name.
     Tensor t(DataType::kFloat32, {2});
-    Status s = rt.allreduce("clash", t.view(), t.view(), {ReduceOp::kSum, 1.0, 1.0, ctx.rank == 0 ? *pair : 0});
+    Status s = rt.allreduce("clash", t.view(), t.view(),
+                            {ReduceOp::kSum, 1.0, 1.0, ctx.rank == 0 ? *pair : 0});
     EXPECT_EQ(s.code(), StatusCode::kMismatch) << s;
     EXPECT_NE(s.message().find("different process sets"), std::string::npos) << s;
     if (ctx.rank < 2) {
       Tensor shaped(DataType::kFloat32, {ctx.rank + 2});
-      Status m = rt.allreduce("shape", shaped.view(), shaped.view(), {ReduceOp::kSum, 1.0, 1.0, *pair});
+      Status m =
+          rt.allreduce("shape", shaped.view(), shaped.view(), {ReduceOp::kSum, 1.0, 1.0, *pair});
       EXPECT_EQ(m.code(), StatusCode::kMismatch) << m;
     }
     Tensor ok(DataType::kInt32, {1});

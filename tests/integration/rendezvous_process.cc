@@ -40,8 +40,15 @@ bool RendezvousProcess::Start(int port) {
   // KHOROVOD_TEST_RENDEZVOUS_BINARY: the server where the test binary was
   // moved to another machine (scripts/gpu-check.sh carries both).
   const char* moved = std::getenv("KHOROVOD_TEST_RENDEZVOUS_BINARY");
-  std::vector<std::string> argv_s = {moved && *moved ? moved : KHOROVOD_RENDEZVOUS_BINARY, "--job", job_, "--host", "127.0.0.1",
-                                     "--port", std::to_string(port), "--token-file", token_file_,
+  std::vector<std::string> argv_s = {moved && *moved ? moved : KHOROVOD_RENDEZVOUS_BINARY,
+                                     "--job",
+                                     job_,
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--token-file",
+                                     token_file_,
                                      "--quiet"};
   argv_s.insert(argv_s.end(), args_.begin(), args_.end());
   std::vector<char*> argv;
@@ -102,7 +109,8 @@ bool RendezvousProcess::Restart() {
   return Start(port);
 }
 
-std::map<std::string, std::string> RendezvousProcess::WorkerEnv(const std::string& job_id, int slots) const {
+std::map<std::string, std::string> RendezvousProcess::WorkerEnv(const std::string& job_id,
+                                                                int slots) const {
   return {{"KHOROVOD_RENDEZVOUS_ADDR", address()},
           {"KHOROVOD_RENDEZVOUS_TOKEN", token()},
           {"KHOROVOD_JOB_ID", job_id},

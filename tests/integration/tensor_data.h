@@ -34,31 +34,61 @@ inline double TestValue(DataType dtype, ReduceOp op, int rank, int64_t i, int se
 
 inline void StoreValue(DataType dtype, void* base, int64_t i, double v) {
   switch (dtype) {
-    case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kFloat16: static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v)); break;
-    case DataType::kBFloat16: static_cast<uint16_t*>(base)[i] = FloatToBFloat16(static_cast<float>(v)); break;
-    case DataType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
-    case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
-    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case DataType::kInt16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v); break;
-    case DataType::kBool: static_cast<bool*>(base)[i] = v != 0; break;
+    case DataType::kFloat32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::kFloat16:
+      static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kBFloat16:
+      static_cast<uint16_t*>(base)[i] = FloatToBFloat16(static_cast<float>(v));
+      break;
+    case DataType::kInt8:
+      static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v);
+      break;
+    case DataType::kUInt8:
+      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
+      break;
+    case DataType::kInt32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kInt64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+    case DataType::kInt16:
+      static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v);
+      break;
+    case DataType::kBool:
+      static_cast<bool*>(base)[i] = v != 0;
+      break;
   }
 }
 
 inline double LoadValue(DataType dtype, const void* base, int64_t i) {
   switch (dtype) {
-    case DataType::kFloat32: return static_cast<const float*>(base)[i];
-    case DataType::kFloat64: return static_cast<const double*>(base)[i];
-    case DataType::kFloat16: return HalfToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kBFloat16: return BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kInt8: return static_cast<const int8_t*>(base)[i];
-    case DataType::kUInt8: return static_cast<const uint8_t*>(base)[i];
-    case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
-    case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-    case DataType::kInt16: return static_cast<const int16_t*>(base)[i];
-    case DataType::kBool: return static_cast<const bool*>(base)[i] ? 1.0 : 0.0;
+    case DataType::kFloat32:
+      return static_cast<const float*>(base)[i];
+    case DataType::kFloat64:
+      return static_cast<const double*>(base)[i];
+    case DataType::kFloat16:
+      return HalfToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kBFloat16:
+      return BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kInt8:
+      return static_cast<const int8_t*>(base)[i];
+    case DataType::kUInt8:
+      return static_cast<const uint8_t*>(base)[i];
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(base)[i];
+    case DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kInt16:
+      return static_cast<const int16_t*>(base)[i];
+    case DataType::kBool:
+      return static_cast<const bool*>(base)[i] ? 1.0 : 0.0;
   }
   return NAN;
 }
@@ -78,11 +108,20 @@ inline double Reference(DataType dtype, ReduceOp op, int size, int64_t i, int se
     double v = TestValue(dtype, op, r, i, seed);
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAverage: acc += v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      case ReduceOp::kProduct: acc *= v; break;
-      case ReduceOp::kAdasum: return NAN;  // not element-wise (core/adasum.h); tested from Python
+      case ReduceOp::kAverage:
+        acc += v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
+      case ReduceOp::kProduct:
+        acc *= v;
+        break;
+      case ReduceOp::kAdasum:
+        return NAN;  // not element-wise (core/adasum.h); tested from Python
     }
   }
   if (op == ReduceOp::kAverage) {
@@ -94,16 +133,19 @@ inline double Reference(DataType dtype, ReduceOp op, int size, int64_t i, int se
 // Tolerance for comparing a result against Reference.
 inline double Tolerance(DataType dtype, ReduceOp op, double ref) {
   if (op != ReduceOp::kAverage || !IsFloatingPoint(dtype)) return 0.0;
-  const double rel = dtype == DataType::kFloat16 ? 1e-3 : dtype == DataType::kBFloat16 ? 8e-3 : 1e-6;
+  const double rel = dtype == DataType::kFloat16    ? 1e-3
+                     : dtype == DataType::kBFloat16 ? 8e-3
+                                                    : 1e-6;
   return std::abs(ref) * rel + 1e-6;
 }
 
 // Every reduction, for tests that sweep them all.
-inline constexpr ReduceOp kReduceOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                                          ReduceOp::kProduct};
+inline constexpr ReduceOp kReduceOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
+                                          ReduceOp::kMax, ReduceOp::kProduct};
 
 // Checks `out` (a host tensor) against Reference(), element by element.
-inline void CheckAllreduced(const Tensor& out, ReduceOp op, int size, int seed, const std::string& what) {
+inline void CheckAllreduced(const Tensor& out, ReduceOp op, int size, int seed,
+                            const std::string& what) {
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     const double ref = Reference(out.dtype, op, size, i, seed);
     const double got = LoadValue(out.dtype, out.data(), i);

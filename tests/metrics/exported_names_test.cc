@@ -6,11 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "controller/operator_metrics.h"
 #include "observability/worker_metrics.h"
@@ -48,7 +47,8 @@ constexpr const char* kJobLabel = "khorovod_job";
 std::set<std::string> NamesIn(const std::string& text) {
   std::set<std::string> out;
   static const std::regex name(R"(\bkhorovod_[a-zA-Z0-9_:]+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator();
+       ++it) {
     if (it->str() != kJobLabel) out.insert(it->str());
   }
   return out;
@@ -71,14 +71,16 @@ std::string FamilyOf(const std::string& series, const std::set<std::string>& fam
 // `name` in the first column of its tables.
 std::set<std::string> DocumentedNames(const std::string& docs, const std::string& heading) {
   const size_t start = docs.find("\n## " + heading);
-  EXPECT_NE(start, std::string::npos) << "docs/observability.md lacks the section '" << heading << "'";
+  EXPECT_NE(start, std::string::npos)
+      << "docs/observability.md lacks the section '" << heading << "'";
   if (start == std::string::npos) return {};
   size_t end = docs.find("\n## ", start + 4);
   if (end == std::string::npos) end = docs.size();
   std::set<std::string> out;
   static const std::regex row(R"(\n\| `(khorovod_[a-z0-9_]+)`)");
   const std::string section = docs.substr(start, end - start);
-  for (auto it = std::sregex_iterator(section.begin(), section.end(), row); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), row);
+       it != std::sregex_iterator(); ++it) {
     out.insert((*it)[1]);
   }
   return out;
@@ -102,9 +104,15 @@ std::string WorkerExposition() {
 // The operator's exposition, after one reconcile and one API request, so
 // every family has samples.
 std::string OperatorExposition() {
-  op::OperatorMetrics m(op::OperatorState{[] { return std::map<op::JobPhase, int>{{op::JobPhase::kRunning, 1}}; },
-                                          [] { return size_t{0}; }, [] { return true; }, [] { return uint64_t{1}; },
-                                          [] { return 0.25; }, [] { return op::GpuTotals{2, 4}; }});
+  op::OperatorMetrics m(
+      op::OperatorState{[] {
+                          return std::map<op::JobPhase, int>{{op::JobPhase::kRunning, 1}};
+                        },
+                        [] { return size_t{0}; }, [] { return true; }, [] { return uint64_t{1}; },
+                        [] { return 0.25; },
+                        [] {
+                          return op::GpuTotals{2, 4};
+                        }});
   m.ObserveReconcile(op::ReconcileOutcome{}, 0.01);
   m.ObserveRequest("GET", "pods", 200, 0.002);
   return m.Render();
@@ -127,9 +135,11 @@ class ExportedNames : public ::testing::Test {
     }
     docs_ = ReadFile(std::string(KHOROVOD_SOURCE_DIR) + "/docs/observability.md");
     operator_names_ = Families(OperatorExposition());
-    const std::string rules = ReadFile(std::string(KHOROVOD_SOURCE_DIR) + "/deploy/monitoring/khorovod-rules.yaml");
+    const std::string rules =
+        ReadFile(std::string(KHOROVOD_SOURCE_DIR) + "/deploy/monitoring/khorovod-rules.yaml");
     static const std::regex record(R"(- record: (\S+))");
-    for (auto it = std::sregex_iterator(rules.begin(), rules.end(), record); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(rules.begin(), rules.end(), record);
+         it != std::sregex_iterator(); ++it) {
       recorded_.insert((*it)[1]);
     }
   }
@@ -140,9 +150,12 @@ class ExportedNames : public ::testing::Test {
       return recorded_.count(name) ? "" : name + " is no recording rule in khorovod-rules.yaml";
     }
     if (name.rfind("khorovod_operator_", 0) == 0) {
-      return FamilyOf(name, operator_names_).empty() ? name + " is not exported by the operator" : "";
+      return FamilyOf(name, operator_names_).empty() ? name + " is not exported by the operator"
+                                                     : "";
     }
-    return FamilyOf(name, exported_).empty() ? name + " is not exported by the worker or the rendezvous server" : "";
+    return FamilyOf(name, exported_).empty()
+               ? name + " is not exported by the worker or the rendezvous server"
+               : "";
   }
 
   std::set<std::string> exported_, operator_names_, recorded_;
@@ -162,12 +175,14 @@ TEST_F(ExportedNames, DashboardReferencesOnlyExportedNames) {
       }
     }
   }
-  for (const std::string& name : NamesIn(dashboard["templating"].dump())) EXPECT_EQ(Check(name), "");
+  for (const std::string& name : NamesIn(dashboard["templating"].dump()))
+    EXPECT_EQ(Check(name), "");
   EXPECT_GT(checked, 30u);
 }
 
 TEST_F(ExportedNames, RulesReferenceOnlyExportedNames) {
-  const std::string rules = ReadFile(std::string(KHOROVOD_SOURCE_DIR) + "/deploy/monitoring/khorovod-rules.yaml");
+  const std::string rules =
+      ReadFile(std::string(KHOROVOD_SOURCE_DIR) + "/deploy/monitoring/khorovod-rules.yaml");
   size_t checked = 0;
   for (const std::string& name : NamesIn(rules)) {
     ++checked;
@@ -179,8 +194,10 @@ TEST_F(ExportedNames, RulesReferenceOnlyExportedNames) {
 TEST_F(ExportedNames, DocsListExactlyWhatTheCodeExports) {
   std::set<std::string> documented = DocumentedNames(docs_, "Worker metrics");
   for (const auto& n : DocumentedNames(docs_, "Rendezvous metrics")) documented.insert(n);
-  for (const auto& name : exported_) EXPECT_TRUE(documented.count(name)) << name << " is exported but not documented";
-  for (const auto& name : documented) EXPECT_TRUE(exported_.count(name)) << name << " is documented but not exported";
+  for (const auto& name : exported_)
+    EXPECT_TRUE(documented.count(name)) << name << " is exported but not documented";
+  for (const auto& name : documented)
+    EXPECT_TRUE(exported_.count(name)) << name << " is documented but not exported";
   EXPECT_EQ(DocumentedNames(docs_, "Operator metrics"), operator_names_)
       << "docs/observability.md lists exactly what the operator exports";
 }

@@ -1,13 +1,14 @@
 // Tests of khorovod/metrics: what Render() makes of prometheus-cpp's
 // registries and of scrape-time collectors (order, format, promtool's
 // verdict), the Get* helpers, and the HTTP endpoint.
+#include "khorovod/metrics/exposition.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <limits>
 #include <thread>
 
-#include "khorovod/metrics/exposition.h"
 #include "khorovod/metrics/http_endpoint.h"
 #include "promtool.h"
 
@@ -24,7 +25,8 @@ TEST(Render, SortsFamiliesByNameAndSamplesByLabels) {
   h.Observe(0.1);  // buckets are "less than or equal"
   h.Observe(0.5);
   h.Observe(7);
-  ScrapeCollector computed([] { return std::vector<prometheus::MetricFamily>{Gauge("b_computed", "B.", 42)}; });
+  ScrapeCollector computed(
+      [] { return std::vector<prometheus::MetricFamily>{Gauge("b_computed", "B.", 42)}; });
   EXPECT_EQ(Render({&reg, &computed}),
             "# HELP a_seconds Latency.\n"
             "# TYPE a_seconds histogram\n"
@@ -69,7 +71,8 @@ TEST(GetHelpers, MisuseThrows) {
   EXPECT_THROW(GetGauge(reg, "x_total", "X."), std::invalid_argument) << "another type";
   EXPECT_THROW(GetCounter(reg, "bad-name", "X."), std::invalid_argument);
   EXPECT_THROW(GetCounter(reg, "y_total", "Y.", {{"bad label", "v"}}), std::invalid_argument);
-  EXPECT_THROW(GetHistogram(reg, "h2_seconds", "H.", {1, 1}), std::invalid_argument) << "not increasing";
+  EXPECT_THROW(GetHistogram(reg, "h2_seconds", "H.", {1, 1}), std::invalid_argument)
+      << "not increasing";
   EXPECT_THROW(ExponentialBuckets(0, 2, 3), std::invalid_argument);
   EXPECT_THROW(ExponentialBuckets(1, 1, 3), std::invalid_argument);
   EXPECT_EQ(ExponentialBuckets(1, 2, 3), (std::vector<double>{1, 2, 4}));
@@ -89,7 +92,8 @@ TEST(Render, ConcurrentUpdatesAndRendersLoseNothing) {
       for (int i = 0; i < kPerThread; ++i) {
         c.Increment();
         h.Observe(t % 2 ? 1.0 : 0.25);
-        if (i % 5000 == 0) GetCounter(reg, "late_total", "L.", {{"t", std::to_string(t)}}).Increment();
+        if (i % 5000 == 0)
+          GetCounter(reg, "late_total", "L.", {{"t", std::to_string(t)}}).Increment();
       }
     });
   }
@@ -111,16 +115,20 @@ TEST(Render, PromtoolAcceptsTheExposition) {
              {{"code", "200"}, {"path", "/a\"b\\c\nd"}})
       .Increment(5);
   GetGauge(reg, "khorovod_test_ratio", "A ratio.").Set(std::numeric_limits<double>::quiet_NaN());
-  GetGauge(reg, "khorovod_test_limit_bytes", "A limit.").Set(std::numeric_limits<double>::infinity());
-  GetHistogram(reg, "khorovod_test_duration_seconds", "Durations.", ExponentialBuckets(0.001, 4, 6)).Observe(0.02);
-  GetHistogram(reg, "khorovod_test_size_bytes", "Sizes.", {1024, 65536}, {{"op", "allreduce"}}).Observe(4096);
+  GetGauge(reg, "khorovod_test_limit_bytes", "A limit.")
+      .Set(std::numeric_limits<double>::infinity());
+  GetHistogram(reg, "khorovod_test_duration_seconds", "Durations.", ExponentialBuckets(0.001, 4, 6))
+      .Observe(0.02);
+  GetHistogram(reg, "khorovod_test_size_bytes", "Sizes.", {1024, 65536}, {{"op", "allreduce"}})
+      .Observe(4096);
   GetHistogram(reg, "khorovod_test_size_bytes", "Sizes.", {1024, 65536}, {{"op", "broadcast"}});
   ScrapeCollector computed([] {
     prometheus::MetricFamily f = GaugeFamily("khorovod_test_state", "States.");
     AddSample(f, 1, {{"state", "running"}});
     AddSample(f, 0, {{"state", "failed"}});
-    return std::vector<prometheus::MetricFamily>{f, Gauge("khorovod_test_computed", "Computed.", -3.5),
-                                                 Counter("khorovod_test_events_total", "Events.", 7)};
+    return std::vector<prometheus::MetricFamily>{
+        f, Gauge("khorovod_test_computed", "Computed.", -3.5),
+        Counter("khorovod_test_events_total", "Events.", 7)};
   });
   const std::string text = Render({&reg, &computed});
   const auto r = testing::PromtoolCheckMetrics(text);
@@ -160,7 +168,8 @@ TEST(MetricsEndpoint, ServesTheRegistryOnLoopback) {
   MetricsEndpoint clash({"127.0.0.1", endpoint.port(), 1}, [&reg] { return Render({&reg}); });
   const Status clashed = clash.Start();
   EXPECT_EQ(clashed.code(), StatusCode::kUnavailable);
-  EXPECT_NE(clashed.message().find(std::to_string(endpoint.port())), std::string::npos) << clashed.message();
+  EXPECT_NE(clashed.message().find(std::to_string(endpoint.port())), std::string::npos)
+      << clashed.message();
   endpoint.Stop();
   endpoint.Stop();  // idempotent
 }
@@ -170,7 +179,8 @@ TEST(MetricsEndpoint, RejectsBadOptionsAndFailingRenders) {
   const Status bad = bad_port.Start();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("70000"), std::string::npos) << bad.message();
-  MetricsEndpoint throwing({"127.0.0.1", 0, 1}, []() -> std::string { throw std::runtime_error("boom"); });
+  MetricsEndpoint throwing({"127.0.0.1", 0, 1},
+                           []() -> std::string { throw std::runtime_error("boom"); });
   const Status started = throwing.Start();
   ASSERT_TRUE(started.ok()) << started.message();
   httplib::Client client("127.0.0.1", throwing.port());

@@ -23,7 +23,8 @@ PromtoolResult PromtoolCheckMetrics(const std::string& exposition) {
     std::ofstream out(path, std::ios::binary);
     out << exposition;
   }
-  const std::string cmd = std::string("'") + KHOROVOD_PROMTOOL + "' check metrics < " + path + " 2>&1";
+  const std::string cmd =
+      std::string("'") + KHOROVOD_PROMTOOL + "' check metrics < " + path + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) {
     r.output = "cannot run " + cmd;

@@ -36,11 +36,12 @@ TEST(RendezvousMetrics, MetricsPortServesValidExpositionWithoutToken) {
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   ASSERT_EQ(res->status, 200);
   const std::string& text = res->body;
-  for (const char* want : {"khorovod_rendezvous_registered_workers 1\n", "khorovod_rendezvous_active_workers 1\n",
-                           "khorovod_rendezvous_generation 1\n", "khorovod_rendezvous_joins_total 1\n",
-                           "khorovod_rendezvous_failures_total 0\n", "khorovod_rendezvous_blacklisted_workers 0\n",
-                           "khorovod_rendezvous_formation_seconds_count 1\n",
-                           "khorovod_rendezvous_job_state{state=\"running\"} 1\n"}) {
+  for (const char* want :
+       {"khorovod_rendezvous_registered_workers 1\n", "khorovod_rendezvous_active_workers 1\n",
+        "khorovod_rendezvous_generation 1\n", "khorovod_rendezvous_joins_total 1\n",
+        "khorovod_rendezvous_failures_total 0\n", "khorovod_rendezvous_blacklisted_workers 0\n",
+        "khorovod_rendezvous_formation_seconds_count 1\n",
+        "khorovod_rendezvous_job_state{state=\"running\"} 1\n"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << " missing from:\n" << text;
   }
   const auto check = metrics::testing::PromtoolCheckMetrics(text);

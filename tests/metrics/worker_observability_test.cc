@@ -12,11 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/completion.h"
 #include "core/runtime_internals.h"
@@ -66,7 +65,9 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   constexpr int kSteps = 3;
   for (int step = 0; step < kSteps; ++step) {
     rt.begin_step();
-    ASSERT_TRUE(rt.grouped_allreduce({"a", "b", "c"}, {View(a), View(b), View(c)}, {View(a), View(b), View(c)}).ok());
+    ASSERT_TRUE(rt.grouped_allreduce({"a", "b", "c"}, {View(a), View(b), View(c)},
+                                     {View(a), View(b), View(c)})
+                    .ok());
     ASSERT_TRUE(rt.broadcast("w", View(w)).ok());
     rt.end_step(16);
   }
@@ -77,9 +78,12 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   EXPECT_EQ(Sample(text, "khorovod_worker_world_size"), 1);
   EXPECT_EQ(Sample(text, "khorovod_worker_rank"), 0);
   EXPECT_EQ(Sample(text, "khorovod_worker_collective_tensors_total{op=\"allreduce\"}"), 3 * kSteps);
-  EXPECT_EQ(Sample(text, "khorovod_worker_collective_calls_total{op=\"allreduce\"}"), kSteps) << "one fused call per step";
-  EXPECT_EQ(Sample(text, "khorovod_worker_collective_bytes_total{op=\"allreduce\"}"), 600 * 4 * kSteps);
-  EXPECT_EQ(Sample(text, "khorovod_worker_collective_bytes_total{op=\"broadcast\"}"), 50 * 4 * kSteps);
+  EXPECT_EQ(Sample(text, "khorovod_worker_collective_calls_total{op=\"allreduce\"}"), kSteps)
+      << "one fused call per step";
+  EXPECT_EQ(Sample(text, "khorovod_worker_collective_bytes_total{op=\"allreduce\"}"),
+            600 * 4 * kSteps);
+  EXPECT_EQ(Sample(text, "khorovod_worker_collective_bytes_total{op=\"broadcast\"}"),
+            50 * 4 * kSteps);
   EXPECT_EQ(Sample(text, "khorovod_worker_fusion_fill_ratio_count"), kSteps);
   EXPECT_GE(Sample(text, "khorovod_worker_negotiation_rounds_total"), 1);
   const double step = Sample(text, "khorovod_worker_step_seconds_total");
@@ -95,8 +99,10 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   // worker is at its smallest world size, so 1, and its per-size counters
   // carry every marked step.
   EXPECT_EQ(Sample(text, "khorovod_worker_scaling_efficiency"), 1) << text;
-  EXPECT_EQ(Sample(text, "khorovod_worker_samples_at_world_size_total{world_size=\"1\"}"), 16 * kSteps);
-  EXPECT_NEAR(Sample(text, "khorovod_worker_step_seconds_at_world_size_total{world_size=\"1\"}"), step, 1e-9 + step * 1e-9);
+  EXPECT_EQ(Sample(text, "khorovod_worker_samples_at_world_size_total{world_size=\"1\"}"),
+            16 * kSteps);
+  EXPECT_NEAR(Sample(text, "khorovod_worker_step_seconds_at_world_size_total{world_size=\"1\"}"),
+              step, 1e-9 + step * 1e-9);
   EXPECT_EQ(Sample(text, "khorovod_worker_world_size_observed{world_size=\"1\"}"), 1);
 
   ASSERT_TRUE(rt.shutdown().ok());
@@ -122,11 +128,13 @@ TEST(WorkerObservability, StepsCollectivesAndTimeline) {
   for (const char* name : {"a", "b", "c"}) {
     const auto& ev = events[name];
     ASSERT_EQ(ev.size(), 4u * kSteps) << name;
-    const char* phases[] = {"NEGOTIATE_ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE", "MEMCPY_OUT_FUSION_BUFFER"};
+    const char* phases[] = {"NEGOTIATE_ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE",
+                            "MEMCPY_OUT_FUSION_BUFFER"};
     for (size_t i = 0; i < ev.size(); ++i) {
       EXPECT_EQ(ev[i]["name"], phases[i % 4]) << name << " event " << i;
       if (i % 4) {
-        EXPECT_GE(ev[i]["ts"].get<int64_t>(), ev[i - 1]["ts"].get<int64_t>()) << name << " event " << i;
+        EXPECT_GE(ev[i]["ts"].get<int64_t>(), ev[i - 1]["ts"].get<int64_t>())
+            << name << " event " << i;
         EXPECT_EQ(ev[i]["args"]["fused_tensors"], 3);
       }
     }

@@ -32,8 +32,9 @@ inline MeshOptions MeshOptionsFor(int rank, int size, std::chrono::milliseconds 
 
 // Rank `rank` of a `size`-rank world; null (with a test failure) when the
 // connect failed.
-inline std::shared_ptr<gloo::Context> LoopbackWorld(gloo::rendezvous::Store& store, int rank, int size,
-                                                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+inline std::shared_ptr<gloo::Context> LoopbackWorld(
+    gloo::rendezvous::Store& store, int rank, int size,
+    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   auto ctx = ConnectAbandonableMesh(store, LoopbackDevice(), MeshOptionsFor(rank, size, timeout));
   EXPECT_TRUE(ctx.ok()) << ctx.status();
   return ctx.ok() ? *ctx : nullptr;

@@ -25,7 +25,8 @@ namespace tf = ::tensorflow;
 absl::Status EmitOutput(tf::OpKernelContext* ctx, int index, const Tensor& result) {
   tf::Tensor* out = nullptr;
   TF_RETURN_IF_ERROR(ctx->allocate_output(index, ToShape(result.shape), &out));
-  if (result.num_bytes() > 0) std::memcpy(const_cast<char*>(out->tensor_data().data()), result.data(), result.num_bytes());
+  if (result.num_bytes() > 0)
+    std::memcpy(const_cast<char*>(out->tensor_data().data()), result.data(), result.num_bytes());
   return absl::OkStatus();
 }
 
@@ -43,9 +44,11 @@ class AllreduceOp : public tf::AsyncOpKernel {
     OP_REQUIRES_OK_ASYNC(ctx, MakeView(input, &in), done);
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, input.shape(), &output), done);
     OP_REQUIRES_OK_ASYNC(ctx, MakeView(*output, &out), done);
-    const AllreduceOptions options{reduce_.op, reduce_.prescale, reduce_.postscale, attrs_.process_set};
+    const AllreduceOptions options{reduce_.op, reduce_.prescale, reduce_.postscale,
+                                   attrs_.process_set};
     RunAsync(
-        ctx, std::move(done), [&](Runtime& rt) { return rt.allreduce_async(attrs_.name, in, out, options); },
+        ctx, std::move(done),
+        [&](Runtime& rt) { return rt.allreduce_async(attrs_.name, in, out, options); },
         [](const Handle&) { return absl::OkStatus(); });
   }
 
@@ -72,7 +75,8 @@ class GroupedAllreduceOp : public tf::AsyncOpKernel {
       OP_REQUIRES_OK_ASYNC(ctx, MakeView(*output, &outs[i]), done);
       names.push_back(attrs_.name + "." + std::to_string(i));
     }
-    const AllreduceOptions options{reduce_.op, reduce_.prescale, reduce_.postscale, attrs_.process_set};
+    const AllreduceOptions options{reduce_.op, reduce_.prescale, reduce_.postscale,
+                                   attrs_.process_set};
     RunAsync(
         ctx, std::move(done),
         [&](Runtime& rt) { return rt.grouped_allreduce_async(names, ins, outs, options); },
@@ -93,8 +97,9 @@ class AllgatherOp : public tf::AsyncOpKernel {
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     TensorView in;
     OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in, /*moves_only=*/true), done);
-    OP_REQUIRES_ASYNC(ctx, !in.shape.empty(),
-                      absl::InvalidArgumentError("khorovod: allgather needs a tensor of rank 1 or more"), done);
+    OP_REQUIRES_ASYNC(
+        ctx, !in.shape.empty(),
+        absl::InvalidArgumentError("khorovod: allgather needs a tensor of rank 1 or more"), done);
     RunAsync(
         ctx, std::move(done),
         [&](Runtime& rt) { return rt.allgather_async(attrs_.name, in, {attrs_.process_set}); },
@@ -126,7 +131,8 @@ class BroadcastOp : public tf::AsyncOpKernel {
     OP_REQUIRES_OK_ASYNC(ctx, MakeView(*output, &buffer, /*moves_only=*/true), done);
     const BroadcastOptions options{static_cast<int>(root_rank_), attrs_.process_set};
     RunAsync(
-        ctx, std::move(done), [&](Runtime& rt) { return rt.broadcast_async(attrs_.name, buffer, options); },
+        ctx, std::move(done),
+        [&](Runtime& rt) { return rt.broadcast_async(attrs_.name, buffer, options); },
         [](const Handle&) { return absl::OkStatus(); });
   }
 
@@ -144,25 +150,29 @@ class AlltoallOp : public tf::AsyncOpKernel {
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     TensorView in;
     OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in, /*moves_only=*/true), done);
-    OP_REQUIRES_ASYNC(ctx, !in.shape.empty(),
-                      absl::InvalidArgumentError("khorovod: alltoall needs a tensor of rank 1 or more"), done);
+    OP_REQUIRES_ASYNC(
+        ctx, !in.shape.empty(),
+        absl::InvalidArgumentError("khorovod: alltoall needs a tensor of rank 1 or more"), done);
     const tf::Tensor& splits_in = ctx->input(1);
     OP_REQUIRES_ASYNC(ctx, splits_in.dims() == 1,
-                      absl::InvalidArgumentError("khorovod: alltoall splits must be a vector"), done);
+                      absl::InvalidArgumentError("khorovod: alltoall splits must be a vector"),
+                      done);
     AlltoallOptions options;
     options.process_set = attrs_.process_set;
     const auto flat = splits_in.flat<int32_t>();
     for (int64_t i = 0; i < flat.size(); ++i) options.splits.push_back(flat(i));
     RunAsync(
-        ctx, std::move(done), [&](Runtime& rt) { return rt.alltoall_async(attrs_.name, in, options); },
+        ctx, std::move(done),
+        [&](Runtime& rt) { return rt.alltoall_async(attrs_.name, in, options); },
         [ctx](const Handle& h) -> absl::Status {
           TF_RETURN_IF_ERROR(EmitOutput(ctx, 0, h.take_output()));
           const std::vector<int64_t> received = h.received_splits();
           tf::Tensor* out = nullptr;
-          TF_RETURN_IF_ERROR(
-              ctx->allocate_output(1, tf::TensorShape({static_cast<int64_t>(received.size())}), &out));
+          TF_RETURN_IF_ERROR(ctx->allocate_output(
+              1, tf::TensorShape({static_cast<int64_t>(received.size())}), &out));
           auto flat_out = out->flat<int32_t>();
-          for (size_t i = 0; i < received.size(); ++i) flat_out(i) = static_cast<int32_t>(received[i]);
+          for (size_t i = 0; i < received.size(); ++i)
+            flat_out(i) = static_cast<int32_t>(received[i]);
           return absl::OkStatus();
         });
   }
@@ -181,12 +191,15 @@ class ReducescatterOp : public tf::AsyncOpKernel {
   void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
     TensorView in;
     OP_REQUIRES_OK_ASYNC(ctx, MakeView(ctx->input(0), &in), done);
-    OP_REQUIRES_ASYNC(ctx, !in.shape.empty(),
-                      absl::InvalidArgumentError("khorovod: reducescatter needs a tensor of rank 1 or more"),
-                      done);
-    const ReducescatterOptions options{reduce_.op, reduce_.prescale, reduce_.postscale, attrs_.process_set};
+    OP_REQUIRES_ASYNC(
+        ctx, !in.shape.empty(),
+        absl::InvalidArgumentError("khorovod: reducescatter needs a tensor of rank 1 or more"),
+        done);
+    const ReducescatterOptions options{reduce_.op, reduce_.prescale, reduce_.postscale,
+                                       attrs_.process_set};
     RunAsync(
-        ctx, std::move(done), [&](Runtime& rt) { return rt.reducescatter_async(attrs_.name, in, options); },
+        ctx, std::move(done),
+        [&](Runtime& rt) { return rt.reducescatter_async(attrs_.name, in, options); },
         [ctx](const Handle& h) { return EmitOutput(ctx, 0, h.take_output()); });
   }
 
@@ -196,7 +209,8 @@ class ReducescatterOp : public tf::AsyncOpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("KhorovodAllreduce").Device(tf::DEVICE_CPU), AllreduceOp);
-REGISTER_KERNEL_BUILDER(Name("KhorovodGroupedAllreduce").Device(tf::DEVICE_CPU), GroupedAllreduceOp);
+REGISTER_KERNEL_BUILDER(Name("KhorovodGroupedAllreduce").Device(tf::DEVICE_CPU),
+                        GroupedAllreduceOp);
 REGISTER_KERNEL_BUILDER(Name("KhorovodAllgather").Device(tf::DEVICE_CPU), AllgatherOp);
 REGISTER_KERNEL_BUILDER(Name("KhorovodBroadcast").Device(tf::DEVICE_CPU), BroadcastOp);
 REGISTER_KERNEL_BUILDER(Name("KhorovodAlltoall").Device(tf::DEVICE_CPU), AlltoallOp);

@@ -65,7 +65,8 @@ class TopologyOp : public tf::OpKernel {
     {
       RuntimeSlot::Lease lease(RuntimeSlot::Instance());
       OP_REQUIRES(ctx, lease.runtime() != nullptr,
-                  absl::FailedPreconditionError("khorovod has not been initialized; call hvd.init() first"));
+                  absl::FailedPreconditionError(
+                      "khorovod has not been initialized; call hvd.init() first"));
       OP_REQUIRES_OK(ctx, Answer(*lease.runtime(), &value));
     }
     tf::Tensor* out = nullptr;
@@ -83,10 +84,13 @@ class TopologyOp : public tf::OpKernel {
       *value = rt.local_size();
     } else if (query_ == "size") {
       *value = process_set_ == 0 ? rt.size() : rt.process_set_size(process_set_);
-      if (*value < 0) return absl::InvalidArgumentError("khorovod: process set " + std::to_string(process_set_) + " is not registered");
+      if (*value < 0)
+        return absl::InvalidArgumentError("khorovod: process set " + std::to_string(process_set_) +
+                                          " is not registered");
     } else {  // process_set_included: 1, 0, or an error for an unknown set
       if (rt.process_set_size(process_set_) < 0) {
-        return absl::InvalidArgumentError("khorovod: process set " + std::to_string(process_set_) + " is not registered");
+        return absl::InvalidArgumentError("khorovod: process set " + std::to_string(process_set_) +
+                                          " is not registered");
       }
       *value = rt.process_set_rank(process_set_) >= 0 ? 1 : 0;
     }
@@ -106,7 +110,8 @@ class EndStepOp : public tf::OpKernel {
     OP_REQUIRES(ctx, tf::TensorShapeUtils::IsScalar(samples.shape()),
                 absl::InvalidArgumentError("khorovod: end_step takes a scalar sample count"));
     const int64_t n = samples.scalar<int64_t>()();
-    OP_REQUIRES(ctx, n >= 0, absl::InvalidArgumentError("khorovod: end_step's sample count is negative"));
+    OP_REQUIRES(ctx, n >= 0,
+                absl::InvalidArgumentError("khorovod: end_step's sample count is negative"));
     RuntimeSlot::Lease lease(RuntimeSlot::Instance());
     if (lease.runtime() != nullptr) lease.runtime()->end_step(n);
   }

@@ -8,17 +8,38 @@ namespace tf = ::tensorflow;
 
 bool ToDataType(tf::DataType dtype, DataType* out) {
   switch (dtype) {
-    case tf::DT_FLOAT: *out = DataType::kFloat32; return true;
-    case tf::DT_DOUBLE: *out = DataType::kFloat64; return true;
-    case tf::DT_HALF: *out = DataType::kFloat16; return true;
-    case tf::DT_BFLOAT16: *out = DataType::kBFloat16; return true;
-    case tf::DT_INT8: *out = DataType::kInt8; return true;
-    case tf::DT_UINT8: *out = DataType::kUInt8; return true;
-    case tf::DT_INT16: *out = DataType::kInt16; return true;
-    case tf::DT_INT32: *out = DataType::kInt32; return true;
-    case tf::DT_INT64: *out = DataType::kInt64; return true;
-    case tf::DT_BOOL: *out = DataType::kBool; return true;
-    default: return false;
+    case tf::DT_FLOAT:
+      *out = DataType::kFloat32;
+      return true;
+    case tf::DT_DOUBLE:
+      *out = DataType::kFloat64;
+      return true;
+    case tf::DT_HALF:
+      *out = DataType::kFloat16;
+      return true;
+    case tf::DT_BFLOAT16:
+      *out = DataType::kBFloat16;
+      return true;
+    case tf::DT_INT8:
+      *out = DataType::kInt8;
+      return true;
+    case tf::DT_UINT8:
+      *out = DataType::kUInt8;
+      return true;
+    case tf::DT_INT16:
+      *out = DataType::kInt16;
+      return true;
+    case tf::DT_INT32:
+      *out = DataType::kInt32;
+      return true;
+    case tf::DT_INT64:
+      *out = DataType::kInt64;
+      return true;
+    case tf::DT_BOOL:
+      *out = DataType::kBool;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -26,8 +47,8 @@ absl::Status MakeView(const tf::Tensor& tensor, TensorView* view, bool moves_onl
   if (moves_only && tensor.dtype() == tf::DT_UINT16) {
     view->dtype = DataType::kInt16;
   } else if (!ToDataType(tensor.dtype(), &view->dtype)) {
-    return absl::InvalidArgumentError("khorovod: tensors of dtype " + tf::DataTypeString(tensor.dtype()) +
-                                      " are not supported");
+    return absl::InvalidArgumentError("khorovod: tensors of dtype " +
+                                      tf::DataTypeString(tensor.dtype()) + " are not supported");
   }
   view->data = const_cast<char*>(tensor.tensor_data().data());
   view->shape.clear();
@@ -48,16 +69,22 @@ absl::Status ToTfStatus(const Status& status) {
       std::string("khorovod ") + StatusCodeName(status.code()) + ": " + status.message();
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
-    case StatusCode::kAlreadyExists: return absl::InvalidArgumentError(message);
+    case StatusCode::kAlreadyExists:
+      return absl::InvalidArgumentError(message);
     case StatusCode::kMismatch:
-    case StatusCode::kFailedPrecondition: return absl::FailedPreconditionError(message);
-    case StatusCode::kDeadlineExceeded: return absl::DeadlineExceededError(message);
-    case StatusCode::kInternal: return absl::InternalError(message);
-    default: return absl::UnknownError(message);  // UNAVAILABLE, ABORTED, elastic codes
+    case StatusCode::kFailedPrecondition:
+      return absl::FailedPreconditionError(message);
+    case StatusCode::kDeadlineExceeded:
+      return absl::DeadlineExceededError(message);
+    case StatusCode::kInternal:
+      return absl::InternalError(message);
+    default:
+      return absl::UnknownError(message);  // UNAVAILABLE, ABORTED, elastic codes
   }
 }
 
-std::string TensorName(const tf::OpKernel& kernel, const std::string& tensor_name, bool ignore_name_scope) {
+std::string TensorName(const tf::OpKernel& kernel, const std::string& tensor_name,
+                       bool ignore_name_scope) {
   if (!tensor_name.empty()) return tensor_name;
   std::string name = kernel.name();
   if (ignore_name_scope) {

@@ -28,7 +28,8 @@ bool ToDataType(::tensorflow::DataType dtype, DataType* out);
 // A view over a host tensor's buffer (the kernel keeps the tensor alive).
 // `moves_only`: the collective copies bytes and never reduces them
 // (allgather, broadcast, alltoall), so uint16 is accepted as int16.
-absl::Status MakeView(const ::tensorflow::Tensor& tensor, TensorView* view, bool moves_only = false);
+absl::Status MakeView(const ::tensorflow::Tensor& tensor, TensorView* view,
+                      bool moves_only = false);
 
 ::tensorflow::TensorShape ToShape(const Shape& shape);
 

@@ -21,14 +21,15 @@ void RunAsync(::tensorflow::OpKernelContext* ctx, ::tensorflow::AsyncOpKernel::D
     }
     handle = submit(*lease.runtime());
   }
-  handle.on_done([ctx, done = std::move(done), handle, finish = std::move(finish)](const Status& s) {
-    if (s.ok()) {
-      ctx->SetStatus(finish(handle));
-    } else {
-      ctx->SetStatus(ToTfStatus(s));
-    }
-    done();
-  });
+  handle.on_done(
+      [ctx, done = std::move(done), handle, finish = std::move(finish)](const Status& s) {
+        if (s.ok()) {
+          ctx->SetStatus(finish(handle));
+        } else {
+          ctx->SetStatus(ToTfStatus(s));
+        }
+        done();
+      });
 }
 
 }  // namespace khorovod::tensorflow_ops

@@ -43,7 +43,8 @@ absl::Status Scalar(InferenceContext* c) {
 #define KHOROVOD_NUMERIC_TYPES "{int8, uint8, int16, int32, int64, half, bfloat16, float, double}"
 // The collectives that only move data also take uint16, moved as int16
 // (same bytes; the runtime has no unsigned 16-bit type to reduce).
-#define KHOROVOD_ALL_TYPES "{int8, uint8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}"
+#define KHOROVOD_ALL_TYPES \
+  "{int8, uint8, int16, uint16, int32, int64, half, bfloat16, float, double, bool}"
 
 REGISTER_OP("KhorovodAllreduce")
     .Attr("T: " KHOROVOD_NUMERIC_TYPES)
@@ -127,8 +128,10 @@ REGISTER_OP("KhorovodReducescatter")
 
 REGISTER_OP("KhorovodJoin").Output("last_rank: int32").SetIsStateful().SetShapeFn(Scalar);
 
-REGISTER_OP("KhorovodBarrier").Attr("process_set_id: int = 0").SetIsStateful().SetShapeFn(
-    ::tensorflow::shape_inference::NoOutputs);
+REGISTER_OP("KhorovodBarrier")
+    .Attr("process_set_id: int = 0")
+    .SetIsStateful()
+    .SetShapeFn(::tensorflow::shape_inference::NoOutputs);
 
 // Topology read when the op runs, not when the graph is built (Horovod's
 // size_op and friends). `process_set_id` matters for size and included.
@@ -142,7 +145,9 @@ REGISTER_OP("KhorovodTopology")
 // Ends a training step for the worker's metrics (Runtime::end_step) when
 // it runs: the Keras DistributedOptimizer puts one after each update, so a
 // step is marked inside model.fit's compiled train step.
-REGISTER_OP("KhorovodEndStep").Input("samples: int64").SetIsStateful().SetShapeFn(
-    ::tensorflow::shape_inference::NoOutputs);
+REGISTER_OP("KhorovodEndStep")
+    .Input("samples: int64")
+    .SetIsStateful()
+    .SetShapeFn(::tensorflow::shape_inference::NoOutputs);
 
 }  // namespace khorovod::tensorflow_ops

@@ -25,7 +25,8 @@ void RuntimeSlot::Detach() {
 // with the address _khorovod.Runtime.address() returns.
 extern "C" {
 __attribute__((visibility("default"))) void khorovod_tf_attach_runtime(void* runtime) {
-  khorovod::tensorflow_ops::RuntimeSlot::Instance().Attach(static_cast<khorovod::Runtime*>(runtime));
+  khorovod::tensorflow_ops::RuntimeSlot::Instance().Attach(
+      static_cast<khorovod::Runtime*>(runtime));
 }
 __attribute__((visibility("default"))) void khorovod_tf_detach_runtime() {
   khorovod::tensorflow_ops::RuntimeSlot::Instance().Detach();

@@ -18,6 +18,7 @@
 
 namespace khorovod {
 
-StatusOr<std::map<std::string, std::string>> DescribeBackend(const std::string& backend, const Config& config);
+StatusOr<std::map<std::string, std::string>> DescribeBackend(const std::string& backend,
+                                                             const Config& config);
 
 }  // namespace khorovod

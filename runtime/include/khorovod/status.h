@@ -40,13 +40,19 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
-  static Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
+  static Status FailedPrecondition(std::string m) {
+    return {StatusCode::kFailedPrecondition, std::move(m)};
+  }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status Mismatch(std::string m) { return {StatusCode::kMismatch, std::move(m)}; }
   static Status Stalled(std::string m) { return {StatusCode::kStalled, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-  static Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+  static Status DeadlineExceeded(std::string m) {
+    return {StatusCode::kDeadlineExceeded, std::move(m)};
+  }
   static Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
@@ -68,7 +74,8 @@ class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {
-    if (status_.ok()) status_ = Status::Internal("StatusOr constructed from an OK status without a value");
+    if (status_.ok())
+      status_ = Status::Internal("StatusOr constructed from an OK status without a value");
   }
 
   bool ok() const { return value_.has_value(); }
@@ -89,8 +96,8 @@ class [[nodiscard]] StatusOr {
 }  // namespace khorovod
 
 // Propagates a non-OK Status to the caller.
-#define KH_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::khorovod::Status kh_status_ = (expr);      \
-    if (!kh_status_.ok()) return kh_status_;     \
+#define KH_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::khorovod::Status kh_status_ = (expr);  \
+    if (!kh_status_.ok()) return kh_status_; \
   } while (0)

@@ -75,12 +75,18 @@ struct Tensor {
   }
   bool on_host() const { return device.kind == DeviceKind::kCPU; }
   void* data() { return on_host() ? static_cast<void*>(storage.data()) : device_storage.get(); }
-  const void* data() const { return on_host() ? static_cast<const void*>(storage.data()) : device_storage.get(); }
+  const void* data() const {
+    return on_host() ? static_cast<const void*>(storage.data()) : device_storage.get();
+  }
   // Host tensors only: typed access to the bytes.
   template <typename T>
-  T* data_as() { return reinterpret_cast<T*>(storage.data()); }
+  T* data_as() {
+    return reinterpret_cast<T*>(storage.data());
+  }
   template <typename T>
-  const T* data_as() const { return reinterpret_cast<const T*>(storage.data()); }
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(storage.data());
+  }
   int64_t num_elements() const { return NumElements(shape); }
   size_t num_bytes() const { return static_cast<size_t>(num_elements()) * DataTypeSize(dtype); }
   TensorView view() { return TensorView{data(), dtype, shape, device}; }

@@ -17,18 +17,19 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   return out;
 }
 
-prometheus::Counter& GetCounter(prometheus::Registry& registry, const std::string& name, const std::string& help,
-                                const prometheus::Labels& labels) {
+prometheus::Counter& GetCounter(prometheus::Registry& registry, const std::string& name,
+                                const std::string& help, const prometheus::Labels& labels) {
   return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add(labels);
 }
 
-prometheus::Gauge& GetGauge(prometheus::Registry& registry, const std::string& name, const std::string& help,
-                            const prometheus::Labels& labels) {
+prometheus::Gauge& GetGauge(prometheus::Registry& registry, const std::string& name,
+                            const std::string& help, const prometheus::Labels& labels) {
   return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(labels);
 }
 
-prometheus::Histogram& GetHistogram(prometheus::Registry& registry, const std::string& name, const std::string& help,
-                                    const std::vector<double>& bounds, const prometheus::Labels& labels) {
+prometheus::Histogram& GetHistogram(prometheus::Registry& registry, const std::string& name,
+                                    const std::string& help, const std::vector<double>& bounds,
+                                    const prometheus::Labels& labels) {
   return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add(labels, bounds);
 }
 
@@ -74,7 +75,8 @@ void AddSample(prometheus::MetricFamily& family, double value, const prometheus:
   } else if (family.type == prometheus::MetricType::Gauge) {
     m.gauge.value = value;
   } else {
-    throw std::invalid_argument("metric '" + family.name + "': AddSample takes gauges and counters only");
+    throw std::invalid_argument("metric '" + family.name +
+                                "': AddSample takes gauges and counters only");
   }
   family.metric.push_back(std::move(m));
 }

@@ -2,7 +2,6 @@
 #include "khorovod/metrics/http_endpoint.h"
 
 #include <httplib.h>
-
 #include <sys/socket.h>
 
 #include <chrono>
@@ -21,9 +20,11 @@ Status MetricsEndpoint::Start() {
   MutexLock lock(mu_);
   if (http_) return Status::FailedPrecondition("the metrics endpoint was already started");
   if (options_.port < 0 || options_.port > 65535) {
-    return Status::InvalidArgument("metrics port " + std::to_string(options_.port) + " is outside 0..65535");
+    return Status::InvalidArgument("metrics port " + std::to_string(options_.port) +
+                                   " is outside 0..65535");
   }
-  if (options_.threads < 1) return Status::InvalidArgument("the metrics endpoint needs at least one thread");
+  if (options_.threads < 1)
+    return Status::InvalidArgument("the metrics endpoint needs at least one thread");
   http_ = std::make_unique<httplib::Server>();
   const size_t threads = static_cast<size_t>(options_.threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -40,16 +41,19 @@ Status MetricsEndpoint::Start() {
   http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(render_(), kContentType);
   });
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    res.status = 500;
-    res.set_content("metrics rendering failed\n", "text/plain");
-  });
-  port_ = options_.port == 0 ? http_->bind_to_any_port(options_.host)
-                             : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  http_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        res.status = 500;
+        res.set_content("metrics rendering failed\n", "text/plain");
+      });
+  port_ = options_.port == 0
+              ? http_->bind_to_any_port(options_.host)
+              : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port_ <= 0) {
     port_ = -1;
     http_.reset();
-    return Status::Unavailable("cannot serve metrics on " + where + " (address in use or not local?)");
+    return Status::Unavailable("cannot serve metrics on " + where +
+                               " (address in use or not local?)");
   }
   httplib::Server* server = http_.get();
   listener_ = std::thread([server] { server->listen_after_bind(); });

@@ -51,7 +51,8 @@ class Backend {
 
   // out = reduce(in over all ranks). kAverage reduces as a sum and the
   // caller applies the 1/size scaling, unless AveragesNatively().
-  virtual Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) = 0;
+  virtual Status Allreduce(const void* in, void* out, size_t count, DataType dtype,
+                           ReduceOp op) = 0;
   // Reduces every span in place. The spans of a fused allreduce arrive
   // already packed (core/fusion.h, LayoutFusedAllreduce: small tensors in
   // one fusion-buffer span, large ones as their own): a backend reduces
@@ -110,8 +111,8 @@ class DeviceOps {
   // averaging happen here, because only the backend can touch the memory.
   // A combination the backend cannot compute is kInvalidArgument, the same
   // on every rank.
-  virtual Status AllreduceScaled(const std::vector<Backend::Span>& spans, DataType dtype, ReduceOp op,
-                                 double prescale, double postscale) = 0;
+  virtual Status AllreduceScaled(const std::vector<Backend::Span>& spans, DataType dtype,
+                                 ReduceOp op, double prescale, double postscale) = 0;
   virtual Status Flush() = 0;
 };
 

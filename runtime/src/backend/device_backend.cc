@@ -27,8 +27,9 @@ StatusOr<Device> DeviceBackend::Pinned() {
     if (!d.ok()) {
       // The cause (no driver, no GPU, a bad KHOROVOD_GPU_DEVICE, a build
       // without device backends) is the user's to fix: an invalid argument.
-      d = Status::InvalidArgument("device tensors cannot be used (KHOROVOD_GPU_OPERATIONS selects '" +
-                                  name + "'): " + d.status().message());
+      d = Status::InvalidArgument(
+          "device tensors cannot be used (KHOROVOD_GPU_OPERATIONS selects '" + name +
+          "'): " + d.status().message());
     }
     pinned_ = std::move(d);
   }
@@ -63,8 +64,8 @@ StatusOr<Backend*> DeviceBackend::Get() {
   legacy_.reset();
   auto made = BackendRegistry::Create(name, init);
   if (!made.ok()) {
-    return fail(Status(made.status().code(), "creating the device backend '" + name + "': " +
-                                                 made.status().message()));
+    return fail(Status(made.status().code(),
+                       "creating the device backend '" + name + "': " + made.status().message()));
   }
   if (!(*made)->device_ops() || !(*made)->SupportsDevice(*pinned)) {
     return fail(Status::InvalidArgument("backend '" + name + "' cannot run collectives on " +

@@ -15,7 +15,8 @@ struct Entries {
   std::map<std::string, BackendInfo> infos GUARDED_BY(mu);
 };
 
-Status UnknownBackend(const std::string& name, const std::map<std::string, BackendFactory>& factories) {
+Status UnknownBackend(const std::string& name,
+                      const std::map<std::string, BackendFactory>& factories) {
   std::string known;
   for (const auto& [n, f] : factories) known += (known.empty() ? "" : ", ") + n;
   return Status::InvalidArgument("unknown backend '" + name + "' (known: " + known + ")");
@@ -48,7 +49,8 @@ void BackendRegistry::RegisterInfo(const std::string& name, BackendInfo info) {
   r.infos[name] = std::move(info);
 }
 
-StatusOr<std::map<std::string, std::string>> BackendRegistry::Info(const std::string& name, const Config& config) {
+StatusOr<std::map<std::string, std::string>> BackendRegistry::Info(const std::string& name,
+                                                                   const Config& config) {
   BackendInfo info;
   {
     auto& r = Registry();

@@ -51,11 +51,13 @@ class BackendRegistry {
   static void RegisterInfo(const std::string& name, BackendInfo info);
   // kInvalidArgument for an unknown name; an empty map for a backend that
   // registered no BackendInfo.
-  static StatusOr<std::map<std::string, std::string>> Info(const std::string& name, const Config& config);
+  static StatusOr<std::map<std::string, std::string>> Info(const std::string& name,
+                                                           const Config& config);
   // "auto" names the host backend for this placement: "shm" when it is
   // registered and some host runs several ranks (size > cross_size), else
   // "gloo".
-  static StatusOr<std::unique_ptr<Backend>> Create(const std::string& name, const BackendInit& init);
+  static StatusOr<std::unique_ptr<Backend>> Create(const std::string& name,
+                                                   const BackendInit& init);
   // kInvalidArgument for an unknown name or a backend without a resolver
   // (a host backend).
   static StatusOr<Device> ResolveDevice(const std::string& name, const Config& config);
@@ -64,30 +66,30 @@ class BackendRegistry {
 };
 
 // Defines a static object whose constructor registers `factory` as `name`.
-#define KH_REGISTER_BACKEND(ident, name, factory)                       \
-  namespace {                                                           \
-  const bool kh_registered_##ident = [] {                               \
-    ::khorovod::BackendRegistry::Register(name, factory);               \
-    return true;                                                        \
-  }();                                                                  \
+#define KH_REGISTER_BACKEND(ident, name, factory)         \
+  namespace {                                             \
+  const bool kh_registered_##ident = [] {                 \
+    ::khorovod::BackendRegistry::Register(name, factory); \
+    return true;                                          \
+  }();                                                    \
   }
 
 // Registers `resolver` as the device of the backend `name`.
-#define KH_REGISTER_DEVICE(ident, name, resolver)                       \
-  namespace {                                                           \
-  const bool kh_device_registered_##ident = [] {                        \
-    ::khorovod::BackendRegistry::RegisterDevice(name, resolver);        \
-    return true;                                                        \
-  }();                                                                  \
+#define KH_REGISTER_DEVICE(ident, name, resolver)                \
+  namespace {                                                    \
+  const bool kh_device_registered_##ident = [] {                 \
+    ::khorovod::BackendRegistry::RegisterDevice(name, resolver); \
+    return true;                                                 \
+  }();                                                           \
   }
 
 // Registers `info` as what the backend `name` reports about itself.
-#define KH_REGISTER_BACKEND_INFO(ident, name, info)                     \
-  namespace {                                                           \
-  const bool kh_info_registered_##ident = [] {                          \
-    ::khorovod::BackendRegistry::RegisterInfo(name, info);              \
-    return true;                                                        \
-  }();                                                                  \
+#define KH_REGISTER_BACKEND_INFO(ident, name, info)        \
+  namespace {                                              \
+  const bool kh_info_registered_##ident = [] {             \
+    ::khorovod::BackendRegistry::RegisterInfo(name, info); \
+    return true;                                           \
+  }();                                                     \
   }
 
 }  // namespace khorovod

@@ -31,14 +31,15 @@ StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooContext(const Config& config
 
     std::unique_ptr<gloo::rendezvous::Store> base;
     if (!config.store_addr.empty()) {
-      StatusOr<rendezvous::HttpEndpoint> endpoint =
-          ParseRendezvousEndpoint("KHOROVOD_STORE_ADDR", config.store_addr, config.rendezvous_token);
+      StatusOr<rendezvous::HttpEndpoint> endpoint = ParseRendezvousEndpoint(
+          "KHOROVOD_STORE_ADDR", config.store_addr, config.rendezvous_token);
       if (!endpoint.ok()) return endpoint.status();
       rendezvous::HttpStoreOptions options;
       options.timeout = config.transport_timeout;
       base = std::make_unique<rendezvous::HttpStore>(*endpoint, config.job_id, 0, options);
     } else if (config.store_path.empty()) {
-      if (config.size != 1) return Status::InvalidArgument("a store path is required when size > 1");
+      if (config.size != 1)
+        return Status::InvalidArgument("a store path is required when size > 1");
       base = std::make_unique<gloo::rendezvous::HashStore>();
     } else {
       std::error_code ec;

@@ -11,10 +11,10 @@
 // Thread-safety: a free function with no shared state.
 #pragma once
 
+#include <gloo/transport/tcp/attr.h>
+
 #include <memory>
 #include <string>
-
-#include <gloo/transport/tcp/attr.h>
 
 #include "khorovod/config.h"
 #include "khorovod/status.h"

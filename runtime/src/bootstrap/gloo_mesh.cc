@@ -196,7 +196,8 @@ class MeshContext final : public gloo::rendezvous::Context, public Interruptible
         WaitForAddresses(store, keys, watchdog);
         std::vector<std::vector<char>> addresses(static_cast<size_t>(size));
         for (int peer = 0; peer < size; ++peer) {
-          if (peer != rank) addresses[static_cast<size_t>(peer)] = AddressOf(store.get(AddressKey(peer)), peer);
+          if (peer != rank)
+            addresses[static_cast<size_t>(peer)] = AddressOf(store.get(AddressKey(peer)), peer);
         }
         ConnectPairs(*transport, addresses, watchdog);
       } catch (...) {
@@ -218,8 +219,8 @@ class MeshContext final : public gloo::rendezvous::Context, public Interruptible
   // device's event loop (up to 10 ms when it is idle) on the connecting side,
   // so pairs connected one after another cost a tick each; concurrently, the
   // whole mesh costs about one. The first pair to fail abandons the others.
-  void ConnectPairs(gloo::transport::Context& transport, const std::vector<std::vector<char>>& addresses,
-                    MeshWatchdog& watchdog) {
+  void ConnectPairs(gloo::transport::Context& transport,
+                    const std::vector<std::vector<char>>& addresses, MeshWatchdog& watchdog) {
     Mutex mu;
     std::string first_error;
     ForEachPeerConcurrently(rank, size, [&](int peer) {
@@ -247,16 +248,17 @@ class MeshContext final : public gloo::rendezvous::Context, public Interruptible
 
 }  // namespace
 
-StatusOr<std::shared_ptr<gloo::Context>> ConnectAbandonableMesh(gloo::rendezvous::Store& store,
-                                                               std::shared_ptr<gloo::transport::Device> device,
-                                                               const MeshOptions& options) {
+StatusOr<std::shared_ptr<gloo::Context>> ConnectAbandonableMesh(
+    gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device,
+    const MeshOptions& options) {
   auto context = std::make_shared<MeshContext>(options.rank, options.size);
   context->setTimeout(options.timeout);
   std::string abandoned;
   try {
     context->Connect(store, std::move(device), options, &abandoned);
   } catch (const std::exception& e) {
-    return Status::Unavailable(abandoned.empty() ? std::string(e.what()) : "mesh abandoned: " + abandoned);
+    return Status::Unavailable(abandoned.empty() ? std::string(e.what())
+                                                 : "mesh abandoned: " + abandoned);
   }
   return std::shared_ptr<gloo::Context>(std::move(context));
 }

@@ -51,9 +51,9 @@ struct MeshOptions {
   std::chrono::milliseconds poll{20};
 };
 
-StatusOr<std::shared_ptr<gloo::Context>> ConnectAbandonableMesh(gloo::rendezvous::Store& store,
-                                                               std::shared_ptr<gloo::transport::Device> device,
-                                                               const MeshOptions& options);
+StatusOr<std::shared_ptr<gloo::Context>> ConnectAbandonableMesh(
+    gloo::rendezvous::Store& store, std::shared_ptr<gloo::transport::Device> device,
+    const MeshOptions& options);
 
 // Fails every TCP pair of a connected context, from any thread: each
 // operation waiting on a pair, and each later one, fails with `why` (Gloo's

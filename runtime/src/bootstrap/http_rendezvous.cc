@@ -5,15 +5,15 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include "bootstrap/gloo_bootstrap.h"
 #include "bootstrap/gloo_mesh.h"
-#include "bootstrap/rendezvous_endpoint.h"
 #include "bootstrap/rendezvous.h"
+#include "bootstrap/rendezvous_endpoint.h"
 #include "bootstrap/termination_watch.h"
 #include "http_store.h"
 #include "khorovod/util/mutex.h"
@@ -34,7 +34,8 @@ class HttpRendezvous final : public Rendezvous {
         job_(config.job_id),
         elastic_timeout_(config.elastic_timeout),
         client_(endpoint_, config.job_id,
-                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots, config.local_slot}),
+                rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots,
+                                           config.local_slot}),
         // Kubernetes stops a scaled-down pod with SIGTERM: leave at once so
         // the survivors re-form now, not after the grace period and a
         // missed heartbeat.
@@ -64,7 +65,8 @@ class HttpRendezvous final : public Rendezvous {
     return a;
   }
 
-  StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment& a, const Config& config) override {
+  StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment& a,
+                                                   const Config& config) override {
     try {
       auto device = gloo::transport::tcp::CreateDevice(GlooDeviceAttr(config));
       rendezvous::HttpStoreOptions options;
@@ -155,14 +157,16 @@ class HttpRendezvous final : public Rendezvous {
   }
 
   static Status Failed(const Assignment& a, const std::string& why) {
-    return Status::Unavailable("generation " + std::to_string(a.generation) + ": rank " + std::to_string(a.rank) +
-                               " could not connect to its peers: " + why);
+    return Status::Unavailable("generation " + std::to_string(a.generation) + ": rank " +
+                               std::to_string(a.rank) + " could not connect to its peers: " + why);
   }
 
   // Whether a heartbeat answer means the running generation must re-form.
   bool Outdated(const rendezvous::HeartbeatInfo& info) const {
     const int64_t mine = generation_.load();
-    if (info.job_failed || info.fenced || info.reregistered || info.forgotten || info.generation > mine) return true;
+    if (info.job_failed || info.fenced || info.reregistered || info.forgotten ||
+        info.generation > mine)
+      return true;
     return info.generation == mine && (info.membership_changed || !info.active);
   }
 
@@ -171,7 +175,9 @@ class HttpRendezvous final : public Rendezvous {
   // newer generation formed, or the server no longer counts this worker in.
   bool Doomed(const rendezvous::HeartbeatInfo& info) const {
     const int64_t mine = generation_.load();
-    if (info.job_failed || info.fenced || info.reregistered || info.forgotten || info.generation > mine) return true;
+    if (info.job_failed || info.fenced || info.reregistered || info.forgotten ||
+        info.generation > mine)
+      return true;
     return info.generation == mine && (info.reforming || !info.active);
   }
 
@@ -193,8 +199,9 @@ class HttpRendezvous final : public Rendezvous {
       running_ = RunningMesh{};
     }
     if (!context) return;
-    const std::string why = "generation " + std::to_string(generation) +
-                            " can no longer finish: the rendezvous reports it lost a member or is re-forming";
+    const std::string why =
+        "generation " + std::to_string(generation) +
+        " can no longer finish: the rendezvous reports it lost a member or is re-forming";
     std::fprintf(stderr, "khorovod elastic: %s; abandoning its connections\n", why.c_str());
     AbandonMesh(*context, why);
   }
@@ -239,15 +246,16 @@ class HttpRendezvous final : public Rendezvous {
 }  // namespace
 
 StatusOr<std::unique_ptr<Rendezvous>> MakeHttpRendezvous(const Config& config) {
-  StatusOr<HttpEndpoint> endpoint =
-      ParseRendezvousEndpoint("KHOROVOD_RENDEZVOUS_ADDR", config.rendezvous_addr, config.rendezvous_token);
+  StatusOr<HttpEndpoint> endpoint = ParseRendezvousEndpoint(
+      "KHOROVOD_RENDEZVOUS_ADDR", config.rendezvous_addr, config.rendezvous_token);
   if (!endpoint.ok()) return endpoint.status();
   if (config.rendezvous_token.empty()) {
     return Status::InvalidArgument(
         "elastic jobs need the job's rendezvous token: set KHOROVOD_RENDEZVOUS_TOKEN or "
         "KHOROVOD_RENDEZVOUS_TOKEN_FILE");
   }
-  return std::unique_ptr<Rendezvous>(std::make_unique<HttpRendezvous>(std::move(*endpoint), config));
+  return std::unique_ptr<Rendezvous>(
+      std::make_unique<HttpRendezvous>(std::move(*endpoint), config));
 }
 
 }  // namespace khorovod

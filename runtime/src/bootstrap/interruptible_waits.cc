@@ -44,7 +44,8 @@ void InterruptibleWaits::Unregister(gloo::transport::UnboundBuffer* buffer) {
   buffers_.erase(buffer);
 }
 
-WaitScope::WaitScope(gloo::Context& context, std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
+WaitScope::WaitScope(gloo::Context& context,
+                     std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
     : waits_(dynamic_cast<InterruptibleWaits*>(&context)) {
   for (gloo::transport::UnboundBuffer* b : buffers) Add(b);
 }
@@ -59,13 +60,15 @@ void WaitScope::Add(gloo::transport::UnboundBuffer* buffer) {
   if (waits_->Register(buffer)) mine_.insert(buffer);
 }
 
-void WaitScope::WaitRecv(gloo::transport::UnboundBuffer& buffer, std::chrono::milliseconds timeout) const {
+void WaitScope::WaitRecv(gloo::transport::UnboundBuffer& buffer,
+                         std::chrono::milliseconds timeout) const {
   if (buffer.waitRecv(nullptr, timeout)) return;
   Check();
   throw std::runtime_error("a receive was aborted");
 }
 
-void WaitScope::WaitSend(gloo::transport::UnboundBuffer& buffer, std::chrono::milliseconds timeout) const {
+void WaitScope::WaitSend(gloo::transport::UnboundBuffer& buffer,
+                         std::chrono::milliseconds timeout) const {
   if (buffer.waitSend(nullptr, timeout)) return;
   Check();
   throw std::runtime_error("a send was aborted");

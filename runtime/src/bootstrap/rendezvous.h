@@ -39,7 +39,7 @@ class Rendezvous {
   virtual StatusOr<Assignment> NextGeneration(int64_t previous) = 0;
   // Connects a Gloo context among the members of `assignment`.
   virtual StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment& assignment,
-                                                          const Config& config) = 0;
+                                                           const Config& config) = 0;
   // The running generation should re-form at the next commit (also when
   // this worker got SIGTERM and leaves at that commit).
   virtual bool MembershipChanged() const = 0;

@@ -4,8 +4,9 @@
 
 namespace khorovod {
 
-StatusOr<rendezvous::HttpEndpoint> ParseRendezvousEndpoint(const std::string& variable, const std::string& addr,
-                                                          const std::string& token) {
+StatusOr<rendezvous::HttpEndpoint> ParseRendezvousEndpoint(const std::string& variable,
+                                                           const std::string& addr,
+                                                           const std::string& token) {
   const size_t colon = addr.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return Status::InvalidArgument(variable + "='" + addr + "': expected HOST:PORT");

@@ -15,7 +15,8 @@
 
 namespace khorovod {
 
-StatusOr<rendezvous::HttpEndpoint> ParseRendezvousEndpoint(const std::string& variable, const std::string& addr,
-                                                          const std::string& token);
+StatusOr<rendezvous::HttpEndpoint> ParseRendezvousEndpoint(const std::string& variable,
+                                                           const std::string& addr,
+                                                           const std::string& token);
 
 }  // namespace khorovod

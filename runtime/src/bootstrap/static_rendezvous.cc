@@ -15,7 +15,8 @@ class StaticRendezvous final : public Rendezvous {
     return Assignment{};  // filled from the Config by Connect's caller
   }
 
-  StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment&, const Config& config) override {
+  StatusOr<std::shared_ptr<gloo::Context>> Connect(const Assignment&,
+                                                   const Config& config) override {
     return ConnectGlooContext(config);
   }
 

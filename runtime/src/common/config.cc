@@ -6,11 +6,11 @@
 
 #include <atomic>
 #include <cctype>
-#include <cstdio>
 #include <cerrno>
-#include <fstream>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 
 #include "common/horovod_env.h"
@@ -104,12 +104,14 @@ Status ReadStallCheckDisable(const EnvReader& env, bool* stall_check) {
   } else if (word == "false" || word == "no" || word == "off") {
     *stall_check = true;
   } else {
-    return Status::InvalidArgument("KHOROVOD_STALL_CHECK_DISABLE='" + *v + "': expected 1 or 0 (true or false)");
+    return Status::InvalidArgument("KHOROVOD_STALL_CHECK_DISABLE='" + *v +
+                                   "': expected 1 or 0 (true or false)");
   }
   return Status::Ok();
 }
 
-Status ReadSeconds(const EnvReader& env, const std::string& key, double min, std::chrono::milliseconds* out) {
+Status ReadSeconds(const EnvReader& env, const std::string& key, double min,
+                   std::chrono::milliseconds* out) {
   double seconds = static_cast<double>(out->count()) / 1000.0;
   KH_RETURN_IF_ERROR(env.Double(key, min, 1e6, &seconds));
   *out = std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
@@ -118,7 +120,8 @@ Status ReadSeconds(const EnvReader& env, const std::string& key, double min, std
 
 Status ReadStallCheck(const EnvReader& env, Config* c) {
   KH_RETURN_IF_ERROR(ReadStallCheckDisable(env, &c->stall_check));
-  KH_RETURN_IF_ERROR(ReadSeconds(env, "KHOROVOD_STALL_CHECK_TIME_SECONDS", 0.001, &c->stall_warning_time));
+  KH_RETURN_IF_ERROR(
+      ReadSeconds(env, "KHOROVOD_STALL_CHECK_TIME_SECONDS", 0.001, &c->stall_warning_time));
   return ReadSeconds(env, "KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", 0.0, &c->stall_shutdown_time);
 }
 
@@ -128,7 +131,8 @@ std::string DefaultWorkerName() {
   gethostname(host, sizeof host - 1);
   std::string name = std::string(host) + "-" + std::to_string(getpid());
   for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '-';
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
+      ch = '-';
   }
   return name;
 }
@@ -136,37 +140,47 @@ std::string DefaultWorkerName() {
 }  // namespace
 
 Status Config::Validate() const {
-  if (size < 1) return Status::InvalidArgument("KHOROVOD_SIZE must be >= 1, got " + std::to_string(size));
+  if (size < 1)
+    return Status::InvalidArgument("KHOROVOD_SIZE must be >= 1, got " + std::to_string(size));
   if (rank < 0 || rank >= size) {
     return Status::InvalidArgument("KHOROVOD_RANK=" + std::to_string(rank) +
                                    " outside [0, KHOROVOD_SIZE=" + std::to_string(size) + ")");
   }
   if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
-    return Status::InvalidArgument("KHOROVOD_LOCAL_RANK=" + std::to_string(local_rank) +
-                                   " outside [0, KHOROVOD_LOCAL_SIZE=" + std::to_string(local_size) + ")");
+    return Status::InvalidArgument(
+        "KHOROVOD_LOCAL_RANK=" + std::to_string(local_rank) +
+        " outside [0, KHOROVOD_LOCAL_SIZE=" + std::to_string(local_size) + ")");
   }
   if (cross_size < 1 || cross_rank < 0 || cross_rank >= cross_size) {
-    return Status::InvalidArgument("KHOROVOD_CROSS_RANK=" + std::to_string(cross_rank) +
-                                   " outside [0, KHOROVOD_CROSS_SIZE=" + std::to_string(cross_size) + ")");
+    return Status::InvalidArgument(
+        "KHOROVOD_CROSS_RANK=" + std::to_string(cross_rank) +
+        " outside [0, KHOROVOD_CROSS_SIZE=" + std::to_string(cross_size) + ")");
   }
   if (!store_addr.empty() && elastic()) {
-    return Status::InvalidArgument("KHOROVOD_STORE_ADDR and KHOROVOD_RENDEZVOUS_ADDR exclude each other");
+    return Status::InvalidArgument(
+        "KHOROVOD_STORE_ADDR and KHOROVOD_RENDEZVOUS_ADDR exclude each other");
   }
   if (!store_addr.empty() && rendezvous_token.empty()) {
-    return Status::InvalidArgument("KHOROVOD_STORE_ADDR needs the job's token (KHOROVOD_RENDEZVOUS_TOKEN or _FILE)");
+    return Status::InvalidArgument(
+        "KHOROVOD_STORE_ADDR needs the job's token (KHOROVOD_RENDEZVOUS_TOKEN or _FILE)");
   }
   if (size > 1 && store_path.empty() && store_addr.empty() && !elastic()) {
     return Status::InvalidArgument(
         "KHOROVOD_STORE_PATH is required when size > 1 (start the job with khorovodrun)");
   }
-  if (gpu_device < -1) return Status::InvalidArgument("gpu_device must be >= 0, or -1 for local_rank");
+  if (gpu_device < -1)
+    return Status::InvalidArgument("gpu_device must be >= 0, or -1 for local_rank");
   if (job_id.empty()) return Status::InvalidArgument("job_id must not be empty");
   if (cycle_time.count() < 0) return Status::InvalidArgument("cycle_time must be >= 0");
-  if (stall_warning_time.count() <= 0) return Status::InvalidArgument("stall_warning_time must be > 0");
-  if (stall_shutdown_time.count() < 0) return Status::InvalidArgument("stall_shutdown_time must be >= 0");
-  if (transport_timeout.count() <= 0) return Status::InvalidArgument("transport_timeout must be > 0");
+  if (stall_warning_time.count() <= 0)
+    return Status::InvalidArgument("stall_warning_time must be > 0");
+  if (stall_shutdown_time.count() < 0)
+    return Status::InvalidArgument("stall_shutdown_time must be >= 0");
+  if (transport_timeout.count() <= 0)
+    return Status::InvalidArgument("transport_timeout must be > 0");
   if (metrics_port < 0 || metrics_port > 65535) {
-    return Status::InvalidArgument("KHOROVOD_METRICS_PORT=" + std::to_string(metrics_port) + " outside [0, 65535]");
+    return Status::InvalidArgument("KHOROVOD_METRICS_PORT=" + std::to_string(metrics_port) +
+                                   " outside [0, 65535]");
   }
   if (!(baseline_samples_per_second >= 0)) {
     return Status::InvalidArgument("KHOROVOD_BASELINE_SAMPLES_PER_SECOND must be >= 0");
@@ -201,7 +215,8 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   KH_RETURN_IF_ERROR(ReadSpinWaits(env, &c.spin_waits));
   env.String("KHOROVOD_RENDEZVOUS_ADDR", &c.rendezvous_addr);
   env.String("KHOROVOD_RENDEZVOUS_TOKEN", &c.rendezvous_token);
-  if (const std::string* file = env.Find("KHOROVOD_RENDEZVOUS_TOKEN_FILE"); file && c.rendezvous_token.empty()) {
+  if (const std::string* file = env.Find("KHOROVOD_RENDEZVOUS_TOKEN_FILE");
+      file && c.rendezvous_token.empty()) {
     std::ifstream in(*file);
     if (!in || !std::getline(in, c.rendezvous_token) || c.rendezvous_token.empty()) {
       return Status::InvalidArgument("KHOROVOD_RENDEZVOUS_TOKEN_FILE='" + *file +
@@ -214,8 +229,10 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   if (c.worker_name.empty()) c.worker_name = DefaultWorkerName();
   double elastic_s = c.elastic_timeout.count() / 1000.0;
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", 0.001, 1e7, &elastic_s));
-  c.elastic_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(elastic_s * 1000.0)));
-  KH_RETURN_IF_ERROR(ReadSeconds(env, "KHOROVOD_TERMINATION_GRACE_SECONDS", 0.0, &c.termination_grace));
+  c.elastic_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::llround(elastic_s * 1000.0)));
+  KH_RETURN_IF_ERROR(
+      ReadSeconds(env, "KHOROVOD_TERMINATION_GRACE_SECONDS", 0.0, &c.termination_grace));
 
   int64_t fusion = static_cast<int64_t>(c.fusion_threshold_bytes);
   KH_RETURN_IF_ERROR(env.Int("KHOROVOD_FUSION_THRESHOLD", 0, int64_t{1} << 40, &fusion));
@@ -238,8 +255,8 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
 
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_METRICS_PORT", 0, 65535, &c.metrics_port));
   env.String("KHOROVOD_METRICS_HOST", &c.metrics_host);
-  KH_RETURN_IF_ERROR(
-      env.Double("KHOROVOD_BASELINE_SAMPLES_PER_SECOND", 0.0, 1e15, &c.baseline_samples_per_second));
+  KH_RETURN_IF_ERROR(env.Double("KHOROVOD_BASELINE_SAMPLES_PER_SECOND", 0.0, 1e15,
+                                &c.baseline_samples_per_second));
   env.String("KHOROVOD_TIMELINE", &c.timeline_path);
 
   KH_RETURN_IF_ERROR(c.Validate());
@@ -253,7 +270,8 @@ StatusOr<Config> Config::FromEnvironment() {
     const bool ours = entry.rfind("KHOROVOD_", 0) == 0;
     if (!ours && entry.rfind("HOROVOD_", 0) != 0) continue;
     size_t eq = entry.find('=');
-    if (eq != std::string::npos) (ours ? vars : horovod).emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    if (eq != std::string::npos)
+      (ours ? vars : horovod).emplace(entry.substr(0, eq), entry.substr(eq + 1));
   }
   const std::vector<std::string> unknown = MergeHorovodAliases(&vars, horovod);
   // One warning per process (elastic jobs read the environment at every
@@ -262,7 +280,8 @@ StatusOr<Config> Config::FromEnvironment() {
   if (!unknown.empty() && !warned.exchange(true)) {
     std::string names;
     for (const auto& n : unknown) names += (names.empty() ? "" : ", ") + n;
-    std::fprintf(stderr, "khorovod: warning: ignoring %s (no equivalent in khorovod; see docs/python.md)\n",
+    std::fprintf(stderr,
+                 "khorovod: warning: ignoring %s (no equivalent in khorovod; see docs/python.md)\n",
                  names.c_str());
   }
   return FromMap(vars);

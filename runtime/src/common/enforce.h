@@ -25,12 +25,12 @@ namespace detail {
 
 }  // namespace khorovod
 
-#define KH_ENFORCE(condition, ...)                                                        \
-  do {                                                                                    \
-    if (!(condition)) {                                                                   \
-      std::ostringstream kh_enforce_msg_;                                                 \
-      kh_enforce_msg_ << "" __VA_ARGS__;                                                  \
-      ::khorovod::detail::ThrowInvariantViolation(__FILE__, __LINE__, #condition,         \
-                                                  kh_enforce_msg_.str());                 \
-    }                                                                                     \
+#define KH_ENFORCE(condition, ...)                                                \
+  do {                                                                            \
+    if (!(condition)) {                                                           \
+      std::ostringstream kh_enforce_msg_;                                         \
+      kh_enforce_msg_ << "" __VA_ARGS__;                                          \
+      ::khorovod::detail::ThrowInvariantViolation(__FILE__, __LINE__, #condition, \
+                                                  kh_enforce_msg_.str());         \
+    }                                                                             \
   } while (0)

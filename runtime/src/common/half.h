@@ -25,7 +25,8 @@ inline float BFloat16ToFloat(uint16_t h) { return BitsToFloat(static_cast<uint32
 
 inline uint16_t FloatToBFloat16(float f) {
   uint32_t bits = FloatToBits(f);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
   uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
@@ -48,7 +49,7 @@ inline uint16_t FloatToHalf(float f) {
   uint32_t bits = FloatToBits(f);
   uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t abs_bits = bits & 0x7fffffffu;
-  if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow → inf
   if (abs_bits < 0x38800000u) {
     // Result is subnormal or zero: scale into the integer mantissa and round

@@ -32,7 +32,7 @@ constexpr Alias kAliases[] = {
 // not a user's setting, and khorovodrun sets the KHOROVOD_* ones.
 bool IsLauncherVariable(const std::string& name) {
   static constexpr const char* kLauncher[] = {
-      "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
+      "HOROVOD_RANK",       "HOROVOD_SIZE",       "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
       "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_CONTROLLER", "HOROVOD_HOSTNAME_FOR_RANK",
       "HOROVOD_ELASTIC"};
   return std::find(std::begin(kLauncher), std::end(kLauncher), name) != std::end(kLauncher);
@@ -56,7 +56,8 @@ std::vector<std::string> MergeHorovodAliases(std::map<std::string, std::string>*
     }
     std::string v = value;
     if (alias->lowercase) {
-      std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::transform(v.begin(), v.end(), v.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
     }
     vars->emplace(alias->ours, v);  // emplace keeps a KHOROVOD_* value already there
   }

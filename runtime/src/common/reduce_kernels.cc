@@ -15,23 +15,31 @@ namespace {
 struct SumOp {
   template <typename T>
   static T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) return a || b;
-    else return static_cast<T>(a + b);
+    if constexpr (std::is_same_v<T, bool>)
+      return a || b;
+    else
+      return static_cast<T>(a + b);
   }
 };
 struct MinOp {
   template <typename T>
-  static T apply(T a, T b) { return std::min(a, b); }
+  static T apply(T a, T b) {
+    return std::min(a, b);
+  }
 };
 struct MaxOp {
   template <typename T>
-  static T apply(T a, T b) { return std::max(a, b); }
+  static T apply(T a, T b) {
+    return std::max(a, b);
+  }
 };
 struct ProdOp {
   template <typename T>
   static T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
-    else return static_cast<T>(a * b);
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else
+      return static_cast<T>(a * b);
   }
 };
 
@@ -57,16 +65,26 @@ struct Float16Elem {
 template <typename Visit>
 decltype(auto) VisitDtype(DataType dtype, Visit&& visit) {
   switch (dtype) {
-    case DataType::kFloat32: return visit.template operator()<NativeElem<float>>();
-    case DataType::kFloat64: return visit.template operator()<NativeElem<double>>();
-    case DataType::kFloat16: return visit.template operator()<Float16Elem<HalfToFloat, FloatToHalf>>();
-    case DataType::kBFloat16: return visit.template operator()<Float16Elem<BFloat16ToFloat, FloatToBFloat16>>();
-    case DataType::kInt8: return visit.template operator()<NativeElem<int8_t>>();
-    case DataType::kUInt8: return visit.template operator()<NativeElem<uint8_t>>();
-    case DataType::kInt32: return visit.template operator()<NativeElem<int32_t>>();
-    case DataType::kInt64: return visit.template operator()<NativeElem<int64_t>>();
-    case DataType::kInt16: return visit.template operator()<NativeElem<int16_t>>();
-    case DataType::kBool: return visit.template operator()<NativeElem<bool>>();
+    case DataType::kFloat32:
+      return visit.template operator()<NativeElem<float>>();
+    case DataType::kFloat64:
+      return visit.template operator()<NativeElem<double>>();
+    case DataType::kFloat16:
+      return visit.template operator()<Float16Elem<HalfToFloat, FloatToHalf>>();
+    case DataType::kBFloat16:
+      return visit.template operator()<Float16Elem<BFloat16ToFloat, FloatToBFloat16>>();
+    case DataType::kInt8:
+      return visit.template operator()<NativeElem<int8_t>>();
+    case DataType::kUInt8:
+      return visit.template operator()<NativeElem<uint8_t>>();
+    case DataType::kInt32:
+      return visit.template operator()<NativeElem<int32_t>>();
+    case DataType::kInt64:
+      return visit.template operator()<NativeElem<int64_t>>();
+    case DataType::kInt16:
+      return visit.template operator()<NativeElem<int16_t>>();
+    case DataType::kBool:
+      return visit.template operator()<NativeElem<bool>>();
   }
   KH_ENFORCE(false, "invalid dtype " << static_cast<int>(dtype));
   __builtin_unreachable();
@@ -96,7 +114,8 @@ void ScaleElems(void* data, size_t n, double factor) {
     const C f = static_cast<C>(factor);
     for (size_t i = 0; i < n; ++i) p[i] = E::Store(E::Load(p[i]) * f);
   } else {
-    for (size_t i = 0; i < n; ++i) p[i] = E::Store(static_cast<C>(static_cast<double>(E::Load(p[i])) * factor));
+    for (size_t i = 0; i < n; ++i)
+      p[i] = E::Store(static_cast<C>(static_cast<double>(E::Load(p[i])) * factor));
   }
 }
 
@@ -110,7 +129,8 @@ void DivideElems(void* data, size_t n, int64_t divisor) {
     const C d = static_cast<C>(divisor);
     for (size_t i = 0; i < n; ++i) p[i] = E::Store(E::Load(p[i]) / d);
   } else {
-    for (size_t i = 0; i < n; ++i) p[i] = E::Store(static_cast<C>(static_cast<int64_t>(E::Load(p[i])) / divisor));
+    for (size_t i = 0; i < n; ++i)
+      p[i] = E::Store(static_cast<C>(static_cast<int64_t>(E::Load(p[i])) / divisor));
   }
 }
 
@@ -120,11 +140,20 @@ ReduceFn GetReduceFn(DataType dtype, ReduceOp op) {
   ReduceFn fn = nullptr;
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: fn = ForDtype<SumOp>(dtype); break;
-    case ReduceOp::kMin: fn = ForDtype<MinOp>(dtype); break;
-    case ReduceOp::kMax: fn = ForDtype<MaxOp>(dtype); break;
-    case ReduceOp::kProduct: fn = ForDtype<ProdOp>(dtype); break;
-    case ReduceOp::kAdasum: break;  // not element-wise: core/adasum.h
+    case ReduceOp::kAverage:
+      fn = ForDtype<SumOp>(dtype);
+      break;
+    case ReduceOp::kMin:
+      fn = ForDtype<MinOp>(dtype);
+      break;
+    case ReduceOp::kMax:
+      fn = ForDtype<MaxOp>(dtype);
+      break;
+    case ReduceOp::kProduct:
+      fn = ForDtype<ProdOp>(dtype);
+      break;
+    case ReduceOp::kAdasum:
+      break;  // not element-wise: core/adasum.h
   }
   KH_ENFORCE(fn != nullptr, "no reduction for dtype " << static_cast<int>(dtype) << " op "
                                                       << static_cast<int>(op));

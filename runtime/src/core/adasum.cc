@@ -20,9 +20,12 @@ struct Region {
 
 double Load(const void* p, size_t i, DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat16: return HalfToFloat(static_cast<const uint16_t*>(p)[i]);
-    case DataType::kFloat32: return static_cast<const float*>(p)[i];
-    default: return static_cast<const double*>(p)[i];
+    case DataType::kFloat16:
+      return HalfToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DataType::kFloat32:
+      return static_cast<const float*>(p)[i];
+    default:
+      return static_cast<const double*>(p)[i];
   }
 }
 
@@ -42,7 +45,8 @@ void ScaledAdd(void* data, const void* other, size_t count, DataType dtype, doub
     auto* a = static_cast<uint16_t*>(data);
     const auto* b = static_cast<const uint16_t*>(other);
     const auto fa = static_cast<float>(ca), fb = static_cast<float>(cb);
-    for (size_t i = 0; i < count; ++i) a[i] = FloatToHalf(fa * HalfToFloat(a[i]) + fb * HalfToFloat(b[i]));
+    for (size_t i = 0; i < count; ++i)
+      a[i] = FloatToHalf(fa * HalfToFloat(a[i]) + fb * HalfToFloat(b[i]));
   }
 }
 
@@ -59,8 +63,8 @@ Status Exchange(Backend& backend, int size, int peer, const std::byte* send_at, 
 
 // One level of the halving: exchanges halves with rank ^ level, then
 // combines this rank's half with the neighbour's copy of it.
-Status ReduceLevel(Backend& backend, std::byte* base, std::vector<std::byte>& scratch, DataType dtype,
-                   int rank, int size, int level, Region* mine) {
+Status ReduceLevel(Backend& backend, std::byte* base, std::vector<std::byte>& scratch,
+                   DataType dtype, int rank, int size, int level, Region* mine) {
   const size_t esize = DataTypeSize(dtype);
   const bool lower = (rank & level) == 0;
   const size_t first = mine->count / 2, second = mine->count - first;
@@ -79,7 +83,8 @@ Status ReduceLevel(Backend& backend, std::byte* base, std::vector<std::byte>& sc
     slot[lower ? 1 : 2] += x * x;
     slot[lower ? 2 : 1] += y * y;
   }
-  KH_RETURN_IF_ERROR(backend.Allreduce(sums.data(), sums.data(), sums.size(), DataType::kFloat64, ReduceOp::kSum));
+  KH_RETURN_IF_ERROR(
+      backend.Allreduce(sums.data(), sums.data(), sums.size(), DataType::kFloat64, ReduceOp::kSum));
   static const double kTiny = std::sqrt(DBL_MIN);
   const double dot = slot[0];
   const double own_sq = lower ? slot[1] : slot[2], other_sq = lower ? slot[2] : slot[1];
@@ -96,10 +101,12 @@ bool AdasumSupports(DataType dtype) {
   return dtype == DataType::kFloat16 || dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
 }
 
-Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtype, int rank, int size) {
+Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtype, int rank,
+                       int size) {
   if (size < 1 || (size & (size - 1)) != 0) {
-    return Status::InvalidArgument("Running Adasum with non-power of 2 ranks is not supported yet (" +
-                                   std::to_string(size) + " ranks)");
+    return Status::InvalidArgument(
+        "Running Adasum with non-power of 2 ranks is not supported yet (" + std::to_string(size) +
+        " ranks)");
   }
   if (!AdasumSupports(dtype)) {
     return Status::InvalidArgument("Adasum supports float16, float32 and float64, not " +
@@ -125,7 +132,8 @@ Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtyp
     scratch.resize(theirs.count * esize);
     KH_RETURN_IF_ERROR(Exchange(backend, size, rank ^ level, base + mine.offset * esize, mine.count,
                                 scratch.data(), theirs.count, dtype));
-    if (theirs.count) std::memcpy(base + theirs.offset * esize, scratch.data(), theirs.count * esize);
+    if (theirs.count)
+      std::memcpy(base + theirs.offset * esize, scratch.data(), theirs.count * esize);
     mine = parent;
   }
   return Status::Ok();

@@ -36,6 +36,7 @@ bool AdasumSupports(DataType dtype);
 // (`rank` of `size`). kInvalidArgument, the same on every rank, when size
 // is not a power of two or the dtype is not supported; transport errors as
 // the backend returns them.
-Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtype, int rank, int size);
+Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtype, int rank,
+                       int size);
 
 }  // namespace khorovod

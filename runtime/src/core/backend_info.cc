@@ -4,7 +4,8 @@
 
 namespace khorovod {
 
-StatusOr<std::map<std::string, std::string>> DescribeBackend(const std::string& backend, const Config& config) {
+StatusOr<std::map<std::string, std::string>> DescribeBackend(const std::string& backend,
+                                                             const Config& config) {
   return BackendRegistry::Info(backend, config);
 }
 

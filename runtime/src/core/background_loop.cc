@@ -50,7 +50,8 @@ void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle
 // Phase 1: wait until the next round is due. An idle rank sleeps until work
 // arrives (or kIdleWait passes) and then lets the burst end; a rank with
 // work left waits out the cycle time since the last round's start.
-void WaitForNextRound(Session& s, const Negotiator::Round& last_round, Clock::time_point last_start) {
+void WaitForNextRound(Session& s, const Negotiator::Round& last_round,
+                      Clock::time_point last_start) {
   if (!s.negotiator->has_local_work()) {
     s.queue.WaitForWork(Clock::now() + kIdleWait,
                         last_round.idle ? std::chrono::microseconds(0) : s.spin.Budget(kBusySpin));
@@ -69,7 +70,8 @@ struct LoopEnd {
 
 // Phase 2: one round: hand the queued operations to the negotiator, agree
 // with the other ranks, record the round, execute what was agreed.
-LoopEnd RunOneRound(Session& s, Clock::time_point start, Negotiator::Round& round, std::vector<PendingOp>& drained) {
+LoopEnd RunOneRound(Session& s, Clock::time_point start, Negotiator::Round& round,
+                    std::vector<PendingOp>& drained) {
   drained.clear();
   s.queue.PopAll(&drained);
   for (PendingOp& op : drained) s.negotiator->Add(std::move(op));
@@ -78,8 +80,9 @@ LoopEnd RunOneRound(Session& s, Clock::time_point start, Negotiator::Round& roun
   if (s.metrics && !round.idle) s.metrics->NegotiationRound(Clock::now() - start);
   if (s.timeline && !round.idle) s.timeline->MarkCycle(start);
   if (round.shutdown) {
-    return {Status::Aborted(round.stall_shutdown ? round.shutdown_reason
-                                                 : "khorovod was shut down before the operation completed"),
+    return {Status::Aborted(round.stall_shutdown
+                                ? round.shutdown_reason
+                                : "khorovod was shut down before the operation completed"),
             round.stall_shutdown};
   }
   s.executor->CompleteEager(round.eager, *s.negotiator);
@@ -98,8 +101,9 @@ void EndSession(Session& s, const LoopEnd& end) {
   // (a tf.function's second collective, say) comes after the failure.
   const bool user_shutdown = end.fatal.code() == StatusCode::kAborted && !end.stall_shutdown &&
                              s.queue.shutdown_requested();
-  s.queue.Close(user_shutdown ? Status::FailedPrecondition("khorovod was shut down; call init() again")
-                              : end.fatal);
+  s.queue.Close(user_shutdown
+                    ? Status::FailedPrecondition("khorovod was shut down; call init() again")
+                    : end.fatal);
   s.negotiator->FailAll(end.fatal);
   std::vector<PendingOp> late;
   s.queue.PopAll(&late);

@@ -64,7 +64,8 @@ Status Completion::Wait() const {
   WaiterCount blocked(waiters_.get());
   // Only a wait that actually blocks reads the clock.
   const bool timed = wait_sink_ != nullptr;
-  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const auto start =
+      timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   // On virtual machines waking a sleeping thread can cost far more than a
   // small collective; the spin budget is zero where spinning would steal
   // the core the operation needs.

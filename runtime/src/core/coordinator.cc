@@ -10,7 +10,6 @@
 namespace khorovod {
 namespace {
 
-
 template <typename T, typename Fmt>
 std::optional<std::string> Disagreement(const std::vector<std::optional<Request>>& by_rank,
                                         const char* field, T (*get)(const Request&), Fmt fmt) {
@@ -49,27 +48,36 @@ std::string FormatNumber(T v) {
 // CheckAgreement's phases: the fields every operation agrees on, then the
 // fields of each kind of operation.
 std::optional<std::string> CommonDisagreement(const ByRank& by_rank) {
-  if (auto d = Disagreement(by_rank, "operation", +[](R r) { return r.op; },
-                            [](OpType o) { return std::string(OpTypeName(o)); }))
+  if (auto d = Disagreement(
+          by_rank, "operation", +[](R r) { return r.op; },
+          [](OpType o) { return std::string(OpTypeName(o)); }))
     return d;
-  if (auto d = Disagreement(by_rank, "dtype", +[](R r) { return r.dtype; },
-                            [](DataType t) { return std::string(DataTypeName(t)); }))
+  if (auto d = Disagreement(
+          by_rank, "dtype", +[](R r) { return r.dtype; },
+          [](DataType t) { return std::string(DataTypeName(t)); }))
     return d;
-  return Disagreement(by_rank, "device", +[](R r) { return r.device.kind; },
-                      [](DeviceKind k) { return k == DeviceKind::kCPU ? "cpu" : "cuda"; });
+  return Disagreement(
+      by_rank, "device", +[](R r) { return r.device.kind; },
+      [](DeviceKind k) { return k == DeviceKind::kCPU ? "cpu" : "cuda"; });
 }
 
 std::optional<std::string> ReduceDisagreement(const ByRank& by_rank, const Request& first) {
-  if (auto d = Disagreement(by_rank, "reduce op", +[](R r) { return r.reduce_op; },
-                            [](ReduceOp o) { return std::string(ReduceOpName(o)); }))
+  if (auto d = Disagreement(
+          by_rank, "reduce op", +[](R r) { return r.reduce_op; },
+          [](ReduceOp o) { return std::string(ReduceOpName(o)); }))
     return d;
-  if (auto d = Disagreement(by_rank, "prescale factor", +[](R r) { return r.prescale; }, FormatNumber<double>))
+  if (auto d = Disagreement(
+          by_rank, "prescale factor", +[](R r) { return r.prescale; }, FormatNumber<double>))
     return d;
-  if (auto d = Disagreement(by_rank, "postscale factor", +[](R r) { return r.postscale; }, FormatNumber<double>))
+  if (auto d = Disagreement(
+          by_rank, "postscale factor", +[](R r) { return r.postscale; }, FormatNumber<double>))
     return d;
-  if (auto d = Disagreement(by_rank, "shape", +[](R r) { return r.shape; }, FormatShape)) return d;
-  if (auto d = Disagreement(by_rank, "group", +[](R r) { return r.group; },
-                            [](const std::string& g) { return "'" + g + "'"; }))
+  if (auto d = Disagreement(
+          by_rank, "shape", +[](R r) { return r.shape; }, FormatShape))
+    return d;
+  if (auto d = Disagreement(
+          by_rank, "group", +[](R r) { return r.group; },
+          [](const std::string& g) { return "'" + g + "'"; }))
     return d;
   if (first.op == OpType::kReducescatter && first.shape.empty()) {
     return std::string("reducescatter needs a tensor with at least one dimension");
@@ -78,31 +86,40 @@ std::optional<std::string> ReduceDisagreement(const ByRank& by_rank, const Reque
 }
 
 std::optional<std::string> BroadcastDisagreement(const ByRank& by_rank, const Request& first,
-                                                 const std::vector<int>& members, int32_t process_set) {
-  if (auto d = Disagreement(by_rank, "root rank", +[](R r) { return r.root; }, FormatNumber<int32_t>)) return d;
+                                                 const std::vector<int>& members,
+                                                 int32_t process_set) {
+  if (auto d = Disagreement(
+          by_rank, "root rank", +[](R r) { return r.root; }, FormatNumber<int32_t>))
+    return d;
   if (IndexIn(members, first.root) < 0) {
     return "root rank " + std::to_string(first.root) + " is not a member of process set " +
            std::to_string(process_set) + " " + RankListString(members);
   }
-  return Disagreement(by_rank, "shape", +[](R r) { return r.shape; }, FormatShape);
+  return Disagreement(
+      by_rank, "shape", +[](R r) { return r.shape; }, FormatShape);
 }
 
 std::optional<std::string> GatherDisagreement(const ByRank& by_rank, const Request& first) {
-  if (auto d = Disagreement(by_rank, "rank (number of dimensions)", +[](R r) { return r.shape.size(); },
-                            FormatNumber<size_t>))
+  if (auto d = Disagreement(
+          by_rank, "rank (number of dimensions)", +[](R r) { return r.shape.size(); },
+          FormatNumber<size_t>))
     return d;
-  if (first.shape.empty()) return std::string(OpTypeName(first.op)) + " needs a tensor with at least one dimension";
-  return Disagreement(by_rank, "shape beyond the first dimension", +[](R r) { return TrailingDims(r.shape); },
-                      FormatShape);
+  if (first.shape.empty())
+    return std::string(OpTypeName(first.op)) + " needs a tensor with at least one dimension";
+  return Disagreement(
+      by_rank, "shape beyond the first dimension", +[](R r) { return TrailingDims(r.shape); },
+      FormatShape);
 }
 
 std::optional<std::string> ProcessSetDisagreement(const ByRank& by_rank) {
-  if (auto d = Disagreement(by_rank, "process set ranks", +[](R r) { return r.splits; },
-                            [](const std::vector<int64_t>& v) {
-                              return RankListString(std::vector<int>(v.begin(), v.end()));
-                            }))
+  if (auto d = Disagreement(
+          by_rank, "process set ranks", +[](R r) { return r.splits; },
+          [](const std::vector<int64_t>& v) {
+            return RankListString(std::vector<int>(v.begin(), v.end()));
+          }))
     return d;
-  return Disagreement(by_rank, "process set to remove", +[](R r) { return r.root; }, FormatNumber<int32_t>);
+  return Disagreement(
+      by_rank, "process set to remove", +[](R r) { return r.root; }, FormatNumber<int32_t>);
 }
 
 }  // namespace
@@ -224,7 +241,9 @@ Response Coordinator::BuildResponse(const Entry& e) const {
   int64_t row = 1;
   for (size_t d = 1; d < first->shape.size(); ++d) row *= first->shape[d];
   switch (p.op) {
-    case OpType::kAllreduce: p.sizes = {NumElements(first->shape)}; break;
+    case OpType::kAllreduce:
+      p.sizes = {NumElements(first->shape)};
+      break;
     case OpType::kBroadcast:
       p.sizes = {NumElements(first->shape)};
       p.root = IndexIn(e.members, first->root);  // the set's own numbering
@@ -250,7 +269,8 @@ Response Coordinator::BuildResponse(const Entry& e) const {
       break;
     case OpType::kBarrier:
     case OpType::kJoin:
-    case OpType::kProcessSet: break;
+    case OpType::kProcessSet:
+      break;
   }
   return p;
 }
@@ -298,21 +318,23 @@ Response Coordinator::ApplyProcessSet(const Entry& e) {
     p.process_set = req.root;
     return p;
   }
-  if (req.root == 0) return ErrorFor(e, StatusCode::kInvalidArgument, "the global process set cannot be removed");
+  if (req.root == 0)
+    return ErrorFor(e, StatusCode::kInvalidArgument, "the global process set cannot be removed");
   std::vector<int> ranks(req.splits.begin(), req.splits.end());
-  if (ranks.empty()) return ErrorFor(e, StatusCode::kInvalidArgument, "a process set needs at least one rank");
+  if (ranks.empty())
+    return ErrorFor(e, StatusCode::kInvalidArgument, "a process set needs at least one rank");
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] < 0 || ranks[i] >= size_ || (i > 0 && ranks[i] <= ranks[i - 1])) {
       return ErrorFor(e, StatusCode::kInvalidArgument,
-                      "process set ranks " + RankListString(ranks) + " must be distinct, ascending and in [0, " +
-                          std::to_string(size_) + ")");
+                      "process set ranks " + RankListString(ranks) +
+                          " must be distinct, ascending and in [0, " + std::to_string(size_) + ")");
     }
   }
   for (const auto& [id, members] : sets_) {
     if (members == ranks) {
       return ErrorFor(e, StatusCode::kInvalidArgument,
-                      "a process set with ranks " + RankListString(ranks) + " is already registered (id " +
-                          std::to_string(id) + ")");
+                      "a process set with ranks " + RankListString(ranks) +
+                          " is already registered (id " + std::to_string(id) + ")");
     }
   }
   p.process_set = next_set_id_++;
@@ -370,10 +392,12 @@ void Coordinator::ReleaseCrossSetConflicts(std::vector<Response>& out) {
       for (int r = 0; r < size_; ++r) {
         if (other->by_rank[r]) ranks.push_back(r);
       }
-      where += " process set " + std::to_string(key.first) + " by ranks " + RankListString(ranks) + ";";
+      where +=
+          " process set " + std::to_string(key.first) + " by ranks " + RankListString(ranks) + ";";
     }
     where.pop_back();
-    out.push_back(ErrorFor(*it, StatusCode::kMismatch, "submitted in different process sets:" + where));
+    out.push_back(
+        ErrorFor(*it, StatusCode::kMismatch, "submitted in different process sets:" + where));
   }
   for (auto it : conflicts) Drop(it);
 }
@@ -392,7 +416,8 @@ void Coordinator::ReleaseReady(std::vector<Response>& out) {
 
 // Whether the ready entry `it` leaves the table now (the other members of
 // a complete group are dropped here; `it` by the caller).
-bool Coordinator::ReleaseOne(std::list<Entry>::iterator it, ReadyGroups& ready_groups, std::vector<Response>& out) {
+bool Coordinator::ReleaseOne(std::list<Entry>::iterator it, ReadyGroups& ready_groups,
+                             std::vector<Response>& out) {
   Entry& e = *it;
   if (auto conflict = JoinConflict(e)) {
     out.push_back(ErrorFor(e, StatusCode::kFailedPrecondition, *conflict));

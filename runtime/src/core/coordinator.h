@@ -72,7 +72,8 @@ class Coordinator {
   using ReadyGroups = std::map<std::string, std::vector<std::list<Entry>::iterator>>;
   void ReleaseCrossSetConflicts(std::vector<Response>& out);
   void ReleaseReady(std::vector<Response>& out);
-  bool ReleaseOne(std::list<Entry>::iterator it, ReadyGroups& ready_groups, std::vector<Response>& out);
+  bool ReleaseOne(std::list<Entry>::iterator it, ReadyGroups& ready_groups,
+                  std::vector<Response>& out);
   void ReleaseUnregistered(std::vector<Response>& out);
   void ReleaseJoin(std::vector<Response>& out);
   // Removes an entry from the table and the name index.

@@ -31,20 +31,22 @@ void DeviceReducer::TrimFusion() {
 }
 
 Status DeviceReducer::Allreduce(DeviceOps& device, const std::vector<const Response*>& group,
-                                const std::vector<std::optional<PendingOp>>& ops, TimePoint* packed_at,
-                                TimePoint* reduced_at) {
+                                const std::vector<std::optional<PendingOp>>& ops,
+                                TimePoint* packed_at, TimePoint* reduced_at) {
   const Response& head = *group.front();
   const size_t esize = DataTypeSize(head.dtype);
   const FusedMembers members = MembersOf(group, ops);
   const FusionLayout layout = LayoutFusedAllreduce(members.bytes, members.present);
   auto buffer = Fusion(device, layout.buffer_bytes);
   if (!buffer.ok()) return buffer.status();
-  auto copy = [&](void* dst, const void* src, size_t bytes) { return device.Copy(dst, src, bytes); };
+  auto copy = [&](void* dst, const void* src, size_t bytes) {
+    return device.Copy(dst, src, bytes);
+  };
   auto zero = [&](void* dst, size_t bytes) { return device.Zero(dst, bytes); };
   KH_RETURN_IF_ERROR(PackFusion(layout, *buffer, members.inputs, members.outputs, copy, zero));
   *packed_at = std::chrono::steady_clock::now();
-  Status s = device.AllreduceScaled(layout.Spans(*buffer, members.outputs, esize), head.dtype, head.reduce_op,
-                                    head.prescale, head.postscale);
+  Status s = device.AllreduceScaled(layout.Spans(*buffer, members.outputs, esize), head.dtype,
+                                    head.reduce_op, head.prescale, head.postscale);
   *reduced_at = std::chrono::steady_clock::now();
   if (s.ok()) s = UnpackFusion(layout, *buffer, members.outputs, copy);
   // Whatever happened, nothing may still be running on the user's buffers
@@ -69,12 +71,14 @@ Status DeviceReducer::Reducescatter(DeviceOps& device, const Response& r, Pendin
   std::shared_ptr<void> result;
   if (s.ok()) {
     auto memory = device.Allocate(my_bytes);
-    if (memory.ok()) result = std::move(*memory);
-    else s = memory.status();
+    if (memory.ok())
+      result = std::move(*memory);
+    else
+      s = memory.status();
   }
   if (s.ok()) {
-    s = CopyIfAny(device, result.get(), *buffer + static_cast<size_t>(mine.first * r.row_elements) * esize,
-                  my_bytes);
+    s = CopyIfAny(device, result.get(),
+                  *buffer + static_cast<size_t>(mine.first * r.row_elements) * esize, my_bytes);
   }
   Status flushed = device.Flush();
   if (s.ok()) s = flushed;

@@ -45,8 +45,8 @@ Status ParseEagerPayload(const uint64_t* block, int rank, EagerEntries* out) {
   out->clear();
   const uint64_t used = block[0];
   auto malformed = [&](const std::string& why) {
-    return Status::Internal("rank " + std::to_string(rank) + " sent a malformed eager payload (" + why +
-                            "); are all ranks running the same khorovod?");
+    return Status::Internal("rank " + std::to_string(rank) + " sent a malformed eager payload (" +
+                            why + "); are all ranks running the same khorovod?");
   };
   if (used > kEagerPayloadWords - 1) return malformed("length " + std::to_string(used));
   size_t at = 0;
@@ -68,7 +68,8 @@ void ReduceEager(const Response& r, const std::vector<const std::byte*>& contrib
   if (bytes) std::memcpy(out, contributions.front(), bytes);
   const ReduceFn reduce = GetReduceFn(r.dtype, r.reduce_op);
   for (size_t i = 1; i < contributions.size(); ++i) reduce(out, out, contributions[i], count);
-  if (r.reduce_op == ReduceOp::kAverage) Divide(out, count, r.dtype, static_cast<int64_t>(contributions.size()));
+  if (r.reduce_op == ReduceOp::kAverage)
+    Divide(out, count, r.dtype, static_cast<int64_t>(contributions.size()));
   Scale(out, count, r.dtype, r.postscale);
 }
 

@@ -19,8 +19,9 @@ void CopyBytes(void* dst, const void* src, size_t bytes) {
 
 }  // namespace
 
-Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend, DeviceBackend* device,
-                   TensorQueue* queue, WorkerMetrics* metrics, Timeline* timeline)
+Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend,
+                   DeviceBackend* device, TensorQueue* queue, WorkerMetrics* metrics,
+                   Timeline* timeline)
     : rank_(rank),
       size_(size),
       fusion_threshold_(fusion_threshold),
@@ -51,14 +52,22 @@ struct Phases {
 
 Phases PhasesOf(OpType op) {
   switch (op) {
-    case OpType::kAllreduce: return {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"};
-    case OpType::kAllgather: return {"NEGOTIATE_ALLGATHER", "ALLGATHER"};
-    case OpType::kBroadcast: return {"NEGOTIATE_BROADCAST", "BROADCAST"};
-    case OpType::kAlltoall: return {"NEGOTIATE_ALLTOALL", "ALLTOALL"};
-    case OpType::kReducescatter: return {"NEGOTIATE_REDUCESCATTER", "REDUCESCATTER"};
-    case OpType::kBarrier: return {"NEGOTIATE_BARRIER", "BARRIER"};
-    case OpType::kJoin: return {"NEGOTIATE_JOIN", "JOIN"};
-    case OpType::kProcessSet: return {"NEGOTIATE_PROCESS_SET", "PROCESS_SET"};
+    case OpType::kAllreduce:
+      return {"NEGOTIATE_ALLREDUCE", "ALLREDUCE"};
+    case OpType::kAllgather:
+      return {"NEGOTIATE_ALLGATHER", "ALLGATHER"};
+    case OpType::kBroadcast:
+      return {"NEGOTIATE_BROADCAST", "BROADCAST"};
+    case OpType::kAlltoall:
+      return {"NEGOTIATE_ALLTOALL", "ALLTOALL"};
+    case OpType::kReducescatter:
+      return {"NEGOTIATE_REDUCESCATTER", "REDUCESCATTER"};
+    case OpType::kBarrier:
+      return {"NEGOTIATE_BARRIER", "BARRIER"};
+    case OpType::kJoin:
+      return {"NEGOTIATE_JOIN", "JOIN"};
+    case OpType::kProcessSet:
+      return {"NEGOTIATE_PROCESS_SET", "PROCESS_SET"};
   }
   return {"NEGOTIATE", "OP"};
 }
@@ -92,7 +101,8 @@ Status Executor::Execute(const std::vector<Response>& responses, Negotiator& neg
       continue;
     }
     std::optional<PendingOp> op = negotiator.Take(head.names.front());
-    KH_ENFORCE(op.has_value(), "no local op for " << OpTypeName(head.op) << " '" << head.names.front()
+    KH_ENFORCE(op.has_value(), "no local op for " << OpTypeName(head.op) << " '"
+                                                  << head.names.front()
                                                   << "' (only allreduce runs without one)");
     const TimePoint start = std::chrono::steady_clock::now();
     Status s;
@@ -102,14 +112,24 @@ Status Executor::Execute(const std::vector<Response>& responses, Negotiator& neg
     } else {
       Backend& b = **backend;
       switch (head.op) {
-        case OpType::kAllgather: s = RunAllgather(b, head, *op); break;
-        case OpType::kBroadcast:
-          s = b.Broadcast(op->input.data, static_cast<size_t>(head.total_elements()), head.dtype, head.root);
+        case OpType::kAllgather:
+          s = RunAllgather(b, head, *op);
           break;
-        case OpType::kAlltoall: s = RunAlltoall(b, head, *op); break;
-        case OpType::kReducescatter: s = RunReducescatter(b, head, *op); break;
-        case OpType::kBarrier: s = b.Barrier(); break;
-        default: KH_ENFORCE(false, "unexpected op " << OpTypeName(head.op));
+        case OpType::kBroadcast:
+          s = b.Broadcast(op->input.data, static_cast<size_t>(head.total_elements()), head.dtype,
+                          head.root);
+          break;
+        case OpType::kAlltoall:
+          s = RunAlltoall(b, head, *op);
+          break;
+        case OpType::kReducescatter:
+          s = RunReducescatter(b, head, *op);
+          break;
+        case OpType::kBarrier:
+          s = b.Barrier();
+          break;
+        default:
+          KH_ENFORCE(false, "unexpected op " << OpTypeName(head.op));
       }
       if (b.device_ops()) {
         Status flushed = b.device_ops()->Flush();
@@ -131,7 +151,8 @@ void Executor::CompleteEager(const std::vector<Negotiator::EagerAllreduce>& eage
                              Negotiator& negotiator) {
   for (const Negotiator::EagerAllreduce& e : eager) {
     std::optional<PendingOp> op = negotiator.Take(e.response.names.front());
-    KH_ENFORCE(op.has_value(), "eager allreduce '" << e.response.names.front() << "' has no local op");
+    KH_ENFORCE(op.has_value(),
+               "eager allreduce '" << e.response.names.front() << "' has no local op");
     const TimePoint start = std::chrono::steady_clock::now();
     ReduceEager(e.response, e.contributions, op->output.data);
     if (metrics_ || timeline_) {
@@ -149,7 +170,8 @@ StatusOr<Backend*> Executor::BackendFor(const Response& r) {
   return device_->Get();
 }
 
-StatusOr<Tensor> Executor::NewResult(Backend& backend, const PendingOp& op, DataType dtype, Shape shape) {
+StatusOr<Tensor> Executor::NewResult(Backend& backend, const PendingOp& op, DataType dtype,
+                                     Shape shape) {
   if (!backend.device_ops()) return Tensor(dtype, std::move(shape));
   const size_t bytes = static_cast<size_t>(NumElements(shape)) * DataTypeSize(dtype);
   auto memory = backend.device_ops()->Allocate(bytes);
@@ -182,9 +204,13 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Negotia
           if (!op) continue;
           const size_t mine = op->input.num_bytes();
           timeline_->Record(op->request.name, "NEGOTIATE_ALLREDUCE", op->submitted, start, mine);
-          if (fused) timeline_->Record(op->request.name, "MEMCPY_IN_FUSION_BUFFER", start, packed_at, mine, fused);
+          if (fused)
+            timeline_->Record(op->request.name, "MEMCPY_IN_FUSION_BUFFER", start, packed_at, mine,
+                              fused);
           timeline_->Record(op->request.name, "ALLREDUCE", packed_at, reduced_at, mine, fused);
-          if (fused) timeline_->Record(op->request.name, "MEMCPY_OUT_FUSION_BUFFER", reduced_at, end, mine, fused);
+          if (fused)
+            timeline_->Record(op->request.name, "MEMCPY_OUT_FUSION_BUFFER", reduced_at, end, mine,
+                              fused);
         }
       }
     }
@@ -195,7 +221,8 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Negotia
 
   StatusOr<Backend*> backend = BackendFor(head);
   Status s;
-  if (!backend.ok()) s = backend.status();
+  if (!backend.ok())
+    s = backend.status();
   else if (DeviceOps* device = (*backend)->device_ops()) {
     s = device_reducer_.Allreduce(*device, group, ops, &packed_at, &reduced_at);
   } else {
@@ -210,8 +237,9 @@ Status Executor::ReduceOnHost(const std::vector<const Response*>& group,
                               TimePoint* reduced_at) {
   const Response& head = *group.front();
   const size_t esize = DataTypeSize(head.dtype);
-  const size_t total = static_cast<size_t>(std::accumulate(
-      group.begin(), group.end(), int64_t{0}, [](int64_t n, const Response* r) { return n + r->total_elements(); }));
+  const size_t total = static_cast<size_t>(
+      std::accumulate(group.begin(), group.end(), int64_t{0},
+                      [](int64_t n, const Response* r) { return n + r->total_elements(); }));
   // The path taken must depend only on the responses, which every rank
   // shares, never on whether this rank has the tensor (a joined rank does not).
   if (group.size() == 1) {
@@ -302,7 +330,8 @@ Status Executor::RunAlltoall(Backend& backend, const Response& r, PendingOp& op)
 }
 
 Status Executor::RunReducescatter(Backend& backend, const Response& r, PendingOp& op) {
-  if (DeviceOps* device = backend.device_ops()) return device_reducer_.Reducescatter(*device, r, op);
+  if (DeviceOps* device = backend.device_ops())
+    return device_reducer_.Reducescatter(*device, r, op);
   const int64_t total_rows = r.sizes.front();
   const size_t count = static_cast<size_t>(total_rows * r.row_elements);
   const size_t esize = DataTypeSize(r.dtype);

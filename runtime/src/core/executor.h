@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "core/negotiator.h"
 #include "backend/device_backend.h"
 #include "core/device_reduce.h"
+#include "core/negotiator.h"
 #include "core/tensor_queue.h"
 #include "observability/timeline.h"
 #include "observability/worker_metrics.h"
@@ -53,8 +53,9 @@ class Executor {
   using TimePoint = std::chrono::steady_clock::time_point;
 
   Status RunAllreduce(const std::vector<const Response*>& group, Negotiator& negotiator);
-  Status ReduceOnHost(const std::vector<const Response*>& group, std::vector<std::optional<PendingOp>>& ops,
-                      TimePoint* packed_at, TimePoint* reduced_at);
+  Status ReduceOnHost(const std::vector<const Response*>& group,
+                      std::vector<std::optional<PendingOp>>& ops, TimePoint* packed_at,
+                      TimePoint* reduced_at);
   Status RunAllgather(Backend& backend, const Response& r, PendingOp& op);
   Status RunAlltoall(Backend& backend, const Response& r, PendingOp& op);
   Status RunReducescatter(Backend& backend, const Response& r, PendingOp& op);
@@ -64,7 +65,8 @@ class Executor {
   StatusOr<Tensor> NewResult(Backend& backend, const PendingOp& op, DataType dtype, Shape shape);
   void ApplyPostScale(const Response& r, void* data, size_t count);
   std::byte* FusionBuffer(size_t bytes);
-  void TraceOp(const PendingOp& op, Timeline::Clock::time_point start, Timeline::Clock::time_point end);
+  void TraceOp(const PendingOp& op, Timeline::Clock::time_point start,
+               Timeline::Clock::time_point end);
 
   int rank_;
   int size_;

@@ -8,11 +8,14 @@ namespace {
 bool Fusible(const Response& a, const Response& b) {
   // Adasum's coefficients are per tensor, so its tensors run alone.
   if (a.reduce_op == ReduceOp::kAdasum) return false;
-  return b.op == OpType::kAllreduce && b.kind == Response::Kind::kExecute && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
-         a.prescale == b.prescale && a.postscale == b.postscale && a.device == b.device;
+  return b.op == OpType::kAllreduce && b.kind == Response::Kind::kExecute && a.dtype == b.dtype &&
+         a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale &&
+         a.device == b.device;
 }
 
-size_t Bytes(const Response& r) { return static_cast<size_t>(r.total_elements()) * DataTypeSize(r.dtype); }
+size_t Bytes(const Response& r) {
+  return static_cast<size_t>(r.total_elements()) * DataTypeSize(r.dtype);
+}
 
 }  // namespace
 
@@ -40,13 +43,15 @@ std::vector<std::vector<size_t>> PlanFusion(const std::vector<Response>& respons
   return plan;
 }
 
-FusionLayout LayoutFusedAllreduce(const std::vector<size_t>& member_bytes, const std::vector<bool>& present) {
+FusionLayout LayoutFusedAllreduce(const std::vector<size_t>& member_bytes,
+                                  const std::vector<bool>& present) {
   FusionLayout layout;
   const bool lone = member_bytes.size() == 1;
   for (size_t bytes : member_bytes) {
     const bool packed = !lone && bytes < kPackBelowBytes;
-    layout.members.push_back({packed ? FusionLayout::Place::kPacked : FusionLayout::Place::kInOutput, bytes,
-                              packed ? layout.packed_bytes : 0});
+    layout.members.push_back(
+        {packed ? FusionLayout::Place::kPacked : FusionLayout::Place::kInOutput, bytes,
+         packed ? layout.packed_bytes : 0});
     if (packed) layout.packed_bytes += bytes;
   }
   layout.buffer_bytes = layout.packed_bytes;
@@ -60,10 +65,12 @@ FusionLayout LayoutFusedAllreduce(const std::vector<size_t>& member_bytes, const
   return layout;
 }
 
-FusedMembers MembersOf(const std::vector<const Response*>& group, const std::vector<std::optional<PendingOp>>& ops) {
+FusedMembers MembersOf(const std::vector<const Response*>& group,
+                       const std::vector<std::optional<PendingOp>>& ops) {
   FusedMembers m;
   for (size_t i = 0; i < group.size(); ++i) {
-    m.bytes.push_back(static_cast<size_t>(group[i]->total_elements()) * DataTypeSize(group[i]->dtype));
+    m.bytes.push_back(static_cast<size_t>(group[i]->total_elements()) *
+                      DataTypeSize(group[i]->dtype));
     m.present.push_back(ops[i].has_value());
     m.inputs.push_back(ops[i] ? ops[i]->input.data : nullptr);
     m.outputs.push_back(ops[i] ? ops[i]->output.data : nullptr);
@@ -76,8 +83,10 @@ std::vector<Backend::Span> FusionLayout::Spans(std::byte* buffer, const std::vec
   std::vector<Backend::Span> spans;
   for (size_t i = 0; i < members.size(); ++i) {
     const Member& m = members[i];
-    if (m.place == Place::kInOutput) spans.push_back({outputs[i], m.bytes / esize});
-    else if (m.place == Place::kZeroSlot) spans.push_back({buffer + m.offset, m.bytes / esize});
+    if (m.place == Place::kInOutput)
+      spans.push_back({outputs[i], m.bytes / esize});
+    else if (m.place == Place::kZeroSlot)
+      spans.push_back({buffer + m.offset, m.bytes / esize});
   }
   if (packed_bytes) spans.push_back({buffer, packed_bytes / esize});
   return spans;
@@ -85,8 +94,10 @@ std::vector<Backend::Span> FusionLayout::Spans(std::byte* buffer, const std::vec
 
 Shape WithFirstDim(int64_t rows, const Shape& like) {
   Shape s = like;
-  if (s.empty()) s.push_back(rows);
-  else s[0] = rows;
+  if (s.empty())
+    s.push_back(rows);
+  else
+    s[0] = rows;
   return s;
 }
 

@@ -54,9 +54,11 @@ struct FusionLayout {
 
   // The spans to reduce, in the order every rank uses: each unpacked member
   // (at outputs[i] or its zero slot), then the packed block, if any.
-  std::vector<Backend::Span> Spans(std::byte* buffer, const std::vector<void*>& outputs, size_t esize) const;
+  std::vector<Backend::Span> Spans(std::byte* buffer, const std::vector<void*>& outputs,
+                                   size_t esize) const;
 };
-FusionLayout LayoutFusedAllreduce(const std::vector<size_t>& member_bytes, const std::vector<bool>& present);
+FusionLayout LayoutFusedAllreduce(const std::vector<size_t>& member_bytes,
+                                  const std::vector<bool>& present);
 
 // A fused group's members as the layout functions take them: sizes, and
 // this rank's buffers (null where it has no op: it joined).
@@ -66,15 +68,17 @@ struct FusedMembers {
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
 };
-FusedMembers MembersOf(const std::vector<const Response*>& group, const std::vector<std::optional<PendingOp>>& ops);
+FusedMembers MembersOf(const std::vector<const Response*>& group,
+                       const std::vector<std::optional<PendingOp>>& ops);
 
 // Stages a fused allreduce's inputs as `layout` says, with the caller's
 // memory operations (host memcpy, or a device backend's DeviceOps):
 // copy(dst, src, bytes) and zero(dst, bytes) return Status. inputs[i] and
 // outputs[i] are null for a member this rank does not have.
 template <typename Copy, typename Zero>
-Status PackFusion(const FusionLayout& layout, std::byte* buffer, const std::vector<const void*>& inputs,
-                  const std::vector<void*>& outputs, Copy&& copy, Zero&& zero) {
+Status PackFusion(const FusionLayout& layout, std::byte* buffer,
+                  const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                  Copy&& copy, Zero&& zero) {
   for (size_t i = 0; i < layout.members.size(); ++i) {
     const FusionLayout::Member& m = layout.members[i];
     if (m.bytes == 0) continue;
@@ -82,10 +86,14 @@ Status PackFusion(const FusionLayout& layout, std::byte* buffer, const std::vect
       case FusionLayout::Place::kInOutput:
         if (inputs[i] != outputs[i]) KH_RETURN_IF_ERROR(copy(outputs[i], inputs[i], m.bytes));
         break;
-      case FusionLayout::Place::kZeroSlot: KH_RETURN_IF_ERROR(zero(buffer + m.offset, m.bytes)); break;
+      case FusionLayout::Place::kZeroSlot:
+        KH_RETURN_IF_ERROR(zero(buffer + m.offset, m.bytes));
+        break;
       case FusionLayout::Place::kPacked:
-        if (inputs[i]) KH_RETURN_IF_ERROR(copy(buffer + m.offset, inputs[i], m.bytes));
-        else KH_RETURN_IF_ERROR(zero(buffer + m.offset, m.bytes));
+        if (inputs[i])
+          KH_RETURN_IF_ERROR(copy(buffer + m.offset, inputs[i], m.bytes));
+        else
+          KH_RETURN_IF_ERROR(zero(buffer + m.offset, m.bytes));
         break;
     }
   }
@@ -94,8 +102,8 @@ Status PackFusion(const FusionLayout& layout, std::byte* buffer, const std::vect
 
 // Copies the reduced packed members back to their outputs.
 template <typename Copy>
-Status UnpackFusion(const FusionLayout& layout, const std::byte* buffer, const std::vector<void*>& outputs,
-                    Copy&& copy) {
+Status UnpackFusion(const FusionLayout& layout, const std::byte* buffer,
+                    const std::vector<void*>& outputs, Copy&& copy) {
   for (size_t i = 0; i < layout.members.size(); ++i) {
     const FusionLayout::Member& m = layout.members[i];
     if (m.place != FusionLayout::Place::kPacked || m.bytes == 0 || !outputs[i]) continue;

@@ -64,7 +64,8 @@ class Reader {
   }
   bool GetDevice(Device* d) {
     uint8_t kind;
-    if (!Get(&kind) || kind > static_cast<uint8_t>(DeviceKind::kCUDA) || !Get(&d->index)) return false;
+    if (!Get(&kind) || kind > static_cast<uint8_t>(DeviceKind::kCUDA) || !Get(&d->index))
+      return false;
     d->kind = static_cast<DeviceKind>(kind);
     return true;
   }
@@ -149,10 +150,11 @@ Status DecodeRequests(const std::string& bytes, std::vector<Request>* out) {
   // No reserve(n): n is untrusted; a short message runs out of bytes first.
   for (uint64_t i = 0; i < n; ++i) {
     Request q;
-    bool ok = r.Get(&q.rank) && r.GetOpType(&q.op) && r.GetString(&q.name) && r.GetDtype(&q.dtype) &&
-              r.GetReduceOp(&q.reduce_op) && r.Get(&q.root) && r.GetDevice(&q.device) &&
-              r.GetInts(&q.shape) && r.Get(&q.prescale) && r.Get(&q.postscale) &&
-              r.GetInts(&q.splits) && r.GetString(&q.group) && r.Get(&q.group_size) && r.Get(&q.process_set);
+    bool ok = r.Get(&q.rank) && r.GetOpType(&q.op) && r.GetString(&q.name) &&
+              r.GetDtype(&q.dtype) && r.GetReduceOp(&q.reduce_op) && r.Get(&q.root) &&
+              r.GetDevice(&q.device) && r.GetInts(&q.shape) && r.Get(&q.prescale) &&
+              r.Get(&q.postscale) && r.GetInts(&q.splits) && r.GetString(&q.group) &&
+              r.Get(&q.group_size) && r.Get(&q.process_set);
     if (!ok) return Malformed("request body");
     out->push_back(std::move(q));
   }
@@ -211,8 +213,8 @@ Status DecodeResponses(const std::string& bytes, std::vector<Response>* out) {
               r.GetDevice(&p.device) && r.Get(&p.prescale) && r.Get(&p.postscale) &&
               r.GetInts(&p.sizes) && r.Get(&p.row_elements) && r.GetString(&p.group) &&
               r.Get(&p.group_size) && r.Get(&p.join_last_rank) && r.Get(&code) &&
-              code <= static_cast<uint8_t>(StatusCode::kJobFinished) && r.GetString(&p.error_message) &&
-              r.Get(&p.process_set) && r.GetInts(&p.members);
+              code <= static_cast<uint8_t>(StatusCode::kJobFinished) &&
+              r.GetString(&p.error_message) && r.Get(&p.process_set) && r.GetInts(&p.members);
     if (!ok) return Malformed("response body");
     p.error_code = static_cast<StatusCode>(code);
     out->push_back(std::move(p));

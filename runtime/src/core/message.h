@@ -41,7 +41,7 @@ struct Request {
   std::vector<int64_t> splits;  // alltoall only
   std::string group;            // non-empty for grouped allreduce
   int32_t group_size = 0;
-  int32_t process_set = 0;      // 0: the global set (every rank)
+  int32_t process_set = 0;  // 0: the global set (every rank)
 
   // True when two requests for the same name describe the same operation
   // from the same rank's point of view (everything but `rank`).
@@ -65,7 +65,8 @@ struct Response {
   // alltoall: size x size row counts, [sender * size + receiver].
   // reducescatter: one entry, the total number of rows.
   std::vector<int64_t> sizes;
-  int64_t row_elements = 0;  // elements per first-dimension row (allgather, alltoall, reducescatter)
+  int64_t row_elements =
+      0;  // elements per first-dimension row (allgather, alltoall, reducescatter)
   std::string group;
   int32_t group_size = 0;
   int32_t join_last_rank = -1;

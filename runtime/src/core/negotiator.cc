@@ -22,7 +22,8 @@ bool TestBit(const std::vector<uint64_t>& v, uint32_t bit) {
 // Operations on a process set other than the global one always go through
 // the coordinator: the cache's readiness bits are ANDed over every rank.
 bool Cacheable(const Request& r) {
-  return r.op != OpType::kBarrier && r.op != OpType::kJoin && r.op != OpType::kProcessSet && r.process_set == 0;
+  return r.op != OpType::kBarrier && r.op != OpType::kJoin && r.op != OpType::kProcessSet &&
+         r.process_set == 0;
 }
 
 }  // namespace
@@ -50,7 +51,8 @@ bool Negotiator::InspectStalls(Clock::time_point now) {
   if (!report) return false;
   // Horovod logs this on the coordinator as a warning (an error when it
   // shuts down); training goes on unless it shuts down.
-  std::cerr << "[khorovod] " << (report->shut_down ? "ERROR: " : "WARNING: ") << report->message << std::endl;
+  std::cerr << "[khorovod] " << (report->shut_down ? "ERROR: " : "WARNING: ") << report->message
+            << std::endl;
   if (report->shut_down) stall_shutdown_message_ = report->message;
   return report->shut_down;
 }
@@ -125,7 +127,8 @@ Status Negotiator::TakeEager(size_t message_words, std::vector<uint64_t>& ready,
   for (const auto& [slot, first] : entries[0]) {
     if (slot >= cache_.capacity() || !TestBit(ready, slot) || !cache_.Occupied(slot)) continue;
     const Response& r = cache_.response(slot);
-    if (!EagerEligible(r) || first.bytes != static_cast<size_t>(r.total_elements()) * DataTypeSize(r.dtype)) {
+    if (!EagerEligible(r) ||
+        first.bytes != static_cast<size_t>(r.total_elements()) * DataTypeSize(r.dtype)) {
       continue;
     }
     EagerAllreduce eager{r, {}};
@@ -188,7 +191,8 @@ Negotiator::RoundBits Negotiator::CollectLocal(bool shutdown_requested, Clock::t
   if (joined_) {
     // A joined rank stands ready for every allreduce (it contributes zeros).
     for (uint32_t slot = 0; slot < cache_.capacity(); ++slot) {
-      if (cache_.Occupied(slot) && cache_.response(slot).op == OpType::kAllreduce) SetBit(bits.ready, slot);
+      if (cache_.Occupied(slot) && cache_.response(slot).op == OpType::kAllreduce)
+        SetBit(bits.ready, slot);
     }
   }
   if (!bits.to_send.empty()) bits.flags |= kFlagNegotiate;
@@ -230,12 +234,13 @@ bool Negotiator::TakeShutdown(uint64_t global_flags, Round* out) {
   if (global_flags & kFlagStallShutdown) {
     out->shutdown = true;
     out->stall_shutdown = true;
-    out->shutdown_reason =
-        stall_shutdown_message_.empty()
-            ? "the job shut down: rank 0 found a tensor that some ranks had not submitted for longer than "
-              "the stall shutdown time (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); rank 0's log names the tensors "
-              "and the ranks"
-            : "the job shut down on a stall: " + stall_shutdown_message_;
+    out->shutdown_reason = stall_shutdown_message_.empty()
+                               ? "the job shut down: rank 0 found a tensor that some ranks had not "
+                                 "submitted for longer than "
+                                 "the stall shutdown time (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS); "
+                                 "rank 0's log names the tensors "
+                                 "and the ranks"
+                               : "the job shut down on a stall: " + stall_shutdown_message_;
     return true;
   }
   if (global_flags & kFlagShutdown) {
@@ -302,7 +307,8 @@ void Negotiator::Deliver(const Response& response) {
     auto it = ops_.find(name);
     // The same name may be in flight here in another process set.
     if (it == ops_.end() || it->second.op.request.process_set != response.process_set) continue;
-    if (auto op = Take(name)) queue_->Complete(*op, Status(response.error_code, response.error_message));
+    if (auto op = Take(name))
+      queue_->Complete(*op, Status(response.error_code, response.error_message));
   }
 }
 

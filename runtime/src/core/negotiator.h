@@ -60,13 +60,13 @@ class Negotiator {
     std::vector<const std::byte*> contributions;  // rank order, into Round::exchanged
   };
   struct Round {
-    std::vector<Response> responses;  // to execute, in order
+    std::vector<Response> responses;    // to execute, in order
     std::vector<EagerAllreduce> eager;  // to complete locally, in any order
-    std::vector<uint64_t> exchanged;  // every rank's message; backs `eager`
-    bool shutdown = false;            // some rank asked to shut down, or a stall shut the job down
-    bool stall_shutdown = false;      // the stall shutdown time passed (see shutdown_reason)
-    std::string shutdown_reason;      // set with stall_shutdown
-    bool idle = true;                 // no rank had anything to do
+    std::vector<uint64_t> exchanged;    // every rank's message; backs `eager`
+    bool shutdown = false;        // some rank asked to shut down, or a stall shut the job down
+    bool stall_shutdown = false;  // the stall shutdown time passed (see shutdown_reason)
+    std::string shutdown_reason;  // set with stall_shutdown
+    bool idle = true;             // no rank had anything to do
   };
   // A non-OK status means the control channel failed (a peer is gone).
   Status RunRound(bool shutdown_requested, Clock::time_point now, Round* out);
@@ -120,7 +120,7 @@ class Negotiator {
   ControlChannel* channel_;
   TensorQueue* queue_;
   ResponseCache cache_;
-  std::optional<Coordinator> coordinator_;  // rank 0 only
+  std::optional<Coordinator> coordinator_;         // rank 0 only
   std::optional<StallInspector> stall_inspector_;  // rank 0 only
   std::string stall_shutdown_message_;
   std::map<std::string, LocalOp> ops_;

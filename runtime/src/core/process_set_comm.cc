@@ -33,8 +33,12 @@ class MemberContext final : public gloo::Context {
     }
   }
 
-  std::vector<char> AddressFor(int peer) { return transportContext_->getPair(peer)->address().bytes(); }
-  void Connect(int peer, const std::vector<char>& address) { transportContext_->getPair(peer)->connect(address); }
+  std::vector<char> AddressFor(int peer) {
+    return transportContext_->getPair(peer)->address().bytes();
+  }
+  void Connect(int peer, const std::vector<char>& address) {
+    transportContext_->getPair(peer)->connect(address);
+  }
 };
 
 }  // namespace
@@ -54,7 +58,8 @@ StatusOr<std::unique_ptr<ProcessSetComm>> ConnectProcessSet(const std::vector<in
         if (peer == set_rank) continue;
         const std::vector<char> bytes = context->AddressFor(peer);
         if (bytes.size() > gloo::transport::Address::kMaxByteSize) {
-          return Status::Internal("gloo pair address of " + std::to_string(bytes.size()) + " bytes");
+          return Status::Internal("gloo pair address of " + std::to_string(bytes.size()) +
+                                  " bytes");
         }
         uint64_t* slot = mine.data() + static_cast<size_t>(peer) * kAddressWords;
         slot[0] = bytes.size();
@@ -70,7 +75,8 @@ StatusOr<std::unique_ptr<ProcessSetComm>> ConnectProcessSet(const std::vector<in
       const uint64_t* slot = all.data() + static_cast<size_t>(members[peer]) * block +
                              static_cast<size_t>(set_rank) * kAddressWords;
       if (slot[0] == 0 || slot[0] > gloo::transport::Address::kMaxByteSize) {
-        return Status::Internal("process set exchange: no address from rank " + std::to_string(members[peer]));
+        return Status::Internal("process set exchange: no address from rank " +
+                                std::to_string(members[peer]));
       }
       std::vector<char> address(slot[0]);
       std::memcpy(address.data(), slot + 1, address.size());
@@ -82,19 +88,21 @@ StatusOr<std::unique_ptr<ProcessSetComm>> ConnectProcessSet(const std::vector<in
     auto backend = BackendRegistry::Create("gloo", backend_init);
     if (!backend.ok()) return backend.status();
     comm->backend = std::move(*backend);
-    comm->executor = std::make_unique<Executor>(set_rank, set_size, init.config->fusion_threshold_bytes,
-                                                comm->backend.get(), nullptr, init.queue, init.metrics,
-                                                init.timeline);
+    comm->executor = std::make_unique<Executor>(
+        set_rank, set_size, init.config->fusion_threshold_bytes, comm->backend.get(), nullptr,
+        init.queue, init.metrics, init.timeline);
     return comm;
   } catch (const std::exception& e) {
-    return Status::Unavailable("could not connect process set " + RankListString(members) + ": " + e.what());
+    return Status::Unavailable("could not connect process set " + RankListString(members) + ": " +
+                               e.what());
   }
 }
 
 ProcessSetComms::ProcessSetComms(ProcessSetCommInit init, std::shared_ptr<ProcessSetTable> table)
     : init_(init), table_(std::move(table)) {}
 
-Status ProcessSetComms::Execute(const std::vector<Response>& responses, Executor& global, Negotiator& negotiator) {
+Status ProcessSetComms::Execute(const std::vector<Response>& responses, Executor& global,
+                                Negotiator& negotiator) {
   const bool only_global = std::all_of(responses.begin(), responses.end(), [](const Response& r) {
     return r.process_set == 0 && r.op != OpType::kProcessSet;
   });

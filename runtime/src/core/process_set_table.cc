@@ -39,21 +39,25 @@ std::vector<int> ProcessSetTable::Ids() const {
   return ids;
 }
 
-Status ProcessSetTable::CheckSubmit(int id, const char* what, const std::string& name, const int* root) const {
+Status ProcessSetTable::CheckSubmit(int id, const char* what, const std::string& name,
+                                    const int* root) const {
   if (id == 0) return Status::Ok();
   std::optional<View> set = Find(id);
   const std::string op = std::string(what) + " '" + name + "': ";
   if (!set) {
-    return Status::InvalidArgument(op + "process set " + std::to_string(id) +
-                                   " is not registered (removed, never added, or dropped by an elastic reset)");
+    return Status::InvalidArgument(
+        op + "process set " + std::to_string(id) +
+        " is not registered (removed, never added, or dropped by an elastic reset)");
   }
   if (set->rank < 0) {
-    return Status::InvalidArgument(op + "rank " + std::to_string(rank_) + " is not a member of process set " +
-                                   std::to_string(id) + " " + RankListString(set->ranks));
+    return Status::InvalidArgument(op + "rank " + std::to_string(rank_) +
+                                   " is not a member of process set " + std::to_string(id) + " " +
+                                   RankListString(set->ranks));
   }
   if (root && IndexIn(set->ranks, *root) < 0) {
-    return Status::InvalidArgument(op + "root rank " + std::to_string(*root) + " is not a member of process set " +
-                                   std::to_string(id) + " " + RankListString(set->ranks));
+    return Status::InvalidArgument(op + "root rank " + std::to_string(*root) +
+                                   " is not a member of process set " + std::to_string(id) + " " +
+                                   RankListString(set->ranks));
   }
   return Status::Ok();
 }

@@ -2,7 +2,6 @@
 #include "core/runtime_impl.h"
 
 #include <gloo/context.h>
-
 #include <pthread.h>
 
 #include <csignal>
@@ -103,8 +102,10 @@ Status RuntimeImpl::JoinNextGeneration() {
     // re-formation took longer than usual.
     std::fprintf(stderr, "khorovod elastic: %s; back to the rendezvous\n", s.message().c_str());
     if (Clock::now() >= give_up) {
-      return Status(s.code(), s.message() + " (still failing to form a generation after the elastic timeout, " +
-                                  std::to_string(base_config_.elastic_timeout.count()) + " ms)");
+      return Status(s.code(),
+                    s.message() +
+                        " (still failing to form a generation after the elastic timeout, " +
+                        std::to_string(base_config_.elastic_timeout.count()) + " ms)");
     }
   }
 }
@@ -142,7 +143,8 @@ Status RuntimeImpl::StartObservability(const Config& config) {
     auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
         metrics::EndpointOptions{config.metrics_host, config.metrics_port, 1},
         [metrics = metrics_.get()] { return metrics->Render(); });
-    if (Status s = endpoint->Start(); !s.ok()) return Status::Unavailable("KHOROVOD_METRICS_PORT: " + s.message());
+    if (Status s = endpoint->Start(); !s.ok())
+      return Status::Unavailable("KHOROVOD_METRICS_PORT: " + s.message());
     endpoint_ = std::move(endpoint);
   }
   return Status::Ok();
@@ -168,13 +170,16 @@ Status RuntimeImpl::StartSession(const Config& config, const Assignment& assignm
   s->channel = s->backend->TakeControlChannel();
   if (!s->channel) s->channel = std::make_unique<GlooControlChannel>(s->context);
   s->negotiator = std::make_unique<Negotiator>(s->config, s->channel.get(), &s->queue);
-  s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes, s->backend.get(),
-                                           s->device.get(), &s->queue, metrics_.get(), timeline_.get());
+  s->executor = std::make_unique<Executor>(config.rank, config.size, config.fusion_threshold_bytes,
+                                           s->backend.get(), s->device.get(), &s->queue,
+                                           metrics_.get(), timeline_.get());
   s->metrics = metrics_.get();
   s->timeline = timeline_.get();
   s->sets = std::make_shared<ProcessSetTable>(config.rank, config.size);
-  s->set_comms = std::make_unique<ProcessSetComms>(
-      ProcessSetCommInit{&s->config, s->context, s->channel.get(), &s->queue, s->metrics, s->timeline}, s->sets);
+  s->set_comms =
+      std::make_unique<ProcessSetComms>(ProcessSetCommInit{&s->config, s->context, s->channel.get(),
+                                                           &s->queue, s->metrics, s->timeline},
+                                        s->sets);
   Session* raw = s.get();
   s->thread = std::thread([raw] { RunBackgroundLoop(*raw); });
   // Named for top -H, perf and gdb (at most 15 characters), here rather
@@ -288,8 +293,8 @@ Status RuntimeImpl::CheckProcessSet(const PendingOp& op) const {
   if (q.process_set == 0) return Status::Ok();
   const std::string what(OpTypeName(q.op));
   if (q.device.kind != DeviceKind::kCPU) {
-    return Status::InvalidArgument(what + " '" + q.name +
-                                   "': process sets other than the global one take host tensors only");
+    return Status::InvalidArgument(
+        what + " '" + q.name + "': process sets other than the global one take host tensors only");
   }
   return session_->sets->CheckSubmit(q.process_set, what.c_str(), q.name,
                                      q.op == OpType::kBroadcast ? &q.root : nullptr);
@@ -300,19 +305,21 @@ Status RuntimeImpl::CheckProcessSet(const PendingOp& op) const {
 Status RuntimeImpl::CheckDevice(const PendingOp& op) const {
   const Device& in = op.input.device;
   if (op.request.op == OpType::kAllreduce && !(op.output.device == in)) {
-    return Status::InvalidArgument("allreduce '" + op.request.name + "': output on " + DeviceName(op.output.device) +
-                                   " but input on " + DeviceName(in));
+    return Status::InvalidArgument("allreduce '" + op.request.name + "': output on " +
+                                   DeviceName(op.output.device) + " but input on " +
+                                   DeviceName(in));
   }
   if (in.kind == DeviceKind::kCPU) return Status::Ok();
   StatusOr<Device> pinned = session_->device->Pinned();
   if (!pinned.ok()) {
-    return Status(pinned.status().code(), OpTypeName(op.request.op).data() + std::string(" '") + op.request.name +
-                                              "': " + pinned.status().message());
+    return Status(pinned.status().code(), OpTypeName(op.request.op).data() + std::string(" '") +
+                                              op.request.name + "': " + pinned.status().message());
   }
   if (!(in == *pinned)) {
-    return Status::InvalidArgument(std::string(OpTypeName(op.request.op)) + " '" + op.request.name + "': tensor on " +
-                                   DeviceName(in) + ", but this rank's runtime uses " + DeviceName(*pinned) +
-                                   " (KHOROVOD_GPU_DEVICE, else local rank modulo the visible devices)");
+    return Status::InvalidArgument(
+        std::string(OpTypeName(op.request.op)) + " '" + op.request.name + "': tensor on " +
+        DeviceName(in) + ", but this rank's runtime uses " + DeviceName(*pinned) +
+        " (KHOROVOD_GPU_DEVICE, else local rank modulo the visible devices)");
   }
   return Status::Ok();
 }

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "common/enforce.h"
+#include "common/waiter_signal.h"
 #include "core/adasum.h"
 #include "core/runtime_impl.h"
 #include "core/tensor_queue.h"
-#include "common/waiter_signal.h"
 #include "khorovod/runtime.h"
 
 namespace khorovod {
@@ -23,7 +23,9 @@ Status CheckView(const TensorView& t, const char* what) {
     return Status::InvalidArgument(std::string(what) + ": unknown device kind");
   }
   for (int64_t d : t.shape) {
-    if (d < 0) return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " + ShapeToString(t.shape));
+    if (d < 0)
+      return Status::InvalidArgument(std::string(what) + ": negative dimension in shape " +
+                                     ShapeToString(t.shape));
   }
   if (t.num_bytes() > 0 && t.data == nullptr) {
     return Status::InvalidArgument(std::string(what) + ": null data for a non-empty tensor");
@@ -48,7 +50,8 @@ Handle Rejected(const Status& s) { return Handle(Completion::Failed(s)); }
 // (common/waiter_signal.h).
 class BlockingCall {
  public:
-  explicit BlockingCall(const RuntimeImpl& impl) : waiters_(impl.waiters()), count_(waiters_.get()) {}
+  explicit BlockingCall(const RuntimeImpl& impl)
+      : waiters_(impl.waiters()), count_(waiters_.get()) {}
 
  private:
   std::shared_ptr<std::atomic<int>> waiters_;  // outlives count_
@@ -75,10 +78,12 @@ Status CheckAdasum(const std::string& name, const TensorView& in, const Allreduc
     return Status::InvalidArgument("allreduce '" + name + "': Adasum reduces host tensors only");
   }
   if (opts.process_set != 0) {
-    return Status::InvalidArgument("allreduce '" + name + "': Adasum does not support non-global process sets yet");
+    return Status::InvalidArgument("allreduce '" + name +
+                                   "': Adasum does not support non-global process sets yet");
   }
   if (!AdasumSupports(in.dtype)) {
-    return Status::InvalidArgument("allreduce '" + name + "': Adasum supports float16, float32 and float64, not " +
+    return Status::InvalidArgument("allreduce '" + name +
+                                   "': Adasum supports float16, float32 and float64, not " +
                                    std::string(DataTypeName(in.dtype)));
   }
   return Status::Ok();
@@ -95,7 +100,8 @@ Status CheckAllreduce(const std::string& name, const TensorView& in, const Tenso
                                    " does not match input " + std::string(DataTypeName(in.dtype)) +
                                    ShapeToString(in.shape));
   }
-  if (opts.prescale_factor != opts.prescale_factor || opts.postscale_factor != opts.postscale_factor) {
+  if (opts.prescale_factor != opts.prescale_factor ||
+      opts.postscale_factor != opts.postscale_factor) {
     return Status::InvalidArgument("allreduce '" + name + "': scale factors must not be NaN");
   }
   return CheckAdasum(name, in, opts);
@@ -131,7 +137,8 @@ Handle Runtime::grouped_allreduce_async(const std::vector<std::string>& names,
   std::vector<PendingOp> ops;
   const std::string group = names.front() + "#group" + std::to_string(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
-    if (Status s = CheckAllreduce(names[i], inputs[i], outputs[i], options); !s.ok()) return Rejected(s);
+    if (Status s = CheckAllreduce(names[i], inputs[i], outputs[i], options); !s.ok())
+      return Rejected(s);
     ops.push_back(MakeAllreduce(names[i], inputs[i], outputs[i], options));
     ops.back().request.group = group;
     ops.back().request.group_size = static_cast<int32_t>(names.size());
@@ -143,7 +150,9 @@ Handle Runtime::allgather_async(const std::string& name, const TensorView& input
                                 const AllgatherOptions& options) {
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(input, "allgather input"); !s.ok()) return Rejected(s);
-  if (input.shape.empty()) return Rejected(Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
+  if (input.shape.empty())
+    return Rejected(
+        Status::InvalidArgument("allgather '" + name + "': needs at least one dimension"));
   PendingOp op = MakeOp(OpType::kAllgather, name, input);
   op.request.process_set = options.process_set;
   return impl_->Submit({std::move(op)});
@@ -164,7 +173,9 @@ Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
                                const AlltoallOptions& options) {
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(input, "alltoall input"); !s.ok()) return Rejected(s);
-  if (input.shape.empty()) return Rejected(Status::InvalidArgument("alltoall '" + name + "': needs at least one dimension"));
+  if (input.shape.empty())
+    return Rejected(
+        Status::InvalidArgument("alltoall '" + name + "': needs at least one dimension"));
   const int world = options.process_set == 0 ? size() : process_set_size(options.process_set);
   if (world > 0) {
     if (options.splits.empty()) {
@@ -176,7 +187,8 @@ Handle Runtime::alltoall_async(const std::string& name, const TensorView& input,
     } else {
       int64_t sum = 0;
       for (int64_t v : options.splits) {
-        if (v < 0) return Rejected(Status::InvalidArgument("alltoall '" + name + "': negative split"));
+        if (v < 0)
+          return Rejected(Status::InvalidArgument("alltoall '" + name + "': negative split"));
         sum += v;
       }
       if (static_cast<int>(options.splits.size()) != world || sum != input.shape[0]) {
@@ -197,9 +209,12 @@ Handle Runtime::reducescatter_async(const std::string& name, const TensorView& i
                                     const ReducescatterOptions& options) {
   if (Status s = CheckName(name); !s.ok()) return Rejected(s);
   if (Status s = CheckView(input, "reducescatter input"); !s.ok()) return Rejected(s);
-  if (input.shape.empty()) return Rejected(Status::InvalidArgument("reducescatter '" + name + "': needs at least one dimension"));
+  if (input.shape.empty())
+    return Rejected(
+        Status::InvalidArgument("reducescatter '" + name + "': needs at least one dimension"));
   if (options.op == ReduceOp::kAdasum) {
-    return Rejected(Status::InvalidArgument("reducescatter '" + name + "': Adasum is not supported for reducescatter"));
+    return Rejected(Status::InvalidArgument("reducescatter '" + name +
+                                            "': Adasum is not supported for reducescatter"));
   }
   PendingOp op = MakeOp(OpType::kReducescatter, name, input);
   op.request.reduce_op = options.op;
@@ -209,8 +224,8 @@ Handle Runtime::reducescatter_async(const std::string& name, const TensorView& i
   return impl_->Submit({std::move(op)});
 }
 
-Status Runtime::allreduce(const std::string& name, const TensorView& input, const TensorView& output,
-                          const AllreduceOptions& options) {
+Status Runtime::allreduce(const std::string& name, const TensorView& input,
+                          const TensorView& output, const AllreduceOptions& options) {
   BlockingCall blocking(*impl_);
   return allreduce_async(name, input, output, options).wait();
 }

@@ -38,7 +38,8 @@ Status Runtime::remove_process_set(int process_set) {
     return Status::InvalidArgument("the global process set cannot be removed");
   }
   if (process_set < 0) {
-    return Status::InvalidArgument("process set " + std::to_string(process_set) + " is not registered");
+    return Status::InvalidArgument("process set " + std::to_string(process_set) +
+                                   " is not registered");
   }
   return impl_->Submit({ProcessSetOp({}, process_set)}).wait();
 }

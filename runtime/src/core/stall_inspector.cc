@@ -26,7 +26,8 @@ std::optional<StallReport> StallInspector::Inspect(const std::vector<PendingTens
                                                    Clock::time_point now) {
   last_inspection_ = now;
   if (!policy_.enabled) return std::nullopt;
-  const bool shutdown_honoured = policy_.shutdown_time.count() > 0 && policy_.shutdown_time >= policy_.warning_time;
+  const bool shutdown_honoured =
+      policy_.shutdown_time.count() > 0 && policy_.shutdown_time >= policy_.warning_time;
   std::map<int, std::set<std::string>> missing;  // rank -> tensors
   std::set<int> shutdown_ranks;
   for (const PendingTensor& t : pending) {
@@ -41,11 +42,14 @@ std::optional<StallReport> StallInspector::Inspect(const std::vector<PendingTens
   StallReport report;
   report.shut_down = !shutdown_ranks.empty();
   std::ostringstream os;
-  os << "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks "
+  os << "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of "
+        "ranks "
         "and are waiting for remainder of ranks for more than "
      << Seconds(policy_.warning_time)
-     << " seconds. This may indicate that different ranks are trying to submit different tensors or "
-        "that only subset of ranks is submitting tensors, which will cause deadlock.\nMissing ranks:";
+     << " seconds. This may indicate that different ranks are trying to submit different tensors "
+        "or "
+        "that only subset of ranks is submitting tensors, which will cause deadlock.\nMissing "
+        "ranks:";
   for (const auto& [rank, names] : missing) {
     os << "\n" << rank << (shutdown_ranks.count(rank) ? "!" : "") << ": [";
     int shown = 0;
@@ -59,11 +63,13 @@ std::optional<StallReport> StallInspector::Inspect(const std::vector<PendingTens
     os << "]";
   }
   if (report.shut_down) {
-    os << "\nOne or more rank (marked by \"!\") is stalled for longer than " << Seconds(policy_.shutdown_time)
+    os << "\nOne or more rank (marked by \"!\") is stalled for longer than "
+       << Seconds(policy_.shutdown_time)
        << " seconds (HOROVOD_STALL_SHUTDOWN_TIME_SECONDS). Will shutdown.";
   } else if (policy_.shutdown_time.count() > 0 && !shutdown_honoured && !noted_ignored_shutdown_) {
     noted_ignored_shutdown_ = true;
-    os << "\nHOROVOD_STALL_SHUTDOWN_TIME_SECONDS is less than HOROVOD_STALL_CHECK_TIME_SECONDS, will not shutdown.";
+    os << "\nHOROVOD_STALL_SHUTDOWN_TIME_SECONDS is less than HOROVOD_STALL_CHECK_TIME_SECONDS, "
+          "will not shutdown.";
   }
   report.message = os.str();
   return report;

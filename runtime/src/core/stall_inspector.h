@@ -40,8 +40,8 @@ struct PendingTensor {
 };
 
 struct StallReport {
-  std::string message;      // the warning (or error) text, Horovod's wording
-  bool shut_down = false;   // some tensor waited past the shutdown time
+  std::string message;     // the warning (or error) text, Horovod's wording
+  bool shut_down = false;  // some tensor waited past the shutdown time
 };
 
 class StallInspector {
@@ -54,7 +54,8 @@ class StallInspector {
   // warning period passed since the last inspection (or the start).
   bool Due(bool anything_pending, Clock::time_point now) const;
   // Inspects `pending`; nullopt when no tensor waited past the warning time.
-  std::optional<StallReport> Inspect(const std::vector<PendingTensor>& pending, Clock::time_point now);
+  std::optional<StallReport> Inspect(const std::vector<PendingTensor>& pending,
+                                     Clock::time_point now);
 
  private:
   StallPolicy policy_;

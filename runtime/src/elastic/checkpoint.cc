@@ -65,7 +65,8 @@ bool ReadBody(std::ifstream& in, CheckpointData* data) {
     in.seekg(here);
     if (here < 0 || end < here || bytes > static_cast<uint64_t>(end - here)) return false;
     t.bytes.resize(bytes);
-    if (!in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(bytes))) return false;
+    if (!in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(bytes)))
+      return false;
     data->tensors.push_back(std::move(t));
   }
   return true;
@@ -77,7 +78,8 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::Unavailable("checkpoint: cannot write " + tmp + ": " + std::strerror(errno));
+    if (!out)
+      return Status::Unavailable("checkpoint: cannot write " + tmp + ": " + std::strerror(errno));
     out.write(kMagic, kMagicSize);
     Put<int64_t>(out, data.serial);
     Put<uint32_t>(out, static_cast<uint32_t>(data.counters.size()));
@@ -89,7 +91,8 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
     for (const CheckpointTensor& t : data.tensors) {
       PutName(out, t.name);
       Put<uint64_t>(out, t.bytes.size());
-      out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+      out.write(reinterpret_cast<const char*>(t.bytes.data()),
+                static_cast<std::streamsize>(t.bytes.size()));
     }
     if (!out.flush()) {
       std::remove(tmp.c_str());
@@ -106,10 +109,13 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
 
 StatusOr<CheckpointData> ReadCheckpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument("checkpoint: cannot read " + path + ": " + std::strerror(errno));
+  if (!in)
+    return Status::InvalidArgument("checkpoint: cannot read " + path + ": " + std::strerror(errno));
   CheckpointData data;
-  if (!ReadHeader(in, &data.serial)) return Status::InvalidArgument("checkpoint: " + path + " is not a checkpoint");
-  if (!ReadBody(in, &data)) return Status::InvalidArgument("checkpoint: " + path + " is truncated or corrupt");
+  if (!ReadHeader(in, &data.serial))
+    return Status::InvalidArgument("checkpoint: " + path + " is not a checkpoint");
+  if (!ReadBody(in, &data))
+    return Status::InvalidArgument("checkpoint: " + path + " is truncated or corrupt");
   return data;
 }
 

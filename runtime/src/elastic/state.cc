@@ -31,7 +31,8 @@ void State::checkpoint_to(const std::string& path, int every) {
 }
 
 void State::WriteCheckpointIfDue() {
-  if (checkpoint_path_.empty() || runtime_.rank() != 0 || saved_serial_ % checkpoint_every_ != 0) return;
+  if (checkpoint_path_.empty() || runtime_.rank() != 0 || saved_serial_ % checkpoint_every_ != 0)
+    return;
   CheckpointData data;
   data.serial = saved_serial_;
   data.counters = saved_counters_;
@@ -39,7 +40,8 @@ void State::WriteCheckpointIfDue() {
   Status s = WriteCheckpoint(checkpoint_path_, data);
   if (!s.ok() && !checkpoint_warned_) {
     checkpoint_warned_ = true;  // once: a full disk would otherwise flood the log every step
-    std::fprintf(stderr, "khorovod elastic: %s (training goes on; later failures are not reported)\n",
+    std::fprintf(stderr,
+                 "khorovod elastic: %s (training goes on; later failures are not reported)\n",
                  s.ToString().c_str());
   }
 }
@@ -58,7 +60,8 @@ Status State::commit() {
   KH_RETURN_IF_ERROR(runtime_.allreduce("elastic.membership", flag, flag, {ReduceOp::kMax}));
   runtime_.at_commit_boundary();  // a worker stopped with SIGTERM leaves here
   if (changed) {
-    return Status(StatusCode::kMembershipChanged, "workers joined or left; re-forming at this commit");
+    return Status(StatusCode::kMembershipChanged,
+                  "workers joined or left; re-forming at this commit");
   }
   return Status::Ok();
 }
@@ -83,7 +86,8 @@ Status State::ElectSource(int* root, bool* from_checkpoint) {
   const int64_t checkpoint = checkpoint_path_.empty() ? 0 : PeekCheckpointSerial(checkpoint_path_);
   int64_t mine[2] = {serial_, checkpoint};
   Tensor all;
-  KH_RETURN_IF_ERROR(runtime_.allgather("elastic.election", TensorView{mine, DataType::kInt64, {1, 2}, {}}, &all));
+  KH_RETURN_IF_ERROR(
+      runtime_.allgather("elastic.election", TensorView{mine, DataType::kInt64, {1, 2}, {}}, &all));
   const int64_t* v = all.data_as<int64_t>();
   const int size = runtime_.size();
   int live = 0, disk = 0;
@@ -94,11 +98,12 @@ Status State::ElectSource(int* root, bool* from_checkpoint) {
   *from_checkpoint = v[2 * disk + 1] > v[2 * live];
   *root = *from_checkpoint ? disk : live;
   if (*from_checkpoint && runtime_.rank() == *root) {
-    std::fprintf(stderr,
-                 "khorovod elastic: WARNING: no live worker holds a commit newer than %lld; resuming from "
-                 "the checkpoint %s (commit %lld)\n",
-                 static_cast<long long>(v[2 * live]), checkpoint_path_.c_str(),
-                 static_cast<long long>(v[2 * disk + 1]));
+    std::fprintf(
+        stderr,
+        "khorovod elastic: WARNING: no live worker holds a commit newer than %lld; resuming from "
+        "the checkpoint %s (commit %lld)\n",
+        static_cast<long long>(v[2 * live]), checkpoint_path_.c_str(),
+        static_cast<long long>(v[2 * disk + 1]));
   }
   return Status::Ok();
 }
@@ -110,22 +115,24 @@ Status State::LoadCheckpoint() {
   auto data = ReadCheckpoint(checkpoint_path_);
   if (!data.ok()) return data.status();
   if (data->tensors.size() != tensors_.size()) {
-    return Status::InvalidArgument("checkpoint " + checkpoint_path_ + " holds " +
-                                   std::to_string(data->tensors.size()) + " tensors, the state registers " +
-                                   std::to_string(tensors_.size()));
+    return Status::InvalidArgument(
+        "checkpoint " + checkpoint_path_ + " holds " + std::to_string(data->tensors.size()) +
+        " tensors, the state registers " + std::to_string(tensors_.size()));
   }
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Entry& e = tensors_[i];
     const CheckpointTensor& t = data->tensors[i];
     if (t.name != e.name || t.bytes.size() != e.view.num_bytes()) {
-      return Status::InvalidArgument("checkpoint " + checkpoint_path_ + ": tensor '" + t.name + "' (" +
-                                     std::to_string(t.bytes.size()) + " bytes) does not match '" + e.name +
-                                     "' (" + std::to_string(e.view.num_bytes()) + " bytes)");
+      return Status::InvalidArgument("checkpoint " + checkpoint_path_ + ": tensor '" + t.name +
+                                     "' (" + std::to_string(t.bytes.size()) +
+                                     " bytes) does not match '" + e.name + "' (" +
+                                     std::to_string(e.view.num_bytes()) + " bytes)");
     }
   }
   for (size_t i = 0; i < tensors_.size(); ++i) {
     if (!data->tensors[i].bytes.empty()) {
-      std::memcpy(tensors_[i].view.data, data->tensors[i].bytes.data(), data->tensors[i].bytes.size());
+      std::memcpy(tensors_[i].view.data, data->tensors[i].bytes.data(),
+                  data->tensors[i].bytes.size());
     }
   }
   for (auto& [name, value] : counters_) {
@@ -143,7 +150,8 @@ Status State::sync() {
   KH_RETURN_IF_ERROR(ElectSource(&root, &from_checkpoint));
   if (from_checkpoint && runtime_.rank() == root) {
     if (Status s = LoadCheckpoint(); !s.ok()) {
-      std::fprintf(stderr, "khorovod elastic: WARNING: %s; broadcasting this rank's state instead\n",
+      std::fprintf(stderr,
+                   "khorovod elastic: WARNING: %s; broadcasting this rank's state instead\n",
                    s.ToString().c_str());
     }
   }
@@ -152,7 +160,8 @@ Status State::sync() {
   bytes += (counters_.size() + 1) * sizeof(int64_t);
   BroadcastOptions from{root};
   std::vector<Handle> handles;
-  for (Entry& e : tensors_) handles.push_back(runtime_.broadcast_async("elastic.state." + e.name, e.view, from));
+  for (Entry& e : tensors_)
+    handles.push_back(runtime_.broadcast_async("elastic.state." + e.name, e.view, from));
   std::vector<int64_t> values;
   for (const auto& [name, value] : counters_) values.push_back(value);
   values.push_back(serial_);
@@ -177,9 +186,10 @@ void State::run_reset_callbacks() {
 }
 
 void RecordReset(Runtime& runtime, StatusCode cause) {
-  RuntimeInternals::Metrics(runtime).Reset(cause == StatusCode::kUnavailable ? ResetCause::kPeerFailure
-                                    : cause == StatusCode::kAborted  ? ResetCause::kPeerAborted
-                                                                     : ResetCause::kMembershipChanged);
+  RuntimeInternals::Metrics(runtime).Reset(
+      cause == StatusCode::kUnavailable ? ResetCause::kPeerFailure
+      : cause == StatusCode::kAborted   ? ResetCause::kPeerAborted
+                                        : ResetCause::kMembershipChanged);
 }
 
 void RecordRecovered(Runtime& runtime, std::chrono::steady_clock::duration elapsed) {
@@ -208,7 +218,8 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
         return s;
       }
       synced = true;
-      if (recovering_since) RecordRecovered(runtime, std::chrono::steady_clock::now() - *recovering_since);
+      if (recovering_since)
+        RecordRecovered(runtime, std::chrono::steady_clock::now() - *recovering_since);
       recovering_since.reset();
       continue;
     }
@@ -222,7 +233,8 @@ Status run(Runtime& runtime, State& state, const std::function<Status()>& train,
     RecordReset(runtime, s.code());
     if (!recovering_since) recovering_since = std::chrono::steady_clock::now();
     if (++resets > options.reset_limit) {
-      return Status::FailedPrecondition("elastic run gave up after " + std::to_string(options.reset_limit) +
+      return Status::FailedPrecondition("elastic run gave up after " +
+                                        std::to_string(options.reset_limit) +
                                         " resets; last cause: " + s.ToString());
     }
     KH_RETURN_IF_ERROR(runtime.reset());

@@ -23,14 +23,14 @@
 // thread in practice, so the read-modify-write sequences do not race.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 
 namespace khorovod {
 

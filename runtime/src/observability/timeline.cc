@@ -14,7 +14,8 @@ constexpr const char* kCycleRow = "khorovod.cycles";
 
 Timeline::Timeline(std::string process_name) : process_name_(std::move(process_name)) {}
 
-StatusOr<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path, const std::string& process_name) {
+StatusOr<std::unique_ptr<Timeline>> Timeline::Open(const std::string& path,
+                                                   const std::string& process_name) {
   auto timeline = std::make_unique<Timeline>(process_name);
   KH_RETURN_IF_ERROR(timeline->Start(path));
   return timeline;
@@ -29,7 +30,8 @@ Status Timeline::Start(const std::string& path, bool mark_cycles) {
   if (!f) return Status::InvalidArgument("timeline '" + path + "': cannot open it for writing");
   file_ = f;
   tids_.clear();
-  nlohmann::json meta = {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", process_name_}}}};
+  nlohmann::json meta = {
+      {"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", process_name_}}}};
   std::fprintf(file_, "[\n%s", meta.dump().c_str());
   {
     MutexLock lock(mu_);
@@ -49,8 +51,8 @@ void Timeline::MarkCycle(Clock::time_point at) {
   Record(kCycleRow, "CYCLE_START", at, at, 0);
 }
 
-void Timeline::Record(std::string_view tensor, const char* phase, Clock::time_point start, Clock::time_point end,
-                      size_t bytes, size_t fused) {
+void Timeline::Record(std::string_view tensor, const char* phase, Clock::time_point start,
+                      Clock::time_point end, size_t bytes, size_t fused) {
   if (!active()) return;
   Event e{std::string(tensor), phase, 0, 0, bytes, fused};
   {
@@ -93,20 +95,24 @@ void Timeline::WriterLoop() {
 void Timeline::Write(const Event& e) {
   auto [it, added] = tids_.emplace(e.tensor, static_cast<int>(tids_.size()) + 1);
   if (added) {
-    nlohmann::json meta = {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", it->second},
+    nlohmann::json meta = {{"name", "thread_name"},
+                           {"ph", "M"},
+                           {"pid", 0},
+                           {"tid", it->second},
                            {"args", {{"name", e.tensor}}}};
     std::fprintf(file_, ",\n%s", meta.dump().c_str());
   }
   if (e.phase == std::string_view("CYCLE_START")) {
-    nlohmann::json mark = {{"name", e.phase}, {"ph", "i"}, {"s", "p"}, {"pid", 0}, {"tid", it->second},
-                           {"ts", e.start_us}};
+    nlohmann::json mark = {{"name", e.phase}, {"ph", "i"},         {"s", "p"},
+                           {"pid", 0},        {"tid", it->second}, {"ts", e.start_us}};
     std::fprintf(file_, ",\n%s", mark.dump().c_str());
     return;
   }
   nlohmann::json args = {{"tensor", e.tensor}, {"bytes", e.bytes}};
   if (e.fused) args["fused_tensors"] = e.fused;
-  nlohmann::json ev = {{"name", e.phase}, {"ph", "X"}, {"pid", 0}, {"tid", it->second},
-                       {"ts", e.start_us}, {"dur", e.duration_us}, {"args", std::move(args)}};
+  nlohmann::json ev = {{"name", e.phase},        {"ph", "X"},        {"pid", 0},
+                       {"tid", it->second},      {"ts", e.start_us}, {"dur", e.duration_us},
+                       {"args", std::move(args)}};
   std::fprintf(file_, ",\n%s", ev.dump().c_str());
 }
 
@@ -127,7 +133,8 @@ void Timeline::StopLocked() {
   cv_.notify_one();
   if (writer_.joinable()) writer_.join();
   if (dropped) {
-    nlohmann::json note = {{"name", "dropped_events"}, {"ph", "M"}, {"pid", 0}, {"args", {{"count", dropped}}}};
+    nlohmann::json note = {
+        {"name", "dropped_events"}, {"ph", "M"}, {"pid", 0}, {"args", {{"count", dropped}}}};
     std::fprintf(file_, ",\n%s", note.dump().c_str());
   }
   std::fprintf(file_, "\n]\n");

@@ -19,10 +19,10 @@
 // The file is a complete JSON array once Stop() (or the destructor) ran;
 // after a crash it lacks the closing bracket, which trace viewers accept.
 //
-// Cost: while stopped, Record() is one atomic load. Running, it copies the tensor name and appends to a queue under a
-// short lock; a background thread formats and writes. Past kMaxPending
-// queued events, new ones are dropped (and counted in the file's last
-// event), so a slow disk never stalls training.
+// Cost: while stopped, Record() is one atomic load. Running, it copies the tensor name and appends
+// to a queue under a short lock; a background thread formats and writes. Past kMaxPending queued
+// events, new ones are dropped (and counted in the file's last event), so a slow disk never stalls
+// training.
 //
 // Thread-safety: every method may be called from any thread; Start and
 // Stop are serialized among themselves.
@@ -54,7 +54,8 @@ class Timeline {
   // A stopped timeline.
   explicit Timeline(std::string process_name);
   // A timeline started on `path`.
-  static StatusOr<std::unique_ptr<Timeline>> Open(const std::string& path, const std::string& process_name);
+  static StatusOr<std::unique_ptr<Timeline>> Open(const std::string& path,
+                                                  const std::string& process_name);
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -69,8 +70,8 @@ class Timeline {
   bool active() const { return active_.load(std::memory_order_acquire); }
 
   // `phase` must be a string literal (it is stored as a pointer).
-  void Record(std::string_view tensor, const char* phase, Clock::time_point start, Clock::time_point end,
-              size_t bytes, size_t fused = 0);
+  void Record(std::string_view tensor, const char* phase, Clock::time_point start,
+              Clock::time_point end, size_t bytes, size_t fused = 0);
   // A CYCLE_START instant event, when started with mark_cycles.
   void MarkCycle(Clock::time_point at);
 

@@ -15,10 +15,13 @@ using metrics::GetCounter;
 using metrics::GetGauge;
 using metrics::GetHistogram;
 
-double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -35,10 +38,14 @@ constexpr const char* kObservedSize = "khorovod_worker_world_size_observed";
 
 const char* ResetCauseName(ResetCause cause) {
   switch (cause) {
-    case ResetCause::kPeerFailure: return "peer_failure";
-    case ResetCause::kPeerAborted: return "peer_aborted";
-    case ResetCause::kMembershipChanged: return "membership_changed";
-    case ResetCause::kCount: break;
+    case ResetCause::kPeerFailure:
+      return "peer_failure";
+    case ResetCause::kPeerAborted:
+      return "peer_aborted";
+    case ResetCause::kMembershipChanged:
+      return "membership_changed";
+    case ResetCause::kCount:
+      break;
   }
   return "unknown";
 }
@@ -46,67 +53,79 @@ const char* ResetCauseName(ResetCause cause) {
 WorkerMetrics::WorkerMetrics()
     : registry_(std::make_unique<prometheus::Registry>()),
       recovery_(std::make_unique<RecoveryMetrics>(*registry_)),
-      rank_(GetGauge(*registry_, "khorovod_worker_rank", "This worker's rank in the current generation.")),
-      world_size_(GetGauge(*registry_, "khorovod_worker_world_size", "Workers in the current generation.")),
+      rank_(GetGauge(*registry_, "khorovod_worker_rank",
+                     "This worker's rank in the current generation.")),
+      world_size_(
+          GetGauge(*registry_, "khorovod_worker_world_size", "Workers in the current generation.")),
       generation_(GetGauge(*registry_, "khorovod_worker_generation",
-                                     "Rendezvous generation this worker is in (0 in a static job).")),
-      steps_(GetCounter(*registry_, "khorovod_worker_steps_total", "Training steps marked with end_step().")),
-      samples_(GetCounter(*registry_, "khorovod_worker_samples_total", "Samples this worker processed in marked steps.")),
-      step_seconds_(GetCounter(*registry_, "khorovod_worker_step_seconds_total", "Wall time of marked steps.")),
+                           "Rendezvous generation this worker is in (0 in a static job).")),
+      steps_(GetCounter(*registry_, "khorovod_worker_steps_total",
+                        "Training steps marked with end_step().")),
+      samples_(GetCounter(*registry_, "khorovod_worker_samples_total",
+                          "Samples this worker processed in marked steps.")),
+      step_seconds_(GetCounter(*registry_, "khorovod_worker_step_seconds_total",
+                               "Wall time of marked steps.")),
       compute_seconds_(GetCounter(*registry_, "khorovod_worker_compute_seconds_total",
-                                            "Step time not spent blocked on collectives.")),
-      comm_seconds_(GetCounter(*registry_, "khorovod_worker_exposed_communication_seconds_total",
-                                         "Step time the training thread spent blocked waiting for collectives.")),
-      step_duration_(GetHistogram(*registry_, "khorovod_worker_step_duration_seconds", "Wall time of one marked step.",
-                                            ExponentialBuckets(0.0005, 2, 18))),
+                                  "Step time not spent blocked on collectives.")),
+      comm_seconds_(
+          GetCounter(*registry_, "khorovod_worker_exposed_communication_seconds_total",
+                     "Step time the training thread spent blocked waiting for collectives.")),
+      step_duration_(GetHistogram(*registry_, "khorovod_worker_step_duration_seconds",
+                                  "Wall time of one marked step.",
+                                  ExponentialBuckets(0.0005, 2, 18))),
       step_efficiency_(GetGauge(*registry_, "khorovod_worker_step_efficiency",
-                                          "Compute time over step time, for the last step (1 = no exposed "
-                                          "communication).")),
+                                "Compute time over step time, for the last step (1 = no exposed "
+                                "communication).")),
       throughput_(GetGauge(*registry_, "khorovod_worker_throughput_samples_per_second",
-                                     "This worker's samples per second in the last step.")),
-      baseline_gauge_(GetGauge(*registry_,
-          "khorovod_worker_baseline_samples_per_second",
+                           "This worker's samples per second in the last step.")),
+      baseline_gauge_(GetGauge(
+          *registry_, "khorovod_worker_baseline_samples_per_second",
           "One worker's throughput alone (KHOROVOD_BASELINE_SAMPLES_PER_SECOND; 0 = unknown).")),
-      scaling_efficiency_(GetGauge(*registry_,
-          "khorovod_worker_scaling_efficiency",
+      scaling_efficiency_(GetGauge(
+          *registry_, "khorovod_worker_scaling_efficiency",
           "This worker's samples per step second at the current world size over the same at the "
           "smallest world size it has trained at (1 there).")),
       fusion_threshold_gauge_(GetGauge(*registry_, "khorovod_worker_fusion_threshold_bytes",
-                                                 "Fusion buffer size (KHOROVOD_FUSION_THRESHOLD).")),
+                                       "Fusion buffer size (KHOROVOD_FUSION_THRESHOLD).")),
       fusion_fill_(GetHistogram(*registry_, "khorovod_worker_fusion_fill_ratio",
-                                          "Bytes of a fused allreduce over the fusion threshold.",
-                                          {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1})),
+                                "Bytes of a fused allreduce over the fusion threshold.",
+                                {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 1})),
       eager_tensors_(GetCounter(*registry_, "khorovod_worker_eager_allreduce_tensors_total",
-                                          "Small allreduces completed from data sent with the negotiation "
-                                          "(no data-plane exchange).")),
+                                "Small allreduces completed from data sent with the negotiation "
+                                "(no data-plane exchange).")),
       eager_bytes_(GetCounter(*registry_, "khorovod_worker_eager_allreduce_bytes_total",
-                                        "Payload bytes of those allreduces.")),
+                              "Payload bytes of those allreduces.")),
       negotiation_seconds_(GetCounter(*registry_, "khorovod_worker_negotiation_seconds_total",
-                                                "Time spent in negotiation rounds that had work.")),
+                                      "Time spent in negotiation rounds that had work.")),
       negotiation_rounds_(GetCounter(*registry_, "khorovod_worker_negotiation_rounds_total",
-                                               "Negotiation rounds that had work.")),
+                                     "Negotiation rounds that had work.")),
       negotiation_duration_(GetHistogram(*registry_, "khorovod_worker_negotiation_duration_seconds",
-                                                   "Duration of one negotiation round that had work.",
-                                                   ExponentialBuckets(0.00001, 4, 10))),
-      recovery_duration_(GetHistogram(*registry_,
-          "khorovod_worker_recovery_duration_seconds",
+                                         "Duration of one negotiation round that had work.",
+                                         ExponentialBuckets(0.00001, 4, 10))),
+      recovery_duration_(GetHistogram(
+          *registry_, "khorovod_worker_recovery_duration_seconds",
           "From the start of an elastic reset to the end of the state sync that follows it.",
           {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600})),
       sync_bytes_(GetCounter(*registry_, "khorovod_worker_state_sync_bytes_total",
-                                       "Bytes of elastic state broadcast in state syncs.")),
-      sync_seconds_(GetCounter(*registry_, "khorovod_worker_state_sync_seconds_total", "Time spent in state syncs.")),
+                             "Bytes of elastic state broadcast in state syncs.")),
+      sync_seconds_(GetCounter(*registry_, "khorovod_worker_state_sync_seconds_total",
+                               "Time spent in state syncs.")),
       syncs_(GetCounter(*registry_, "khorovod_worker_state_syncs_total", "Elastic state syncs.")),
       step_start_ns_(NowNs()) {
   for (size_t i = 0; i < kTimedOps; ++i) {
     const prometheus::Labels op{{"op", std::string(OpTypeName(static_cast<OpType>(i)))}};
-    ops_[i].bytes = &GetCounter(*registry_, kBytes, "Payload bytes of executed collectives, by operation.", op);
-    ops_[i].seconds = &GetCounter(*registry_, kSeconds, "Time executing collectives (data plane), by operation.", op);
-    ops_[i].tensors = &GetCounter(*registry_, kTensors, "Tensors processed by collectives, by operation.", op);
-    ops_[i].calls = &GetCounter(*registry_, kCalls, "Data-plane calls (a fused allreduce is one), by operation.", op);
+    ops_[i].bytes =
+        &GetCounter(*registry_, kBytes, "Payload bytes of executed collectives, by operation.", op);
+    ops_[i].seconds = &GetCounter(*registry_, kSeconds,
+                                  "Time executing collectives (data plane), by operation.", op);
+    ops_[i].tensors =
+        &GetCounter(*registry_, kTensors, "Tensors processed by collectives, by operation.", op);
+    ops_[i].calls = &GetCounter(*registry_, kCalls,
+                                "Data-plane calls (a fused allreduce is one), by operation.", op);
   }
   for (size_t i = 0; i < resets_.size(); ++i) {
     resets_[i] = &GetCounter(*registry_, kResets, "Elastic resets, by cause.",
-                                       {{"cause", ResetCauseName(static_cast<ResetCause>(i))}});
+                             {{"cause", ResetCauseName(static_cast<ResetCause>(i))}});
   }
 }
 
@@ -121,8 +140,9 @@ void WorkerMetrics::Configure(double baseline, size_t fusion_threshold_bytes) {
   fusion_threshold_gauge_.Set(static_cast<double>(fusion_threshold_bytes));
   if (baseline > 0) {
     throughput_efficiency_.store(
-        &GetGauge(*registry_, "khorovod_worker_throughput_efficiency",
-                            "This worker's samples per second in the last step over the single-worker baseline."),
+        &GetGauge(
+            *registry_, "khorovod_worker_throughput_efficiency",
+            "This worker's samples per second in the last step over the single-worker baseline."),
         std::memory_order_release);
   }
 }
@@ -138,12 +158,16 @@ void WorkerMetrics::SetTopology(int rank, int size, int64_t generation) {
     const prometheus::Labels label{{"world_size", std::to_string(size)}};
     at = std::make_unique<AtWorldSize>();
     at->size = size;
-    at->samples = &GetCounter(*registry_, kSamplesAt, "Samples this worker processed while the job had world_size "
-                                                    "workers.", label);
-    at->step_seconds = &GetCounter(*registry_, kStepSecondsAt, "Step time while the job had world_size workers.",
-                                             label);
-    GetGauge(*registry_, kObservedSize, "The world sizes this worker has been in (value = world_size), to find the "
-                                      "smallest one in PromQL.", label)
+    at->samples = &GetCounter(*registry_, kSamplesAt,
+                              "Samples this worker processed while the job had world_size "
+                              "workers.",
+                              label);
+    at->step_seconds = &GetCounter(*registry_, kStepSecondsAt,
+                                   "Step time while the job had world_size workers.", label);
+    GetGauge(*registry_, kObservedSize,
+             "The world sizes this worker has been in (value = world_size), to find the "
+             "smallest one in PromQL.",
+             label)
         .Set(size);
   }
   current_size_.store(at.get(), std::memory_order_release);
@@ -159,17 +183,20 @@ void WorkerMetrics::CountAtWorldSize(double samples, double step_seconds) {
   // The reference: the smallest world size with marked steps.
   const AtWorldSize* ref = smallest_size_.load(std::memory_order_acquire);
   while ((!ref || at->size < ref->size) &&
-         !smallest_size_.compare_exchange_weak(ref, at, std::memory_order_acq_rel, std::memory_order_acquire)) {
+         !smallest_size_.compare_exchange_weak(ref, at, std::memory_order_acq_rel,
+                                               std::memory_order_acquire)) {
   }
   if (!ref || at->size < ref->size) ref = at;
   const double at_seconds = at->step_seconds->Value(), ref_seconds = ref->step_seconds->Value();
   if (at_seconds <= 0 || ref_seconds <= 0) return;
   const double ref_throughput = ref->samples->Value() / ref_seconds;
-  if (ref_throughput > 0) scaling_efficiency_.Set(at->samples->Value() / at_seconds / ref_throughput);
+  if (ref_throughput > 0)
+    scaling_efficiency_.Set(at->samples->Value() / at_seconds / ref_throughput);
 }
 
 void WorkerMetrics::StepBegin() {
-  step_start_blocked_ns_.store(blocked_ns_->load(std::memory_order_relaxed), std::memory_order_relaxed);
+  step_start_blocked_ns_.store(blocked_ns_->load(std::memory_order_relaxed),
+                               std::memory_order_relaxed);
   step_start_ns_.store(NowNs(), std::memory_order_relaxed);
 }
 

@@ -22,8 +22,9 @@
 // throughput at the smallest world size (docs/observability.md).
 //
 // Thread-safety: recording is allocation-free and safe from any thread
-// (counters and gauges are atomics; a histogram takes its own short lock); SetTopology (a new generation) may lock and allocate. StepBegin/StepEnd race benignly if called from two
-// threads (each step then takes the latest mark).
+// (counters and gauges are atomics; a histogram takes its own short lock); SetTopology (a new
+// generation) may lock and allocate. StepBegin/StepEnd race benignly if called from two threads
+// (each step then takes the latest mark).
 #pragma once
 
 #include <array>
@@ -128,7 +129,7 @@ class WorkerMetrics {
   prometheus::Gauge& scaling_efficiency_;
   prometheus::Gauge& fusion_threshold_gauge_;
   std::atomic<prometheus::Gauge*> throughput_efficiency_{nullptr};  // only with a baseline
-  Mutex sizes_mu_;  // SetTopology
+  Mutex sizes_mu_;                                                  // SetTopology
   // Entries never move or go.
   std::map<int, std::unique_ptr<AtWorldSize>> sizes_ GUARDED_BY(sizes_mu_);
   std::atomic<const AtWorldSize*> current_size_{nullptr};

@@ -8,13 +8,18 @@
 namespace khorovod::op {
 namespace {
 
-HorovodJob Decode(const std::string& slots, const std::string& gpu_limit, const std::string& scheduling = "{}") {
-  std::string resources = gpu_limit.empty() ? "{}" : R"({"limits": {"nvidia.com/gpu": )" + gpu_limit + "}}";
-  std::string spec = R"({"replicas": 2,)" + (slots.empty() ? "" : R"("slotsPerWorker": )" + slots + ",") +
-                     R"("schedulingPolicy": )" + scheduling + R"(, "worker": {"template": {"spec": {"containers": [
-                       {"name": "trainer", "image": "i", "resources": )" + resources + "}]}}}}";
+HorovodJob Decode(const std::string& slots, const std::string& gpu_limit,
+                  const std::string& scheduling = "{}") {
+  std::string resources =
+      gpu_limit.empty() ? "{}" : R"({"limits": {"nvidia.com/gpu": )" + gpu_limit + "}}";
+  std::string spec =
+      R"({"replicas": 2,)" + (slots.empty() ? "" : R"("slotsPerWorker": )" + slots + ",") +
+      R"("schedulingPolicy": )" + scheduling + R"(, "worker": {"template": {"spec": {"containers": [
+                       {"name": "trainer", "image": "i", "resources": )" +
+      resources + "}]}}}}";
   std::vector<FieldError> errors;
-  HorovodJob job = DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "j"}, "spec": )" + spec + "}"), errors);
+  HorovodJob job =
+      DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "j"}, "spec": )" + spec + "}"), errors);
   EXPECT_TRUE(errors.empty()) << JoinErrors(errors);
   return job;
 }
@@ -37,7 +42,8 @@ TEST(GpuDefaults, ACpuJobKeepsOneSlot) {
   HorovodJob job = Decode("", "");
   EXPECT_EQ(job.spec.gpus_per_worker, 0);
   EXPECT_EQ(job.spec.slots_per_worker, 1);
-  EXPECT_EQ(EffectivePlacement(job.spec), Placement::kSpread) << "a lost node should cost a CPU job few ranks";
+  EXPECT_EQ(EffectivePlacement(job.spec), Placement::kSpread)
+      << "a lost node should cost a CPU job few ranks";
 }
 
 TEST(GpuDefaults, AnAgreeingSlotsPerWorkerIsAccepted) {
@@ -52,7 +58,8 @@ TEST(GpuValidation, AContradictingSlotsPerWorkerNamesBothNumbers) {
   ASSERT_EQ(errors.size(), 1u) << JoinErrors(errors);
   EXPECT_EQ(errors[0].field, "spec.slotsPerWorker");
   EXPECT_EQ(errors[0].message,
-            "3 contradicts the nvidia.com/gpu limit 2 of the first worker container: one training process runs per "
+            "3 contradicts the nvidia.com/gpu limit 2 of the first worker container: one training "
+            "process runs per "
             "GPU; leave slotsPerWorker out or make the two equal");
 }
 
@@ -72,7 +79,8 @@ TEST(GpuValidation, ANegativeCooldownIsRefused) {
 
 TEST(GpuPlacement, GpuJobsPackByDefaultAndTheFieldWins) {
   EXPECT_EQ(EffectivePlacement(Decode("", "1").spec), Placement::kPack);
-  EXPECT_EQ(EffectivePlacement(Decode("", "1", R"({"placement": "Spread"})").spec), Placement::kSpread);
+  EXPECT_EQ(EffectivePlacement(Decode("", "1", R"({"placement": "Spread"})").spec),
+            Placement::kSpread);
   EXPECT_EQ(EffectivePlacement(Decode("", "1", R"({"placement": "None"})").spec), Placement::kNone);
   EXPECT_EQ(EffectivePlacement(Decode("", "", R"({"placement": "Pack"})").spec), Placement::kPack);
   EXPECT_EQ(Decode("", "1").spec.scheduling.node_cooldown_seconds, 600);
@@ -81,7 +89,8 @@ TEST(GpuPlacement, GpuJobsPackByDefaultAndTheFieldWins) {
 TEST(GpuPlacement, AnUnknownPlacementIsADecodeError) {
   std::vector<FieldError> errors;
   DecodeHorovodJob(Json::parse(R"({"spec": {"schedulingPolicy": {"placement": "Anywhere"},
-    "worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}})"), errors);
+    "worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}})"),
+                   errors);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].field, "spec.schedulingPolicy.placement");
 }
@@ -100,7 +109,8 @@ TEST(GpuStatus, GpuFieldsAndAvoidedNodesRoundTrip) {
   ASSERT_EQ(back.avoided_nodes.size(), 1u);
   EXPECT_EQ(back.avoided_nodes[0].node, "n1");
   EXPECT_EQ(back.avoided_nodes[0].until, "2026-11-26T00:00:00Z");
-  EXPECT_FALSE(EncodeStatus(HorovodJobStatus{}).contains("gpus")) << "a CPU job's status has no GPU fields";
+  EXPECT_FALSE(EncodeStatus(HorovodJobStatus{}).contains("gpus"))
+      << "a CPU job's status has no GPU fields";
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Decoding, defaults and validation of HorovodJob specs.
-#include <gtest/gtest.h>
-
 #include "api/horovodjob.h"
+
+#include <gtest/gtest.h>
 
 namespace khorovod::op {
 namespace {
@@ -74,8 +74,8 @@ TEST(HorovodJobDecode, GarbageObjectDoesNotThrow) {
 
 struct ValidationCase {
   const char* name;
-  const char* patch;   // JSON merge-patch applied to MinimalJob()
-  const char* field;   // expected failing field
+  const char* patch;  // JSON merge-patch applied to MinimalJob()
+  const char* field;  // expected failing field
 };
 
 class HorovodJobValidation : public ::testing::TestWithParam<ValidationCase> {};
@@ -98,32 +98,41 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ValidationCase{"replicas above max", R"({"spec": {"replicas": 7}})", "spec.replicas"},
         ValidationCase{"replicas below min", R"({"spec": {"replicas": 1}})", "spec.replicas"},
-        ValidationCase{"min above max", R"({"spec": {"minReplicas": 7, "replicas": 7}})", "spec.maxReplicas"},
+        ValidationCase{"min above max", R"({"spec": {"minReplicas": 7, "replicas": 7}})",
+                       "spec.maxReplicas"},
         ValidationCase{"min zero", R"({"spec": {"minReplicas": 0}})", "spec.minReplicas"},
-        ValidationCase{"no containers", R"({"spec": {"worker": {"template": {"spec": {"containers": []}}}}})",
+        ValidationCase{"no containers",
+                       R"({"spec": {"worker": {"template": {"spec": {"containers": []}}}}})",
                        "spec.worker.template.spec.containers"},
-        ValidationCase{"no image",
-                       R"({"spec": {"worker": {"template": {"spec": {"containers": [{"name": "c"}]}}}}})",
-                       "spec.worker.template.spec.containers[0].image"},
-        ValidationCase{"duplicate container",
-                       R"({"spec": {"worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]}}}}})",
-                       "spec.worker.template.spec.containers[1].name"},
+        ValidationCase{
+            "no image",
+            R"({"spec": {"worker": {"template": {"spec": {"containers": [{"name": "c"}]}}}}})",
+            "spec.worker.template.spec.containers[0].image"},
+        ValidationCase{
+            "duplicate container",
+            R"({"spec": {"worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]}}}}})",
+            "spec.worker.template.spec.containers[1].name"},
         ValidationCase{"slots zero", R"({"spec": {"slotsPerWorker": 0}})", "spec.slotsPerWorker"},
-        ValidationCase{"slots too many", R"({"spec": {"slotsPerWorker": 65}})", "spec.slotsPerWorker"},
-        ValidationCase{"port zero", R"({"spec": {"rendezvous": {"port": 0}}})", "spec.rendezvous.port"},
+        ValidationCase{"slots too many", R"({"spec": {"slotsPerWorker": 65}})",
+                       "spec.slotsPerWorker"},
+        ValidationCase{"port zero", R"({"spec": {"rendezvous": {"port": 0}}})",
+                       "spec.rendezvous.port"},
         ValidationCase{"heartbeat tiny", R"({"spec": {"rendezvous": {"heartbeatTimeoutMs": 5}}})",
                        "spec.rendezvous.heartbeatTimeoutMs"},
         ValidationCase{"negative backoff", R"({"spec": {"runPolicy": {"backoffLimit": -1}}})",
                        "spec.runPolicy.backoffLimit"},
         ValidationCase{"zero deadline", R"({"spec": {"runPolicy": {"activeDeadlineSeconds": 0}}})",
                        "spec.runPolicy.activeDeadlineSeconds"},
-        ValidationCase{"bad restart policy", R"({"spec": {"runPolicy": {"restartPolicy": "Always"}}})",
+        ValidationCase{"bad restart policy",
+                       R"({"spec": {"runPolicy": {"restartPolicy": "Always"}}})",
                        "spec.runPolicy.restartPolicy"},
-        ValidationCase{"minAvailable above max", R"({"spec": {"schedulingPolicy": {"minAvailable": 9}}})",
+        ValidationCase{"minAvailable above max",
+                       R"({"spec": {"schedulingPolicy": {"minAvailable": 9}}})",
                        "spec.schedulingPolicy.minAvailable"}),
     [](const ::testing::TestParamInfo<ValidationCase>& info) {
       std::string n = info.param.name;
-      for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      for (auto& c : n)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
       return n;
     });
 
@@ -147,7 +156,8 @@ TEST(HorovodJobStatus, RoundTrips) {
 TEST(JobPhase, NamesRoundTripAndUnknownNamesAreRefused) {
   for (JobPhase p : kJobPhases) EXPECT_EQ(ParseJobPhase(ToString(p)), p) << ToString(p);
   EXPECT_EQ(ParseJobPhase("Pending"), std::nullopt);
-  EXPECT_EQ(DecodeStatus(Json{{"phase", "Exploded"}}).phase, JobPhase::kNone) << "status is tolerated, not trusted";
+  EXPECT_EQ(DecodeStatus(Json{{"phase", "Exploded"}}).phase, JobPhase::kNone)
+      << "status is tolerated, not trusted";
   EXPECT_TRUE(IsFinished(JobPhase::kSucceeded) && IsFinished(JobPhase::kFailed));
   EXPECT_FALSE(IsFinished(JobPhase::kRunning) || IsFinished(JobPhase::kSuspended));
 }
@@ -161,13 +171,15 @@ TEST(HorovodJobValidateName, AcceptsWhatItsDerivedNamesAllow) {
   // The longest accepted name still gives valid DNS labels for every derived name.
   EXPECT_LE((longest + "-worker-9999").size(), 63u);
   EXPECT_LE((longest + "-rendezvous").size(), 63u);
-  for (const std::string& bad : {std::string(kMaxJobNameLength + 1, 'a'), std::string("1job"), std::string("a.b"),
-                                std::string("job-"), std::string("Job"), std::string("")}) {
+  for (const std::string& bad :
+       {std::string(kMaxJobNameLength + 1, 'a'), std::string("1job"), std::string("a.b"),
+        std::string("job-"), std::string("Job"), std::string("")}) {
     auto errors = ValidateName(bad);
     ASSERT_FALSE(errors.empty()) << bad;
     EXPECT_EQ(errors[0].field, "metadata.name");
   }
-  EXPECT_NE(JoinErrors(ValidateName(std::string(60, 'a'))).find("at most 51 characters"), std::string::npos);
+  EXPECT_NE(JoinErrors(ValidateName(std::string(60, 'a'))).find("at most 51 characters"),
+            std::string::npos);
 }
 
 }  // namespace

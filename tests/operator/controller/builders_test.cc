@@ -1,7 +1,8 @@
 // The pure object builders: every field the runtime and Kubernetes rely on.
+#include "controller/builders.h"
+
 #include <gtest/gtest.h>
 
-#include "controller/builders.h"
 #include "controller/token.h"
 
 namespace khorovod::op {
@@ -19,14 +20,15 @@ HorovodJob Job() {
                "spec": {"restartPolicy": "Always", "containers": [
                  {"name": "trainer", "image": "img:2", "env": [{"name": "KHOROVOD_JOB_ID", "value": "spoofed"}, {"name": "USER_VAR", "value": "1"}]},
                  {"name": "sidecar", "image": "side:1"}]}}}}})"),
-                                   errors);
+                                    errors);
   EXPECT_TRUE(errors.empty());
   return job;
 }
 
 std::string EnvValue(const Json& container, const std::string& name) {
   for (const auto& e : container["env"])
-    if (e["name"] == name) return e.contains("value") ? e["value"].get<std::string>() : e["valueFrom"].dump();
+    if (e["name"] == name)
+      return e.contains("value") ? e["value"].get<std::string>() : e["valueFrom"].dump();
   return "<missing>";
 }
 
@@ -63,7 +65,8 @@ TEST(Builders, WorkerPodIsRankedAndWired) {
   EXPECT_EQ(EnvValue(trainer, "KHOROVOD_METRICS_PORT"), "29500");
   EXPECT_NE(EnvValue(trainer, "KHOROVOD_METRICS_HOST").find("status.podIP"), std::string::npos);
   EXPECT_EQ(trainer["ports"][0]["name"], "metrics");
-  job.spec.worker_template["spec"]["containers"][0]["env"].push_back({{"name", "KHOROVOD_METRICS_PORT"}, {"value", "0"}});
+  job.spec.worker_template["spec"]["containers"][0]["env"].push_back(
+      {{"name", "KHOROVOD_METRICS_PORT"}, {"value", "0"}});
   EXPECT_EQ(EnvValue(BuildWorkerPod(job, 0)["spec"]["containers"][0], "KHOROVOD_METRICS_PORT"), "0")
       << "a user's choice (0 turns metrics off) wins";
 }
@@ -106,7 +109,8 @@ TEST(Builders, AUsersOwnDevShmMountWins) {
   HorovodJob job = Job();
   Json& spec = job.spec.worker_template["spec"];
   spec["volumes"] = Json::array({{{"name", "mine"}, {"emptyDir", {{"sizeLimit", "1Gi"}}}}});
-  spec["containers"][0]["volumeMounts"] = Json::array({{{"name", "mine"}, {"mountPath", "/dev/shm"}}});
+  spec["containers"][0]["volumeMounts"] =
+      Json::array({{{"name", "mine"}, {"mountPath", "/dev/shm"}}});
   Json pod = BuildWorkerPod(job, 0);
   const Json& trainer = pod["spec"]["containers"][0];
   ASSERT_EQ(trainer["volumeMounts"].size(), 1u) << "no second mount at /dev/shm";
@@ -130,8 +134,10 @@ TEST(Builders, AReplacementWorkerKeepsItsWorkerName) {
   failed["metadata"]["uid"] = "first-incarnation";
   Json replacement = BuildWorkerPod(job, 2);
   EXPECT_EQ(replacement["metadata"]["name"], failed["metadata"]["name"]);
-  const Json name_env = Json::parse(EnvValue(replacement["spec"]["containers"][0], "KHOROVOD_WORKER_NAME"));
-  EXPECT_EQ(name_env["fieldRef"]["fieldPath"], "metadata.name") << "the pod name, not its UID or node";
+  const Json name_env =
+      Json::parse(EnvValue(replacement["spec"]["containers"][0], "KHOROVOD_WORKER_NAME"));
+  EXPECT_EQ(name_env["fieldRef"]["fieldPath"], "metadata.name")
+      << "the pod name, not its UID or node";
 }
 
 TEST(Builders, RendezvousPodRunsTheServerNonRoot) {
@@ -143,7 +149,8 @@ TEST(Builders, RendezvousPodRunsTheServerNonRoot) {
   EXPECT_EQ(c["image"], "img:2");
   EXPECT_EQ(c["command"][0], "khorovod-rendezvous");
   std::string args = c["args"].dump();
-  EXPECT_NE(args.find(R"("--min-workers","4")"), std::string::npos) << "min replicas x slots: " << args;
+  EXPECT_NE(args.find(R"("--min-workers","4")"), std::string::npos)
+      << "min replicas x slots: " << args;
   EXPECT_NE(args.find(R"("--max-workers","16")"), std::string::npos) << args;
   EXPECT_NE(args.find(R"("--job","mlp")"), std::string::npos) << args;
   EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
@@ -151,7 +158,8 @@ TEST(Builders, RendezvousPodRunsTheServerNonRoot) {
   EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
   EXPECT_FALSE(pod["spec"].contains("tolerations")) << "the template has none";
-  job.spec.worker_template["spec"]["tolerations"] = Json::array({{{"key", "gpu"}, {"operator", "Exists"}}});
+  job.spec.worker_template["spec"]["tolerations"] =
+      Json::array({{{"key", "gpu"}, {"operator", "Exists"}}});
   job.spec.worker_template["spec"]["nodeSelector"] = {{"pool", "train"}};
   Json placed = BuildRendezvousPod(job);
   EXPECT_EQ(placed["spec"]["tolerations"][0]["key"], "gpu") << "runs where the workers may run";

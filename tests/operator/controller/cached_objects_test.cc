@@ -1,8 +1,9 @@
 // The pod cache keeps what the reconciler reads and drops the rest.
+#include "controller/cached_objects.h"
+
 #include <gtest/gtest.h>
 
 #include "controller/builders.h"
-#include "controller/cached_objects.h"
 #include "controller/pod_view.h"
 
 namespace khorovod::op {

@@ -9,16 +9,19 @@ namespace {
 
 HorovodJob Job(const std::string& extra_spec, const std::string& pod_spec_extra = "") {
   std::vector<FieldError> errors;
-  HorovodJob job = DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "g", "namespace": "ns", "uid": "u"},
-    "spec": {"replicas": 2, )" + extra_spec + R"( "worker": {"template": {"spec": {)" + pod_spec_extra +
-                                                R"( "containers": [{"name": "trainer", "image": "i",
+  HorovodJob job =
+      DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "g", "namespace": "ns", "uid": "u"},
+    "spec": {"replicas": 2, )" + extra_spec +
+                                   R"( "worker": {"template": {"spec": {)" + pod_spec_extra +
+                                   R"( "containers": [{"name": "trainer", "image": "i",
       "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}}}})"),
-                                    errors);
+                       errors);
   EXPECT_TRUE(errors.empty()) << JoinErrors(errors);
   return job;
 }
 
-const Json kGpuToleration = {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+const Json kGpuToleration = {
+    {"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
 
 TEST(GpuBuilders, GpuPodsTolerateTheGpuTaint) {
   HorovodJob job = Job("");
@@ -30,7 +33,8 @@ TEST(GpuBuilders, GpuPodsTolerateTheGpuTaint) {
 }
 
 TEST(GpuBuilders, TheTemplatesOwnGpuTolerationWins) {
-  HorovodJob job = Job("", R"("tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "a100"}],
+  HorovodJob job =
+      Job("", R"("tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "a100"}],
                               "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},)");
   Json worker = BuildWorkerPod(job, 0);
   ASSERT_EQ(worker["spec"]["tolerations"].size(), 1u);
@@ -41,15 +45,21 @@ TEST(GpuBuilders, TheTemplatesOwnGpuTolerationWins) {
 TEST(GpuBuilders, ACpuJobGetsNoGpuTolerationAndIsSpreadUnlessItSaysNone) {
   auto cpu_job = [](const std::string& scheduling) {
     std::vector<FieldError> errors;
-    return DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "c", "namespace": "ns"},
-      "spec": {)" + scheduling + R"("worker": {"template": {"spec": {"containers": [{"name": "t", "image": "i"}]}}}}})"),
-                            errors);
+    return DecodeHorovodJob(
+        Json::parse(
+            R"({"metadata": {"name": "c", "namespace": "ns"},
+      "spec": {)" +
+            scheduling +
+            R"("worker": {"template": {"spec": {"containers": [{"name": "t", "image": "i"}]}}}}})"),
+        errors);
   };
   Json worker = BuildWorkerPod(cpu_job(""), 0);
   EXPECT_FALSE(worker["spec"].contains("tolerations"));
   EXPECT_FALSE(worker["spec"].contains("affinity"));
-  ASSERT_EQ(worker["spec"]["topologySpreadConstraints"].size(), 2u) << "spread by default: a lost node costs few ranks";
-  EXPECT_EQ(worker["spec"]["topologySpreadConstraints"][0]["topologyKey"], "kubernetes.io/hostname");
+  ASSERT_EQ(worker["spec"]["topologySpreadConstraints"].size(), 2u)
+      << "spread by default: a lost node costs few ranks";
+  EXPECT_EQ(worker["spec"]["topologySpreadConstraints"][0]["topologyKey"],
+            "kubernetes.io/hostname");
   EXPECT_EQ(worker["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"], "ScheduleAnyway");
   Json none = BuildWorkerPod(cpu_job(R"("schedulingPolicy": {"placement": "None"},)"), 0);
   EXPECT_FALSE(none["spec"].contains("topologySpreadConstraints"));
@@ -58,7 +68,8 @@ TEST(GpuBuilders, ACpuJobGetsNoGpuTolerationAndIsSpreadUnlessItSaysNone) {
 
 TEST(GpuBuilders, PackPrefersNodesRunningTheJobsWorkers) {
   Json worker = BuildWorkerPod(Job(""), 1);
-  const Json& preferred = worker["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  const Json& preferred =
+      worker["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
   ASSERT_EQ(preferred.size(), 1u);
   EXPECT_EQ(preferred[0]["weight"], 100);
   EXPECT_EQ(preferred[0]["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname");
@@ -81,17 +92,19 @@ TEST(GpuBuilders, SpreadSpreadsOverNodesAndZonesAsAPreference) {
 }
 
 TEST(GpuBuilders, AvoidedNodesAreExcludedInEveryNodeSelectorTerm) {
-  HorovodJob job = Job("", R"("affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+  HorovodJob job =
+      Job("", R"("affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
       {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a"]}]},
                              {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["b"]}]}]}}},)");
   Json worker = BuildWorkerPod(job, 0, {"n1", "n2"});
-  const Json& terms =
-      worker["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  const Json& terms = worker["spec"]["affinity"]["nodeAffinity"]
+                            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   ASSERT_EQ(terms.size(), 2u);
   for (const auto& term : terms) {
     EXPECT_EQ(term["matchExpressions"].size(), 1u) << "the user's requirement stays";
-    EXPECT_EQ(term["matchFields"],
-              Json::array({{{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", {"n1", "n2"}}}}));
+    EXPECT_EQ(
+        term["matchFields"],
+        Json::array({{{"key", "metadata.name"}, {"operator", "NotIn"}, {"values", {"n1", "n2"}}}}));
   }
   EXPECT_EQ(worker["metadata"]["annotations"][kAnnotationAvoidedNodes], "n1,n2");
   // Pack's pod affinity sits beside the node affinity.

@@ -40,13 +40,18 @@ class GpuPlanTest : public ::testing::Test {
   }
   static Json Exited(Json pod, int code) {
     pod["status"]["phase"] = "Failed";
-    pod["status"]["containerStatuses"] = Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", code}}}}}}});
+    pod["status"]["containerStatuses"] =
+        Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", code}}}}}}});
     return pod;
   }
   static Json WithUnhealthyGpu(Json pod, const std::string& id) {
-    pod["status"]["containerStatuses"] = Json::array({{{"name", "c"}, {"state", {{"running", Json::object()}}},
-        {"allocatedResourcesStatus", Json::array({{{"name", "nvidia.com/gpu"},
-            {"resources", Json::array({{{"resourceID", id}, {"health", "Unhealthy"}}})}}})}}});
+    pod["status"]["containerStatuses"] = Json::array(
+        {{{"name", "c"},
+          {"state", {{"running", Json::object()}}},
+          {"allocatedResourcesStatus",
+           Json::array(
+               {{{"name", "nvidia.com/gpu"},
+                 {"resources", Json::array({{{"resourceID", id}, {"health", "Unhealthy"}}})}}})}}});
     return pod;
   }
   JobPlan Plan(std::vector<Json> workers) {
@@ -63,7 +68,8 @@ class GpuPlanTest : public ::testing::Test {
     return nullptr;
   }
   static bool HasEvent(const JobPlan& plan, const std::string& reason) {
-    return std::any_of(plan.events.begin(), plan.events.end(), [&](const PlannedEvent& e) { return e.reason == reason; });
+    return std::any_of(plan.events.begin(), plan.events.end(),
+                       [&](const PlannedEvent& e) { return e.reason == reason; });
   }
 
   HorovodJob job_;
@@ -81,14 +87,17 @@ TEST_F(GpuPlanTest, StatusCountsGpusHeldAgainstGpusWanted) {
 
 TEST_F(GpuPlanTest, UnschedulableWorkersSayWhyInACondition) {
   Json waiting = Pod(1, "Pending", "");
-  waiting["status"]["conditions"] = Json::array({{{"type", "PodScheduled"}, {"status", "False"},
-                                                  {"message", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}}});
+  waiting["status"]["conditions"] =
+      Json::array({{{"type", "PodScheduled"},
+                    {"status", "False"},
+                    {"message", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}}});
   JobPlan plan = Plan({Pod(0, "Running", "n1", true), waiting});
   const Condition* c = Find(plan.status, "Unschedulable");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->status, "True");
   EXPECT_EQ(c->message,
-            "1 worker(s) cannot be scheduled (g-worker-1: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.); "
+            "1 worker(s) cannot be scheduled (g-worker-1: 0/1 nodes are available: 1 Insufficient "
+            "nvidia.com/gpu.); "
             "training runs with 1 ready (min 1, desired 2)");
   EXPECT_TRUE(HasEvent(plan, "WorkersUnschedulable"));
   EXPECT_EQ(plan.status.phase, JobPhase::kRunning) << "it trains with what fits";
@@ -98,8 +107,10 @@ TEST_F(GpuPlanTest, UnschedulableWorkersSayWhyInACondition) {
 }
 
 TEST_F(GpuPlanTest, TheGpuErrorExitCodeIsRetriedAndItsNodeAvoided) {
-  JobPlan plan = Plan({Pod(0, "Running", "n1", true), Exited(Pod(1, "Running", "n2"), kGpuErrorExitCode)});
-  EXPECT_NE(plan.status.phase, JobPhase::kFailed) << "restartPolicy ExitCode retries a GPU failure (exit 121)";
+  JobPlan plan =
+      Plan({Pod(0, "Running", "n1", true), Exited(Pod(1, "Running", "n2"), kGpuErrorExitCode)});
+  EXPECT_NE(plan.status.phase, JobPhase::kFailed)
+      << "restartPolicy ExitCode retries a GPU failure (exit 121)";
   EXPECT_EQ(plan.status.restart_count, 1);
   ASSERT_EQ(plan.delete_pods.size(), 1u);
   EXPECT_EQ(plan.delete_pods[0].name, "g-worker-1");
@@ -119,14 +130,16 @@ TEST_F(GpuPlanTest, OtherProgramErrorsStillFailAnExitCodeJob) {
 }
 
 TEST_F(GpuPlanTest, ARunningWorkerOnAnUnhealthyGpuIsReplaced) {
-  JobPlan plan = Plan({Pod(0, "Running", "n1", true), WithUnhealthyGpu(Pod(1, "Running", "n1", true), "GPU-sim-3")});
+  JobPlan plan = Plan({Pod(0, "Running", "n1", true),
+                       WithUnhealthyGpu(Pod(1, "Running", "n1", true), "GPU-sim-3")});
   ASSERT_EQ(plan.delete_pods.size(), 1u);
   EXPECT_EQ(plan.delete_pods[0].name, "g-worker-1");
   EXPECT_EQ(plan.delete_pods[0].reason, "worker failed (GPU GPU-sim-3 Unhealthy)");
   EXPECT_EQ(plan.status.restart_count, 1);
   ASSERT_EQ(plan.status.avoided_nodes.size(), 1u);
   EXPECT_EQ(plan.status.avoided_nodes[0].node, "n1");
-  EXPECT_EQ(plan.status.avoided_nodes[0].reason, "GPU failure of g-worker-1 (GPU GPU-sim-3 Unhealthy)");
+  EXPECT_EQ(plan.status.avoided_nodes[0].reason,
+            "GPU failure of g-worker-1 (GPU GPU-sim-3 Unhealthy)");
   // Seen again (still terminating is skipped; still present undeleted is not counted twice).
   job_.status = plan.status;
   Json again = WithUnhealthyGpu(Pod(1, "Running", "n1", true), "GPU-sim-3");
@@ -156,14 +169,16 @@ TEST_F(GpuPlanTest, AnExpiredAvoidanceEndsAndFreesAWaitingWorker) {
   ASSERT_EQ(plan.status.avoided_nodes.size(), 1u);
   EXPECT_EQ(plan.status.avoided_nodes[0].node, "n2");
   EXPECT_EQ(plan.avoid_nodes, std::vector<std::string>{"n2"});
-  ASSERT_EQ(plan.delete_pods.size(), 1u) << "only the pod that avoids the expired node is re-created";
+  ASSERT_EQ(plan.delete_pods.size(), 1u)
+      << "only the pod that avoids the expired node is re-created";
   EXPECT_EQ(plan.delete_pods[0].name, "g-worker-1");
   EXPECT_EQ(plan.delete_pods[0].reason, "node n1 is no longer avoided");
 }
 
 TEST_F(GpuPlanTest, WorkersNeverScheduledDoNotHoldACompletedJob) {
   Json done = Pod(0, "Succeeded", "n1");
-  done["status"]["containerStatuses"] = Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}});
+  done["status"]["containerStatuses"] =
+      Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}});
   JobPlan plan = Plan({done, Pod(1, "Pending", "")});
   EXPECT_EQ(plan.status.phase, JobPhase::kSucceeded);
   ASSERT_EQ(plan.delete_pods.size(), 1u);

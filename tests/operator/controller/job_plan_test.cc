@@ -1,10 +1,11 @@
 // PlanJob's rules, one scenario each, with no API server involved.
+#include "controller/job_plan.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "controller/builders.h"
-#include "controller/job_plan.h"
 
 namespace khorovod::op {
 namespace {
@@ -44,7 +45,8 @@ class JobPlanTest : public ::testing::Test {
     return PlanJob(in);
   }
 
-  static bool HasCondition(const HorovodJobStatus& s, const std::string& type, const std::string& status) {
+  static bool HasCondition(const HorovodJobStatus& s, const std::string& type,
+                           const std::string& status) {
     return std::any_of(s.conditions.begin(), s.conditions.end(),
                        [&](const Condition& c) { return c.type == type && c.status == status; });
   }
@@ -67,7 +69,8 @@ TEST_F(JobPlanTest, NewJobCreatesEveryWorker) {
 }
 
 TEST_F(JobPlanTest, RunningAndReadyWorkersMakeTheJobRunning) {
-  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", false), Pod(3, "Pending")});
+  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", false),
+                       Pod(3, "Pending")});
   EXPECT_TRUE(plan.create_workers.empty());
   EXPECT_EQ(plan.status.replicas, 4);
   EXPECT_EQ(plan.status.ready_replicas, 2) << "only Running+Ready pods count";
@@ -85,26 +88,29 @@ TEST_F(JobPlanTest, ARunningJobThatLostWorkersBelowMinIsRestartingNotCreated) {
 
 TEST_F(JobPlanTest, EachFailureOfOneIndexIsItsOwnEvent) {
   job_.status.restart_count = 1;
-  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Failed", false, 137), Pod(2, "Running", true),
-                       Pod(3, "Running", true)});
+  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Failed", false, 137),
+                       Pod(2, "Running", true), Pod(3, "Running", true)});
   ASSERT_FALSE(plan.events.empty());
-  EXPECT_NE(plan.events[0].message.find("restart 2 of 2 allowed"), std::string::npos) << plan.events[0].message;
+  EXPECT_NE(plan.events[0].message.find("restart 2 of 2 allowed"), std::string::npos)
+      << plan.events[0].message;
 }
 
 TEST_F(JobPlanTest, TerminatingPodsAreNotCountedAndHoldTheirName) {
   Json dying = Pod(1, "Running", true);
   dying["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z";
-  JobPlan plan = Plan({Pod(0, "Running", true), dying, Pod(2, "Running", true), Pod(3, "Running", true)});
+  JobPlan plan =
+      Plan({Pod(0, "Running", true), dying, Pod(2, "Running", true), Pod(3, "Running", true)});
   EXPECT_EQ(plan.status.ready_replicas, 3);
   EXPECT_TRUE(plan.create_workers.empty()) << "index 1 is re-created only once its old pod is gone";
 }
 
 TEST_F(JobPlanTest, FailedWorkerIsReplacedWithinBackoff) {
-  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Failed", false, 137), Pod(2, "Running", true),
-                       Pod(3, "Running", true)});
+  JobPlan plan = Plan({Pod(0, "Running", true), Pod(1, "Failed", false, 137),
+                       Pod(2, "Running", true), Pod(3, "Running", true)});
   ASSERT_EQ(plan.delete_pods.size(), 1u);
   EXPECT_EQ(plan.delete_pods[0].name, "j-worker-1");
-  EXPECT_FALSE(plan.delete_pods[0].uid.empty()) << "deletes are preconditioned on the failed incarnation";
+  EXPECT_FALSE(plan.delete_pods[0].uid.empty())
+      << "deletes are preconditioned on the failed incarnation";
   EXPECT_EQ(plan.status.restart_count, 1);
   EXPECT_EQ(plan.status.phase, JobPhase::kRestarting);
   EXPECT_TRUE(HasCondition(plan.status, "Restarting", "True"));
@@ -116,7 +122,8 @@ TEST_F(JobPlanTest, FailedWorkerIsReplacedWithinBackoff) {
 TEST_F(JobPlanTest, AFailureIsCountedOnce) {
   Json failed = Pod(1, "Failed", false, 1);
   JobPlan first = Plan({failed});
-  EXPECT_EQ(first.status.counted_failures, first.counted_failures) << "the stored status names the counted pod";
+  EXPECT_EQ(first.status.counted_failures, first.counted_failures)
+      << "the stored status names the counted pod";
   // The status is all that is kept: a plan made by a restarted operator that
   // died before deleting the pod sees the same status and the same pod.
   job_.status = DecodeStatus(EncodeStatus(first.status));
@@ -125,14 +132,16 @@ TEST_F(JobPlanTest, AFailureIsCountedOnce) {
   EXPECT_TRUE(second.counted_failures.empty()) << "nothing new to record before deleting";
   ASSERT_EQ(second.delete_pods.size(), 1u) << "the pod is still deleted";
   failed["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z";
-  EXPECT_EQ(Plan({failed}).status.restart_count, 1) << "the cache may still show the pod we deleted";
+  EXPECT_EQ(Plan({failed}).status.restart_count, 1)
+      << "the cache may still show the pod we deleted";
 }
 
 TEST_F(JobPlanTest, ACountedPodIsForgottenOnceGoneAndItsReplacementCountsAgain) {
   JobPlan first = Plan({Pod(1, "Failed", false, 1)});
   job_.status = first.status;
   JobPlan gone = Plan({});
-  EXPECT_TRUE(gone.status.counted_failures.empty()) << "a deleted pod never returns: its UID is dropped";
+  EXPECT_TRUE(gone.status.counted_failures.empty())
+      << "a deleted pod never returns: its UID is dropped";
   EXPECT_EQ(gone.status.restart_count, 1);
   job_.status = gone.status;
   JobPlan again = Plan({Pod(1, "Failed", false, 1)});  // the replacement, a new UID
@@ -146,7 +155,8 @@ TEST_F(JobPlanTest, BackoffExhaustedFailsTheJob) {
   EXPECT_TRUE(HasCondition(plan.status, "Failed", "True"));
   EXPECT_FALSE(plan.status.completion_time.empty());
   bool reason = false;
-  for (const auto& c : plan.status.conditions) reason |= c.type == "Failed" && c.reason == "BackoffLimitExceeded";
+  for (const auto& c : plan.status.conditions)
+    reason |= c.type == "Failed" && c.reason == "BackoffLimitExceeded";
   EXPECT_TRUE(reason);
   EXPECT_TRUE(plan.create_workers.empty());
   // cleanPodPolicy Running: the running worker goes.
@@ -184,8 +194,9 @@ TEST_F(JobPlanTest, ScaleUpCreatesMissingIndices) {
   EXPECT_EQ(plan.status.phase, JobPhase::kScaling);
   EXPECT_TRUE(HasCondition(plan.status, "Scaling", "True"));
   job_.status = plan.status;
-  std::vector<Json> six = {Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
-                           Pod(3, "Running", true), Pod(4, "Pending"), Pod(5, "Pending")};
+  std::vector<Json> six = {Pod(0, "Running", true), Pod(1, "Running", true),
+                           Pod(2, "Running", true), Pod(3, "Running", true),
+                           Pod(4, "Pending"),       Pod(5, "Pending")};
   EXPECT_EQ(Plan(six).status.phase, JobPhase::kScaling) << "until the new workers are ready";
   six[4] = Pod(4, "Running", true);
   six[5] = Pod(5, "Running", true);
@@ -198,8 +209,8 @@ TEST_F(JobPlanTest, SuccessWaitsForEveryWorkerThenCleansUp) {
   JobPlan completing = Plan({Pod(0, "Succeeded", false, 0), Pod(1, "Running", true)});
   EXPECT_NE(completing.status.phase, JobPhase::kSucceeded);
   EXPECT_TRUE(completing.create_workers.empty()) << "nothing is created once training ended";
-  JobPlan done = Plan({Pod(0, "Succeeded", false, 0), Pod(1, "Succeeded", false, 0), Pod(2, "Succeeded", false, 0),
-                       Pod(3, "Succeeded", false, 0)});
+  JobPlan done = Plan({Pod(0, "Succeeded", false, 0), Pod(1, "Succeeded", false, 0),
+                       Pod(2, "Succeeded", false, 0), Pod(3, "Succeeded", false, 0)});
   EXPECT_EQ(done.status.phase, JobPhase::kSucceeded);
   EXPECT_TRUE(HasCondition(done.status, "Succeeded", "True"));
   EXPECT_FALSE(done.status.completion_time.empty());
@@ -267,7 +278,8 @@ TEST_F(JobPlanTest, ANameTooLongForItsPodsFailsWithReason) {
   EXPECT_EQ(plan.status.phase, JobPhase::kFailed);
   bool found = false;
   for (const auto& c : plan.status.conditions)
-    found |= c.type == "Failed" && c.reason == "InvalidSpec" && c.message.find("metadata.name") != std::string::npos;
+    found |= c.type == "Failed" && c.reason == "InvalidSpec" &&
+             c.message.find("metadata.name") != std::string::npos;
   EXPECT_TRUE(found);
   EXPECT_TRUE(plan.create_workers.empty());
   EXPECT_FALSE(plan.ensure_rendezvous) << "no Service or pod is attempted";
@@ -279,21 +291,23 @@ TEST_F(JobPlanTest, InvalidSpecFailsWithReason) {
   EXPECT_EQ(plan.status.phase, JobPhase::kFailed);
   bool found = false;
   for (const auto& c : plan.status.conditions)
-    found |= c.type == "Failed" && c.reason == "InvalidSpec" && c.message.find("spec.replicas") != std::string::npos;
+    found |= c.type == "Failed" && c.reason == "InvalidSpec" &&
+             c.message.find("spec.replicas") != std::string::npos;
   EXPECT_TRUE(found);
   EXPECT_TRUE(plan.create_workers.empty());
 }
 
 TEST_F(JobPlanTest, ConditionTimesMoveOnlyOnTransitions) {
   auto pods = [&] {
-    return std::vector<Json>{Pod(0, "Running", true), Pod(1, "Running", true), Pod(2, "Running", true),
-                             Pod(3, "Running", true)};
+    return std::vector<Json>{Pod(0, "Running", true), Pod(1, "Running", true),
+                             Pod(2, "Running", true), Pod(3, "Running", true)};
   };
   JobPlan first = Plan(pods());
   job_.status = first.status;
   now_ += std::chrono::seconds(5);
   JobPlan second = Plan(pods());
-  EXPECT_EQ(EncodeStatus(first.status), EncodeStatus(second.status)) << "a steady job writes no new status";
+  EXPECT_EQ(EncodeStatus(first.status), EncodeStatus(second.status))
+      << "a steady job writes no new status";
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // The Kueue Workload rules (controller/kueue_workload.h) and how an admission
 // gates PlanJob, with no API server involved. tests/ecosystem/kueue_test.sh
 // runs the same path against Kueue's real controller.
+#include "controller/kueue_workload.h"
+
 #include <gtest/gtest.h>
 
 #include "controller/builders.h"
 #include "controller/job_plan.h"
-#include "controller/kueue_workload.h"
 
 namespace khorovod::op {
 namespace {
@@ -14,7 +15,8 @@ HorovodJob Job(const std::string& extra_labels = R"("kueue.x-k8s.io/queue-name":
                const std::string& managed_by = "") {
   std::vector<FieldError> errors;
   Json obj = Json::parse(R"({
-      "metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": {)" + extra_labels + R"(}},
+      "metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": {)" +
+                         extra_labels + R"(}},
       "spec": {"replicas": 4, "minReplicas": 2, "maxReplicas": 6,
                "worker": {"template": {"spec": {"nodeSelector": {"zone": "a"},
                  "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}}}})");
@@ -31,7 +33,9 @@ Json Admitted(int workers) {
       {"admission",
        {{"clusterQueue", "cq"},
         {"podSetAssignments",
-         Json::array({{{"name", "worker"}, {"count", workers}, {"flavors", {{"cpu", "fast"}, {"memory", "fast"}}}},
+         Json::array({{{"name", "worker"},
+                       {"count", workers},
+                       {"flavors", {{"cpu", "fast"}, {"memory", "fast"}}}},
                       {{"name", "rendezvous"}, {"count", 1}, {"flavors", {{"cpu", "small"}}}}})}}},
       {"conditions", Json::array({{{"type", "QuotaReserved"}, {"status", "True"}},
                                   {{"type", "Admitted"}, {"status", "True"}}})}};
@@ -42,7 +46,8 @@ TEST(KueueWorkloadTest, OnlyLabelledJobsNotManagedElsewhereAreQueued) {
   EXPECT_TRUE(QueuedByKueue(Job()));
   EXPECT_FALSE(QueuedByKueue(Job(R"("team": "x")")));
   EXPECT_TRUE(QueuedByKueue(Job(R"("kueue.x-k8s.io/queue-name": "lq")", kManagedByKhorovod)));
-  EXPECT_FALSE(QueuedByKueue(Job(R"("kueue.x-k8s.io/queue-name": "lq")", "kueue.x-k8s.io/multikueue")));
+  EXPECT_FALSE(
+      QueuedByKueue(Job(R"("kueue.x-k8s.io/queue-name": "lq")", "kueue.x-k8s.io/multikueue")));
   EXPECT_TRUE(ManagedElsewhere(Job(R"("team": "x")", "example.com/other")));
 }
 
@@ -65,10 +70,11 @@ TEST(KueueWorkloadTest, WorkloadRequestsMaxWorkersWithMinCountAndTheRendezvous) 
 
 TEST(KueueWorkloadTest, NonElasticJobHasNoMinCount) {
   std::vector<FieldError> errors;
-  HorovodJob job = DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "j", "namespace": "ns", "uid": "u",
+  HorovodJob job =
+      DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "j", "namespace": "ns", "uid": "u",
       "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
       "spec": {"replicas": 3, "worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}})"),
-                                    errors);
+                       errors);
   Json wl = BuildWorkload(job);
   EXPECT_EQ(wl["spec"]["podSets"][0]["count"], 3);
   EXPECT_FALSE(wl["spec"]["podSets"][0].contains("minCount"));
@@ -85,8 +91,8 @@ TEST(KueueWorkloadTest, ReadsAdmissionCountAndFlavors) {
 
 TEST(KueueWorkloadTest, PendingWorkloadIsNotAdmittedAndSaysWhy) {
   Json wl = BuildWorkload(Job());
-  wl["status"]["conditions"] =
-      Json::array({{{"type", "QuotaReserved"}, {"status", "False"}, {"message", "couldn't assign flavors"}}});
+  wl["status"]["conditions"] = Json::array(
+      {{{"type", "QuotaReserved"}, {"status", "False"}, {"message", "couldn't assign flavors"}}});
   WorkloadAdmission a = ReadAdmission(wl, 6);
   EXPECT_FALSE(a.admitted);
   EXPECT_FALSE(a.quota_reserved);
@@ -95,7 +101,8 @@ TEST(KueueWorkloadTest, PendingWorkloadIsNotAdmittedAndSaysWhy) {
 
 TEST(KueueWorkloadTest, EvictedWorkloadStopsTheJobAndGivesQuotaBack) {
   Json wl = Admitted(6);
-  wl["status"]["conditions"].push_back({{"type", "Evicted"}, {"status", "True"}, {"message", "Preempted"}});
+  wl["status"]["conditions"].push_back(
+      {{"type", "Evicted"}, {"status", "True"}, {"message", "Preempted"}});
   WorkloadAdmission a = ReadAdmission(wl, 6);
   EXPECT_FALSE(a.admitted);
   EXPECT_TRUE(a.evicted);

@@ -1,13 +1,13 @@
 // The rendezvous status endpoint's parser and the RendezvousMonitor's
 // polling, with a fake fetcher (no network) and with the real one against an
 // address that refuses connections.
+#include "controller/rendezvous_monitor.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-
-#include "controller/rendezvous_monitor.h"
 
 namespace khorovod::op {
 namespace {
@@ -15,7 +15,8 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(RendezvousStatus, ParsesTheStatusBody) {
-  auto s = ParseRendezvousStatus(R"({"job":"j","state":"running","generation":4,"world_size":8,"pending":1})");
+  auto s = ParseRendezvousStatus(
+      R"({"job":"j","state":"running","generation":4,"world_size":8,"pending":1})");
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->generation, 4);
   EXPECT_EQ(s->state, "running");
@@ -47,8 +48,10 @@ struct FakeRendezvous {
   }
   void Set(std::optional<int64_t> generation) {
     std::lock_guard<std::mutex> lock(mu);
-    if (generation) answer = RendezvousStatus{*generation, "running", 2, 0};
-    else answer.reset();
+    if (generation)
+      answer = RendezvousStatus{*generation, "running", 2, 0};
+    else
+      answer.reset();
   }
 };
 
@@ -71,7 +74,8 @@ struct Changes {
 TEST(RendezvousMonitor, ReportsGenerationChangesAndKeepsTheLastValue) {
   FakeRendezvous rdv;
   Changes changes;
-  RendezvousMonitor monitor({20ms, 100ms}, [&](const std::string& k) { changes.Add(k); }, rdv.Fetcher());
+  RendezvousMonitor monitor(
+      {20ms, 100ms}, [&](const std::string& k) { changes.Add(k); }, rdv.Fetcher());
   monitor.Start();
   rdv.Set(1);
   monitor.Track("ns/j", "uid-1", "10.0.0.5", 29400);
@@ -86,7 +90,8 @@ TEST(RendezvousMonitor, ReportsGenerationChangesAndKeepsTheLastValue) {
   EXPECT_EQ(monitor.Generation("ns/j", "uid-1"), 3);
   {
     std::lock_guard<std::mutex> lock(changes.mu);
-    EXPECT_EQ(changes.keys, (std::vector<std::string>{"ns/j", "ns/j"})) << "only changes are reported";
+    EXPECT_EQ(changes.keys, (std::vector<std::string>{"ns/j", "ns/j"}))
+        << "only changes are reported";
   }
   std::lock_guard<std::mutex> lock(rdv.mu);
   EXPECT_EQ(rdv.asked.front(), "10.0.0.5:29400");
@@ -95,7 +100,8 @@ TEST(RendezvousMonitor, ReportsGenerationChangesAndKeepsTheLastValue) {
 TEST(RendezvousMonitor, UntrackForgetsAndANewIncarnationStartsAfresh) {
   FakeRendezvous rdv;
   Changes changes;
-  RendezvousMonitor monitor({20ms, 100ms}, [&](const std::string& k) { changes.Add(k); }, rdv.Fetcher());
+  RendezvousMonitor monitor(
+      {20ms, 100ms}, [&](const std::string& k) { changes.Add(k); }, rdv.Fetcher());
   monitor.Start();
   rdv.Set(5);
   monitor.Track("ns/j", "uid-1", "10.0.0.5", 29400);
@@ -105,7 +111,8 @@ TEST(RendezvousMonitor, UntrackForgetsAndANewIncarnationStartsAfresh) {
   rdv.Set(std::nullopt);
   monitor.Track("ns/j", "uid-2", "10.0.0.6", 29400);
   std::this_thread::sleep_for(60ms);
-  EXPECT_EQ(monitor.Generation("ns/j", "uid-2"), std::nullopt) << "nothing known about the new job yet";
+  EXPECT_EQ(monitor.Generation("ns/j", "uid-2"), std::nullopt)
+      << "nothing known about the new job yet";
   monitor.Stop();
   monitor.Stop();  // idempotent
 }

@@ -11,8 +11,9 @@ using std::chrono::seconds;
 using Clock = WriteExpectations::Clock;
 
 kube::ObjectPtr Job(const std::string& uid, const std::string& version, int restarts) {
-  return std::make_shared<const kube::Json>(kube::Json{{"metadata", {{"uid", uid}, {"resourceVersion", version}}},
-                                           {"status", {{"restartCount", restarts}}}});
+  return std::make_shared<const kube::Json>(
+      kube::Json{{"metadata", {{"uid", uid}, {"resourceVersion", version}}},
+                 {"status", {{"restartCount", restarts}}}});
 }
 
 TEST(WriteExpectationsTest, ACreatedPodIsPendingUntilTheCacheShowsIt) {

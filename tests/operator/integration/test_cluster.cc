@@ -73,7 +73,8 @@ std::unique_ptr<TestCluster> TestCluster::FromEnvironment() {
 }
 
 int TestCluster::Kubectl(const std::vector<std::string>& args, std::string* output) const {
-  std::string cmd = "'" + Binary("kubectl") + "' --kubeconfig '" + kubeconfig_ + "' --request-timeout=30s";
+  std::string cmd =
+      "'" + Binary("kubectl") + "' --kubeconfig '" + kubeconfig_ + "' --request-timeout=30s";
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
@@ -89,17 +90,22 @@ int TestCluster::Kubectl(const std::vector<std::string>& args, std::string* outp
 
 std::string TestCluster::CreateNamespace(const std::string& base) {
   std::string name = base + "-" + std::to_string(getpid() % 100000);
-  for (auto& ch : name) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  auto r = admin_->Post("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
-  EXPECT_TRUE(r.ok() || r.status().code() == kube::ApiCode::kAlreadyExists) << r.status().ToString();
+  for (auto& ch : name)
+    ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  auto r =
+      admin_->Post("/api/v1/namespaces",
+                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
+  EXPECT_TRUE(r.ok() || r.status().code() == kube::ApiCode::kAlreadyExists)
+      << r.status().ToString();
   // Pods need the namespace's default service account (made by the controller-manager).
-  EXPECT_TRUE(WaitFor([&] { return admin_->Get("/api/v1/namespaces/" + name + "/serviceaccounts/default").ok(); },
-                      std::chrono::seconds(30)));
+  EXPECT_TRUE(WaitFor(
+      [&] { return admin_->Get("/api/v1/namespaces/" + name + "/serviceaccounts/default").ok(); },
+      std::chrono::seconds(30)));
   return name;
 }
 
-bool TestCluster::SetPodStatus(const std::string& ns, const std::string& name, const std::string& phase, bool ready,
-                               int exit_code) {
+bool TestCluster::SetPodStatus(const std::string& ns, const std::string& name,
+                               const std::string& phase, bool ready, int exit_code) {
   const std::string path = "/api/v1/namespaces/" + ns + "/pods/" + name;
   for (int attempt = 0; attempt < 10; ++attempt) {
     auto pod = admin_->Get(path);
@@ -110,11 +116,19 @@ bool TestCluster::SetPodStatus(const std::string& ns, const std::string& name, c
     Json cs = Json::array();
     for (const auto& c : p["spec"]["containers"]) {
       Json state;
-      if (exit_code >= 0) state = {{"terminated", {{"exitCode", exit_code}, {"reason", exit_code ? "Error" : "Completed"}}}};
-      else if (phase == "Running") state = {{"running", {{"startedAt", "2026-01-01T00:00:00Z"}}}};
-      else state = {{"waiting", {{"reason", "ContainerCreating"}}}};
-      cs.push_back({{"name", c["name"]}, {"image", c["image"]}, {"imageID", ""}, {"ready", ready},
-                    {"restartCount", 0}, {"state", state}});
+      if (exit_code >= 0)
+        state = {{"terminated",
+                  {{"exitCode", exit_code}, {"reason", exit_code ? "Error" : "Completed"}}}};
+      else if (phase == "Running")
+        state = {{"running", {{"startedAt", "2026-01-01T00:00:00Z"}}}};
+      else
+        state = {{"waiting", {{"reason", "ContainerCreating"}}}};
+      cs.push_back({{"name", c["name"]},
+                    {"image", c["image"]},
+                    {"imageID", ""},
+                    {"ready", ready},
+                    {"restartCount", 0},
+                    {"state", state}});
     }
     status["containerStatuses"] = cs;
     p["status"] = status;
@@ -132,8 +146,8 @@ OperatorProcess::OperatorProcess(const TestCluster& cluster, std::vector<std::st
                                  const std::string& log_name) {
   metrics_port_ = FreePort();
   log_path_ = cluster.dir() + "/" + log_name + ".log";
-  std::vector<std::string> args = {KHOROVOD_OPERATOR_BINARY, "--kubeconfig", cluster.kubeconfig(), "--metrics-bind",
-                                   "127.0.0.1:" + std::to_string(metrics_port_)};
+  std::vector<std::string> args = {KHOROVOD_OPERATOR_BINARY, "--kubeconfig", cluster.kubeconfig(),
+                                   "--metrics-bind", "127.0.0.1:" + std::to_string(metrics_port_)};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -154,7 +168,8 @@ OperatorProcess::OperatorProcess(const TestCluster& cluster, std::vector<std::st
 OperatorProcess::~OperatorProcess() {
   if (pid_ > 0) {
     Kill(SIGTERM);
-    bool exited = WaitFor([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, std::chrono::seconds(10));
+    bool exited =
+        WaitFor([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, std::chrono::seconds(10));
     if (!exited) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);

@@ -36,8 +36,8 @@ class TestCluster {
   // Creates a fresh namespace named after the test.
   std::string CreateNamespace(const std::string& base);
   // Kubelet stand-in: sets a pod's status through the status subresource.
-  bool SetPodStatus(const std::string& ns, const std::string& name, const std::string& phase, bool ready,
-                    int exit_code = -1);
+  bool SetPodStatus(const std::string& ns, const std::string& name, const std::string& phase,
+                    bool ready, int exit_code = -1);
 
  private:
   std::string dir_, kubeconfig_, bin_;
@@ -46,7 +46,8 @@ class TestCluster {
 
 class OperatorProcess {
  public:
-  OperatorProcess(const TestCluster& cluster, std::vector<std::string> extra_args, const std::string& log_name);
+  OperatorProcess(const TestCluster& cluster, std::vector<std::string> extra_args,
+                  const std::string& log_name);
   ~OperatorProcess();
   void Kill(int signal);
   bool Running();

@@ -1,10 +1,10 @@
 // kubeconfig and in-cluster loading.
+#include "kube/cluster_config.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "kube/cluster_config.h"
 
 namespace khorovod::kube {
 namespace {
@@ -12,8 +12,9 @@ namespace {
 class ClusterConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("kcfg-" + std::to_string(::getpid()) + "-" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kcfg-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -72,17 +73,22 @@ TEST_F(ClusterConfigTest, ErrorsAreClearNotCrashes) {
   } cases[] = {
       {"current-context: x\ncontexts: []\n", "context 'x' not found"},
       {"contexts: [{name: a, context: {cluster: c}}]\n", "no current-context"},
-      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: []\n", "has no server"},
-      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: "
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: []\n",
+       "has no server"},
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, "
+       "cluster: {server: "
        "'ftp://x'}}]\n",
        "must be https"},
-      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: "
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, "
+       "cluster: {server: "
        "'https://x:99999'}}]\n",
        "invalid port"},
-      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: "
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, "
+       "cluster: {server: "
        "'https://x', certificate-authority-data: '!!!'}}]\n",
        "not valid base64"},
-      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: "
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c, "
+       "cluster: {server: "
        "'https://x', certificate-authority: /nonexistent/ca}}]\n",
        "cannot read"},
       {"{{{{ not yaml", "kubeconfig"},
@@ -112,7 +118,9 @@ TEST_F(ClusterConfigTest, InCluster) {
   Write("token", "sa-token\n");
   Write("ca.crt", "SA-CA");
   Write("namespace", "operators\n");
-  auto r = LoadInCluster({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}, dir_.string());
+  auto r =
+      LoadInCluster({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}},
+                    dir_.string());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->host, "10.96.0.1");
   EXPECT_EQ(r->ca_pem, "SA-CA");

@@ -1,8 +1,8 @@
 // TokenBucket: burst, sustained rate, arrival-order waits, refill cap, and the
 // unlimited setting, all on a hand-driven clock (no sleeping, no timing).
-#include <gtest/gtest.h>
-
 #include "kube/rate_limiter.h"
+
+#include <gtest/gtest.h>
 
 namespace khorovod::kube {
 namespace {

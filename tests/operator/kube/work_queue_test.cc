@@ -1,4 +1,6 @@
 // WorkQueue semantics: de-duplication, per-key serialization, delays.
+#include "kube/work_queue.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -6,7 +8,6 @@
 
 #include "kube/api_status.h"
 #include "kube/rest_client.h"
-#include "kube/work_queue.h"
 
 namespace khorovod::kube {
 namespace {
@@ -57,7 +58,8 @@ TEST(WorkQueue, ConcurrentWorkersNeverShareAKey) {
   }
   for (int i = 0; i < 2000; ++i) q.Add("same");
   // Drain: wait (bounded) until nothing is queued, then shut down.
-  for (int i = 0; i < 2000 && q.Depth() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && q.Depth() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   q.ShutDown();
   for (auto& t : workers) t.join();
   EXPECT_EQ(overlap.load(), 0);
@@ -89,8 +91,10 @@ TEST(WorkQueue, ShutDownWakesGetters) {
 
 TEST(ApiStatus, ClassifiesKubernetesAnswers) {
   EXPECT_TRUE(ApiStatus::FromHttp(201, "").ok());
-  EXPECT_EQ(ApiStatus::FromHttp(404, R"({"message":"pods \"x\" not found"})").code(), ApiCode::kNotFound);
-  EXPECT_EQ(ApiStatus::FromHttp(409, R"({"reason":"AlreadyExists"})").code(), ApiCode::kAlreadyExists);
+  EXPECT_EQ(ApiStatus::FromHttp(404, R"({"message":"pods \"x\" not found"})").code(),
+            ApiCode::kNotFound);
+  EXPECT_EQ(ApiStatus::FromHttp(409, R"({"reason":"AlreadyExists"})").code(),
+            ApiCode::kAlreadyExists);
   EXPECT_EQ(ApiStatus::FromHttp(409, R"({"reason":"Conflict"})").code(), ApiCode::kConflict);
   EXPECT_TRUE(ApiStatus::FromHttp(409, R"({"reason":"Conflict"})").retryable());
   EXPECT_EQ(ApiStatus::FromHttp(410, "").code(), ApiCode::kGone);

@@ -39,7 +39,8 @@ RankOptions OnOneHost(const Case& c) {
 bool MapsUnlinkedSegment() {
   std::ifstream maps("/proc/self/maps");
   for (std::string line; std::getline(maps, line);) {
-    if (line.find("/dev/shm/khorovod-") != std::string::npos && line.find("(deleted)") != std::string::npos)
+    if (line.find("/dev/shm/khorovod-") != std::string::npos &&
+        line.find("(deleted)") != std::string::npos)
       return true;
   }
   return false;
@@ -63,42 +64,48 @@ class HostBackendTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(HostBackendTest, AllreduceEveryOpAndLengthFusedAndAlone) {
   const Case c = GetParam();
-  KH_RUN_RANKS(c.ranks, [c](Runtime& rt, const RankContext& ctx) {
-    int seed = 0;
-    std::vector<std::pair<Tensor, Tensor>> tensors;
-    std::vector<std::pair<std::string, ReduceOp>> what;
-    std::vector<Handle> handles;
-    for (DataType dt : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32}) {
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
-        for (int64_t n : kLengths) {
-          tensors.emplace_back(MakeTensor(dt, {n}, op, ctx.rank, ++seed), Tensor(dt, {n}));
-          what.emplace_back(std::string(DataTypeName(dt)) + "." + std::string(ReduceOpName(op)) + "." +
-                                std::to_string(n),
-                            op);
+  KH_RUN_RANKS(
+      c.ranks,
+      [c](Runtime& rt, const RankContext& ctx) {
+        int seed = 0;
+        std::vector<std::pair<Tensor, Tensor>> tensors;
+        std::vector<std::pair<std::string, ReduceOp>> what;
+        std::vector<Handle> handles;
+        for (DataType dt : {DataType::kFloat32, DataType::kFloat64, DataType::kInt32}) {
+          for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+            for (int64_t n : kLengths) {
+              tensors.emplace_back(MakeTensor(dt, {n}, op, ctx.rank, ++seed), Tensor(dt, {n}));
+              what.emplace_back(std::string(DataTypeName(dt)) + "." +
+                                    std::string(ReduceOpName(op)) + "." + std::to_string(n),
+                                op);
+            }
+          }
         }
-      }
-    }
-    for (size_t i = 0; i < tensors.size(); ++i)
-      handles.push_back(rt.allreduce_async(what[i].first, tensors[i].first.view(), tensors[i].second.view(),
-                                           {what[i].second}));
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      ASSERT_TRUE(handles[i].wait().ok()) << what[i].first;
-      CheckAllreduced(tensors[i].second, what[i].second, ctx.size, static_cast<int>(i + 1), what[i].first);
-    }
-    // Checked after a collective: rank 0 unlinks the name before its first one.
-    EXPECT_EQ(MapsUnlinkedSegment(), c.backend != "gloo") << "auto picks shm for local peers";
-    // One at a time, in place: the lone-tensor path.
-    for (int64_t n : kLengths) {
-      Tensor t = MakeTensor(DataType::kFloat32, {n}, ReduceOp::kSum, ctx.rank, 99);
-      ASSERT_TRUE(rt.allreduce("alone." + std::to_string(n), t.view(), t.view(), {ReduceOp::kSum}).ok());
-      CheckAllreduced(t, ReduceOp::kSum, ctx.size, 99, "alone." + std::to_string(n));
-    }
-  }, OnOneHost(c));
+        for (size_t i = 0; i < tensors.size(); ++i)
+          handles.push_back(rt.allreduce_async(what[i].first, tensors[i].first.view(),
+                                               tensors[i].second.view(), {what[i].second}));
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          ASSERT_TRUE(handles[i].wait().ok()) << what[i].first;
+          CheckAllreduced(tensors[i].second, what[i].second, ctx.size, static_cast<int>(i + 1),
+                          what[i].first);
+        }
+        // Checked after a collective: rank 0 unlinks the name before its first one.
+        EXPECT_EQ(MapsUnlinkedSegment(), c.backend != "gloo") << "auto picks shm for local peers";
+        // One at a time, in place: the lone-tensor path.
+        for (int64_t n : kLengths) {
+          Tensor t = MakeTensor(DataType::kFloat32, {n}, ReduceOp::kSum, ctx.rank, 99);
+          ASSERT_TRUE(
+              rt.allreduce("alone." + std::to_string(n), t.view(), t.view(), {ReduceOp::kSum})
+                  .ok());
+          CheckAllreduced(t, ReduceOp::kSum, ctx.size, 99, "alone." + std::to_string(n));
+        }
+      },
+      OnOneHost(c));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HostBackendTest,
-                         ::testing::Values(Case{"gloo", 2}, Case{"shm", 2}, Case{"shm", 3}, Case{"gloo", 4},
-                                           Case{"shm", 4}, Case{"auto", 2}),
+                         ::testing::Values(Case{"gloo", 2}, Case{"shm", 2}, Case{"shm", 3},
+                                           Case{"gloo", 4}, Case{"shm", 4}, Case{"auto", 2}),
                          CaseName);
 
 class HostBackendPeerDeathTest : public ::testing::TestWithParam<Case> {};
@@ -110,22 +117,28 @@ TEST_P(HostBackendPeerDeathTest, SurvivorsGetUnavailableAndNoSegmentIsLeft) {
   const int victim = c.ranks - 1;
   opts.expect_killed = {victim};
   opts.deadline = std::chrono::seconds(60);
-  KH_RUN_RANKS(c.ranks, [victim](Runtime& rt, const RankContext& ctx) {
-    // Several chunks, so the victim may die between two barriers of one call.
-    Tensor t = MakeTensor(DataType::kFloat32, {1 << 20}, ReduceOp::kSum, ctx.rank, 1);
-    for (int step = 0; step < 3; ++step) ASSERT_TRUE(rt.allreduce("step", t.view(), t.view()).ok());
-    if (ctx.rank == victim) raise(SIGKILL);
-    const auto start = std::chrono::steady_clock::now();
-    Status s;
-    for (int step = 0; step < 1000 && s.ok(); ++step) s = rt.allreduce("step", t.view(), t.view());
-    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
-    EXPECT_FALSE(LeftASegmentName());
-  }, opts);
+  KH_RUN_RANKS(
+      c.ranks,
+      [victim](Runtime& rt, const RankContext& ctx) {
+        // Several chunks, so the victim may die between two barriers of one call.
+        Tensor t = MakeTensor(DataType::kFloat32, {1 << 20}, ReduceOp::kSum, ctx.rank, 1);
+        for (int step = 0; step < 3; ++step)
+          ASSERT_TRUE(rt.allreduce("step", t.view(), t.view()).ok());
+        if (ctx.rank == victim) raise(SIGKILL);
+        const auto start = std::chrono::steady_clock::now();
+        Status s;
+        for (int step = 0; step < 1000 && s.ok(); ++step)
+          s = rt.allreduce("step", t.view(), t.view());
+        EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+        EXPECT_FALSE(LeftASegmentName());
+      },
+      opts);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HostBackendPeerDeathTest,
-                         ::testing::Values(Case{"gloo", 2}, Case{"shm", 2}, Case{"shm", 4}), CaseName);
+                         ::testing::Values(Case{"gloo", 2}, Case{"shm", 2}, Case{"shm", 4}),
+                         CaseName);
 
 }  // namespace
 }  // namespace khorovod::testing

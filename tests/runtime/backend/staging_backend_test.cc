@@ -65,7 +65,8 @@ class FakeCopier final : public DeviceCopier {
       auto* begin = reinterpret_cast<const std::byte*>(v->data());
       if (b >= begin && b + bytes <= begin + v->size() * sizeof(float)) return Status::Ok();
     }
-    return Status::InvalidArgument("copy of " + std::to_string(bytes) + " bytes outside device memory");
+    return Status::InvalidArgument("copy of " + std::to_string(bytes) +
+                                   " bytes outside device memory");
   }
   std::vector<const std::vector<float>*> regions_;
   Counts* counts_;
@@ -88,7 +89,8 @@ std::unique_ptr<Fixture> MakeStaging(const RankContext& ctx) {
   if (!host.ok()) return nullptr;
   auto copier = std::make_unique<FakeCopier>(&f->counts);
   f->copier = copier.get();
-  f->backend = std::make_unique<StagingBackend>(std::move(*host), std::move(copier), ctx.rank, ctx.size);
+  f->backend =
+      std::make_unique<StagingBackend>(std::move(*host), std::move(copier), ctx.rank, ctx.size);
   return f;
 }
 
@@ -114,79 +116,93 @@ TEST(StagingBackend, ClaimsOnlyItsDevice) {
 }
 
 TEST(StagingBackend, CollectivesRoundTripThroughHost) {
-  KH_RUN_RANKS(3, [](Runtime&, const RankContext& ctx) {
-    auto f = MakeStaging(ctx);
-    ASSERT_TRUE(f);
-    const float r = static_cast<float>(ctx.rank);
+  KH_RUN_RANKS(
+      3,
+      [](Runtime&, const RankContext& ctx) {
+        auto f = MakeStaging(ctx);
+        ASSERT_TRUE(f);
+        const float r = static_cast<float>(ctx.rank);
 
-    // Allreduce, out of place: out must receive the sum, in stays intact.
-    std::vector<float> in(1000, r + 1), out(1000, -7);
-    f->copier->Register(&in);
-    f->copier->Register(&out);
-    ASSERT_TRUE(f->backend->Allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum).ok());
-    EXPECT_EQ(out, std::vector<float>(1000, 6.0f));
-    EXPECT_EQ(in, std::vector<float>(1000, r + 1));
+        // Allreduce, out of place: out must receive the sum, in stays intact.
+        std::vector<float> in(1000, r + 1), out(1000, -7);
+        f->copier->Register(&in);
+        f->copier->Register(&out);
+        ASSERT_TRUE(
+            f->backend
+                ->Allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum)
+                .ok());
+        EXPECT_EQ(out, std::vector<float>(1000, 6.0f));
+        EXPECT_EQ(in, std::vector<float>(1000, r + 1));
 
-    // Fused spans of different sizes come back each in its own place.
-    std::vector<float> a(3, r), b(5000, 2 * r), c(1, 10 + r);
-    for (auto* v : {&a, &b, &c}) f->copier->Register(v);
-    ASSERT_TRUE(f->backend
-                    ->AllreduceSpans({{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}},
-                                     DataType::kFloat32, ReduceOp::kMax)
-                    .ok());
-    EXPECT_EQ(a, std::vector<float>(3, 2.0f));
-    EXPECT_EQ(b, std::vector<float>(5000, 4.0f));
-    EXPECT_EQ(c, std::vector<float>(1, 12.0f));
+        // Fused spans of different sizes come back each in its own place.
+        std::vector<float> a(3, r), b(5000, 2 * r), c(1, 10 + r);
+        for (auto* v : {&a, &b, &c}) f->copier->Register(v);
+        ASSERT_TRUE(
+            f->backend
+                ->AllreduceSpans({{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}},
+                                 DataType::kFloat32, ReduceOp::kMax)
+                .ok());
+        EXPECT_EQ(a, std::vector<float>(3, 2.0f));
+        EXPECT_EQ(b, std::vector<float>(5000, 4.0f));
+        EXPECT_EQ(c, std::vector<float>(1, 12.0f));
 
-    // Allgatherv with unequal shares: rank k contributes k+1 elements.
-    std::vector<float> mine(ctx.rank + 1, r), all(6, -1);
-    f->copier->Register(&mine);
-    f->copier->Register(&all);
-    ASSERT_TRUE(f->backend->Allgatherv(mine.data(), all.data(), {1, 2, 3}, DataType::kFloat32).ok());
-    EXPECT_EQ(all, (std::vector<float>{0, 1, 1, 2, 2, 2}));
+        // Allgatherv with unequal shares: rank k contributes k+1 elements.
+        std::vector<float> mine(ctx.rank + 1, r), all(6, -1);
+        f->copier->Register(&mine);
+        f->copier->Register(&all);
+        ASSERT_TRUE(
+            f->backend->Allgatherv(mine.data(), all.data(), {1, 2, 3}, DataType::kFloat32).ok());
+        EXPECT_EQ(all, (std::vector<float>{0, 1, 1, 2, 2, 2}));
 
-    // Broadcast from rank 1.
-    std::vector<float> bc(4, r);
-    f->copier->Register(&bc);
-    ASSERT_TRUE(f->backend->Broadcast(bc.data(), bc.size(), DataType::kFloat32, 1).ok());
-    EXPECT_EQ(bc, std::vector<float>(4, 1.0f));
+        // Broadcast from rank 1.
+        std::vector<float> bc(4, r);
+        f->copier->Register(&bc);
+        ASSERT_TRUE(f->backend->Broadcast(bc.data(), bc.size(), DataType::kFloat32, 1).ok());
+        EXPECT_EQ(bc, std::vector<float>(4, 1.0f));
 
-    // Alltoallv: rank s sends s+1 copies of (10*s + d) to rank d.
-    std::vector<int64_t> send(3, ctx.rank + 1), recv{1, 2, 3};
-    std::vector<float> sbuf, rbuf(6, -1);
-    for (int d = 0; d < 3; ++d) sbuf.insert(sbuf.end(), ctx.rank + 1, 10.0f * r + d);
-    f->copier->Register(&sbuf);
-    f->copier->Register(&rbuf);
-    ASSERT_TRUE(f->backend->Alltoallv(sbuf.data(), send, rbuf.data(), recv, DataType::kFloat32).ok());
-    std::vector<float> expected;
-    for (int s = 0; s < 3; ++s) expected.insert(expected.end(), s + 1, 10.0f * s + r);
-    EXPECT_EQ(rbuf, expected);
+        // Alltoallv: rank s sends s+1 copies of (10*s + d) to rank d.
+        std::vector<int64_t> send(3, ctx.rank + 1), recv{1, 2, 3};
+        std::vector<float> sbuf, rbuf(6, -1);
+        for (int d = 0; d < 3; ++d) sbuf.insert(sbuf.end(), ctx.rank + 1, 10.0f * r + d);
+        f->copier->Register(&sbuf);
+        f->copier->Register(&rbuf);
+        ASSERT_TRUE(
+            f->backend->Alltoallv(sbuf.data(), send, rbuf.data(), recv, DataType::kFloat32).ok());
+        std::vector<float> expected;
+        for (int s = 0; s < 3; ++s) expected.insert(expected.end(), s + 1, 10.0f * s + r);
+        EXPECT_EQ(rbuf, expected);
 
-    ASSERT_TRUE(f->backend->Barrier().ok());
+        ASSERT_TRUE(f->backend->Barrier().ok());
 
-    // Bytes staged: the broadcast root copies out only, the others copy in
-    // only; every other collective copies its whole input out and result in.
-    const size_t to_host = (1000 + 5004 + ctx.rank + 1 + (ctx.rank == 1 ? 4 : 0) + 3 * (ctx.rank + 1)) * 4;
-    const size_t to_device = (1000 + 5004 + 6 + (ctx.rank == 1 ? 0 : 4) + 6) * 4;
-    EXPECT_EQ(f->counts.to_host, to_host);
-    EXPECT_EQ(f->counts.to_device, to_device);
-  }, NoInit());
+        // Bytes staged: the broadcast root copies out only, the others copy in
+        // only; every other collective copies its whole input out and result in.
+        const size_t to_host =
+            (1000 + 5004 + ctx.rank + 1 + (ctx.rank == 1 ? 4 : 0) + 3 * (ctx.rank + 1)) * 4;
+        const size_t to_device = (1000 + 5004 + 6 + (ctx.rank == 1 ? 0 : 4) + 6) * 4;
+        EXPECT_EQ(f->counts.to_host, to_host);
+        EXPECT_EQ(f->counts.to_device, to_device);
+      },
+      NoInit());
 }
 
 TEST(StagingBackend, CopyFailureIsReturnedNotHidden) {
-  KH_RUN_RANKS(2, [](Runtime&, const RankContext& ctx) {
-    auto f = MakeStaging(ctx);
-    ASSERT_TRUE(f);
-    // Nothing registered: the copier refuses, and the error must surface
-    // before the host collective runs (the other rank fails the same way,
-    // so neither waits for the other).
-    std::vector<float> v(8, 1);
-    Status s = f->backend->Allreduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
-    // The backend still works, and neither rank exits (closing its
-    // connections) while the other may still be connecting.
-    EXPECT_TRUE(f->backend->Barrier().ok());
-  }, NoInit());
+  KH_RUN_RANKS(
+      2,
+      [](Runtime&, const RankContext& ctx) {
+        auto f = MakeStaging(ctx);
+        ASSERT_TRUE(f);
+        // Nothing registered: the copier refuses, and the error must surface
+        // before the host collective runs (the other rank fails the same way,
+        // so neither waits for the other).
+        std::vector<float> v(8, 1);
+        Status s =
+            f->backend->Allreduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);
+        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+        // The backend still works, and neither rank exits (closing its
+        // connections) while the other may still be connecting.
+        EXPECT_TRUE(f->backend->Barrier().ok());
+      },
+      NoInit());
 }
 
 }  // namespace

@@ -5,10 +5,6 @@
 // live peer that will never answer (it left the generation) is released.
 #include "bootstrap/gloo_mesh.h"
 
-#include "backend/gloo/gloo_ops.h"
-#include "bootstrap/interruptible_waits.h"
-#include "loopback_mesh.h"
-
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/hash_store.h>
@@ -20,6 +16,10 @@
 #include <future>
 #include <thread>
 #include <vector>
+
+#include "backend/gloo/gloo_ops.h"
+#include "bootstrap/interruptible_waits.h"
+#include "loopback_mesh.h"
 
 namespace khorovod {
 namespace {
@@ -38,7 +38,8 @@ TEST_P(MeshSizes, FormsAndReduces) {
   std::vector<std::future<float>> sums;
   for (int rank = 0; rank < size; ++rank) {
     sums.push_back(std::async(std::launch::async, [&store, rank, size] {
-      auto context = ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, size, milliseconds(20000)));
+      auto context =
+          ConnectAbandonableMesh(store, LoopbackDevice(), Options(rank, size, milliseconds(20000)));
       EXPECT_TRUE(context.ok()) << context.status().message();
       if (!context.ok()) return -1.0f;
       float value = static_cast<float>(rank + 1);
@@ -101,7 +102,9 @@ TEST(GlooMesh, APeerThatNeverPublishedIsAbandonedWhenTheWorldChanges) {
   MeshOptions o = Options(0, 2, milliseconds(60000));
   o.abandon = [&] { return world_changed.load(); };
   const auto start = Clock::now();
-  auto survivor = std::async(std::launch::async, [&] { return ConnectAbandonableMesh(store, LoopbackDevice(), o).status(); });
+  auto survivor = std::async(std::launch::async, [&] {
+    return ConnectAbandonableMesh(store, LoopbackDevice(), o).status();
+  });
   std::this_thread::sleep_for(milliseconds(300));
   world_changed = true;
   ASSERT_EQ(survivor.wait_for(std::chrono::seconds(20)), std::future_status::ready);
@@ -124,11 +127,13 @@ TEST(GlooMesh, DeadPeerIsAbandonedAtTheDeadline) {
       store.set("mesh/1", transport->createPair(0)->address().bytes());
     }
     const auto start = Clock::now();
-    auto context = ConnectAbandonableMesh(store, LoopbackDevice(), Options(0, 2, milliseconds(1000)));
+    auto context =
+        ConnectAbandonableMesh(store, LoopbackDevice(), Options(0, 2, milliseconds(1000)));
     const auto took = Clock::now() - start;
     ASSERT_FALSE(context.ok());
     EXPECT_EQ(context.status().code(), StatusCode::kUnavailable);
-    EXPECT_LT(took, std::chrono::seconds(4)) << "Gloo alone would wait 5 s: " << context.status().message();
+    EXPECT_LT(took, std::chrono::seconds(4))
+        << "Gloo alone would wait 5 s: " << context.status().message();
     if (took >= milliseconds(900)) ++waited;
   }
   RecordProperty("rounds_that_waited_for_the_deadline", waited);
@@ -181,8 +186,9 @@ TEST(GlooMesh, AbandoningEndsABroadcastWaitingOnASilentRoot) {
   auto [context, silent] = khorovod::testing::ConnectedPair(store);  // rank 1 never takes part
   ASSERT_TRUE(context);
   std::vector<char> payload(1 << 20, 'x');
-  auto waiter = std::async(std::launch::async,
-                           [&] { return gloo_ops::BroadcastBytes(context, payload.data(), payload.size(), 1); });
+  auto waiter = std::async(std::launch::async, [&] {
+    return gloo_ops::BroadcastBytes(context, payload.data(), payload.size(), 1);
+  });
   ASSERT_EQ(waiter.wait_for(milliseconds(300)), std::future_status::timeout);
   const auto start = Clock::now();
   AbandonMesh(*context, "the generation is re-forming");

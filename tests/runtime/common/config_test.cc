@@ -144,10 +144,14 @@ TEST(Config, LargestAcceptedValues) {
   EXPECT_EQ(c->cache_capacity, size_t{1} << 20);
 }
 
-const char* const kIntegerVariables[] = {"KHOROVOD_RANK",       "KHOROVOD_SIZE",
-                                         "KHOROVOD_LOCAL_RANK", "KHOROVOD_LOCAL_SIZE",
-                                         "KHOROVOD_CROSS_RANK", "KHOROVOD_CROSS_SIZE",
-                                         "KHOROVOD_FUSION_THRESHOLD", "KHOROVOD_CACHE_CAPACITY"};
+const char* const kIntegerVariables[] = {"KHOROVOD_RANK",
+                                         "KHOROVOD_SIZE",
+                                         "KHOROVOD_LOCAL_RANK",
+                                         "KHOROVOD_LOCAL_SIZE",
+                                         "KHOROVOD_CROSS_RANK",
+                                         "KHOROVOD_CROSS_SIZE",
+                                         "KHOROVOD_FUSION_THRESHOLD",
+                                         "KHOROVOD_CACHE_CAPACITY"};
 const char* const kNumberVariables[] = {"KHOROVOD_CYCLE_TIME", "KHOROVOD_STALL_CHECK_TIME_SECONDS",
                                         "KHOROVOD_TIMEOUT_SECONDS"};
 
@@ -246,8 +250,10 @@ TEST(Config, SizeAboveOneRequiresAStorePath) {
 // khorovodrun's multi-host static jobs: the store is the rendezvous server's
 // (with the job's token) instead of a directory; the NIC Gloo binds.
 TEST(Config, StoreAddressAndNetworkInterface) {
-  auto c = Config::FromMap({{"KHOROVOD_RANK", "1"}, {"KHOROVOD_SIZE", "4"},
-                            {"KHOROVOD_STORE_ADDR", "10.0.0.1:4000"}, {"KHOROVOD_RENDEZVOUS_TOKEN", "t"},
+  auto c = Config::FromMap({{"KHOROVOD_RANK", "1"},
+                            {"KHOROVOD_SIZE", "4"},
+                            {"KHOROVOD_STORE_ADDR", "10.0.0.1:4000"},
+                            {"KHOROVOD_RENDEZVOUS_TOKEN", "t"},
                             {"KHOROVOD_NETWORK_INTERFACE", "eth1"}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->store_addr, "10.0.0.1:4000");
@@ -255,8 +261,11 @@ TEST(Config, StoreAddressAndNetworkInterface) {
   EXPECT_FALSE(c->elastic());
   ExpectRejected({{"KHOROVOD_RANK", "0"}, {"KHOROVOD_SIZE", "2"}, {"KHOROVOD_STORE_ADDR", "h:1"}},
                  "KHOROVOD_RENDEZVOUS_TOKEN");
-  ExpectRejected({{"KHOROVOD_RANK", "0"}, {"KHOROVOD_SIZE", "2"}, {"KHOROVOD_STORE_ADDR", "h:1"},
-                  {"KHOROVOD_RENDEZVOUS_TOKEN", "t"}, {"KHOROVOD_RENDEZVOUS_ADDR", "h:2"}},
+  ExpectRejected({{"KHOROVOD_RANK", "0"},
+                  {"KHOROVOD_SIZE", "2"},
+                  {"KHOROVOD_STORE_ADDR", "h:1"},
+                  {"KHOROVOD_RENDEZVOUS_TOKEN", "t"},
+                  {"KHOROVOD_RENDEZVOUS_ADDR", "h:2"}},
                  "KHOROVOD_STORE_ADDR");
 }
 
@@ -297,7 +306,8 @@ TEST(Config, GpuSettings) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->gpu_backend, "auto");
   EXPECT_EQ(d->gpu_device, -1);  // follow local_rank
-  StatusOr<Config> c = Config::FromMap({{"KHOROVOD_GPU_OPERATIONS", "staging"}, {"KHOROVOD_GPU_DEVICE", "3"}});
+  StatusOr<Config> c =
+      Config::FromMap({{"KHOROVOD_GPU_OPERATIONS", "staging"}, {"KHOROVOD_GPU_DEVICE", "3"}});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->gpu_backend, "staging");
   EXPECT_EQ(c->gpu_device, 3);

@@ -104,15 +104,15 @@ TEST(Half, Subnormals) {
   const float tiny = std::ldexp(1.0f, -24);  // smallest half subnormal
   EXPECT_EQ(FloatToHalf(tiny), 0x0001);
   EXPECT_EQ(FloatToHalf(-tiny), 0x8001);
-  EXPECT_EQ(FloatToHalf(tiny / 2), 0x0000);          // tie: 0 is even
-  EXPECT_EQ(FloatToHalf(-tiny / 2), 0x8000);         // keeps the sign of zero
+  EXPECT_EQ(FloatToHalf(tiny / 2), 0x0000);   // tie: 0 is even
+  EXPECT_EQ(FloatToHalf(-tiny / 2), 0x8000);  // keeps the sign of zero
   EXPECT_EQ(FloatToHalf(std::nextafter(tiny / 2, 1.0f)), 0x0001);
-  EXPECT_EQ(FloatToHalf(3 * tiny / 2), 0x0002);      // tie between 1 and 2
-  EXPECT_EQ(FloatToHalf(5 * tiny / 2), 0x0002);      // tie between 2 and 3
-  EXPECT_EQ(FloatToHalf(1023 * tiny), 0x03ff);       // largest subnormal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(FloatToHalf(3 * tiny / 2), 0x0002);              // tie between 1 and 2
+  EXPECT_EQ(FloatToHalf(5 * tiny / 2), 0x0002);              // tie between 2 and 3
+  EXPECT_EQ(FloatToHalf(1023 * tiny), 0x03ff);               // largest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);     // smallest normal
   EXPECT_EQ(FloatToHalf(std::ldexp(2047.0f, -25)), 0x0400);  // 1023.5 ulps: tie rounds up to even
-  EXPECT_EQ(FloatToHalf(FLT_TRUE_MIN), 0x0000);      // float subnormal
+  EXPECT_EQ(FloatToHalf(FLT_TRUE_MIN), 0x0000);              // float subnormal
   EXPECT_EQ(HalfToFloat(0x0001), tiny);
   EXPECT_EQ(HalfToFloat(0x83ff), -1023 * tiny);
 }

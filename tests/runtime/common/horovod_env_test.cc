@@ -17,10 +17,14 @@ using Env = std::map<std::string, std::string>;
 
 TEST(HorovodEnv, AliasesTranslateIntoTheConfig) {
   Env vars;
-  const Env horovod = {{"HOROVOD_FUSION_THRESHOLD", "1048576"}, {"HOROVOD_CYCLE_TIME", "2.5"},
-                       {"HOROVOD_CACHE_CAPACITY", "7"}, {"HOROVOD_GLOO_TIMEOUT_SECONDS", "12"},
-                       {"HOROVOD_GPU_OPERATIONS", "NCCL"}, {"HOROVOD_TIMELINE", "/tmp/t.json"},
-                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "9"}, {"HOROVOD_ELASTIC_TIMEOUT", "30"},
+  const Env horovod = {{"HOROVOD_FUSION_THRESHOLD", "1048576"},
+                       {"HOROVOD_CYCLE_TIME", "2.5"},
+                       {"HOROVOD_CACHE_CAPACITY", "7"},
+                       {"HOROVOD_GLOO_TIMEOUT_SECONDS", "12"},
+                       {"HOROVOD_GPU_OPERATIONS", "NCCL"},
+                       {"HOROVOD_TIMELINE", "/tmp/t.json"},
+                       {"HOROVOD_STALL_CHECK_TIME_SECONDS", "9"},
+                       {"HOROVOD_ELASTIC_TIMEOUT", "30"},
                        {"HOROVOD_GLOO_IFACE", "eth1"}};
   EXPECT_TRUE(MergeHorovodAliases(&vars, horovod).empty());
   StatusOr<Config> c = Config::FromMap(vars);
@@ -56,8 +60,10 @@ TEST(HorovodEnv, OursWin) {
 TEST(HorovodEnv, SettingsWithoutMeaningAreReportedLaunchVariablesAreNot) {
   Env vars;
   const auto unknown = MergeHorovodAliases(
-      &vars, {{"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"}, {"HOROVOD_AUTOTUNE", "1"}, {"HOROVOD_RANK", "0"}});
-  EXPECT_EQ(unknown, (std::vector<std::string>{"HOROVOD_AUTOTUNE", "HOROVOD_HIERARCHICAL_ALLREDUCE"}));
+      &vars,
+      {{"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"}, {"HOROVOD_AUTOTUNE", "1"}, {"HOROVOD_RANK", "0"}});
+  EXPECT_EQ(unknown,
+            (std::vector<std::string>{"HOROVOD_AUTOTUNE", "HOROVOD_HIERARCHICAL_ALLREDUCE"}));
   EXPECT_TRUE(vars.empty());
 }
 

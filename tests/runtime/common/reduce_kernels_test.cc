@@ -19,14 +19,17 @@ struct Buffer {
   DataType dtype;
   std::vector<std::byte> bytes;
 
-  Buffer(DataType dt, const std::vector<double>& values) : dtype(dt), bytes(values.size() * DataTypeSize(dt)) {
+  Buffer(DataType dt, const std::vector<double>& values)
+      : dtype(dt), bytes(values.size() * DataTypeSize(dt)) {
     for (size_t i = 0; i < values.size(); ++i) Set(i, values[i]);
   }
   size_t size() const { return bytes.size() / DataTypeSize(dtype); }
   void* data() { return bytes.data(); }
 
   template <typename T>
-  void Store(size_t i, T v) { std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T)); }
+  void Store(size_t i, T v) {
+    std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
+  }
   template <typename T>
   T Load(size_t i) const {
     T v;
@@ -36,30 +39,50 @@ struct Buffer {
 
   void Set(size_t i, double v) {
     switch (dtype) {
-      case DataType::kFloat32: return Store<float>(i, static_cast<float>(v));
-      case DataType::kFloat64: return Store<double>(i, v);
-      case DataType::kFloat16: return Store<uint16_t>(i, FloatToHalf(static_cast<float>(v)));
-      case DataType::kBFloat16: return Store<uint16_t>(i, FloatToBFloat16(static_cast<float>(v)));
-      case DataType::kInt8: return Store<int8_t>(i, static_cast<int8_t>(v));
-      case DataType::kUInt8: return Store<uint8_t>(i, static_cast<uint8_t>(v));
-      case DataType::kInt32: return Store<int32_t>(i, static_cast<int32_t>(v));
-      case DataType::kInt64: return Store<int64_t>(i, static_cast<int64_t>(v));
-      case DataType::kInt16: return Store<int16_t>(i, static_cast<int16_t>(v));
-      case DataType::kBool: return Store<bool>(i, v != 0);
+      case DataType::kFloat32:
+        return Store<float>(i, static_cast<float>(v));
+      case DataType::kFloat64:
+        return Store<double>(i, v);
+      case DataType::kFloat16:
+        return Store<uint16_t>(i, FloatToHalf(static_cast<float>(v)));
+      case DataType::kBFloat16:
+        return Store<uint16_t>(i, FloatToBFloat16(static_cast<float>(v)));
+      case DataType::kInt8:
+        return Store<int8_t>(i, static_cast<int8_t>(v));
+      case DataType::kUInt8:
+        return Store<uint8_t>(i, static_cast<uint8_t>(v));
+      case DataType::kInt32:
+        return Store<int32_t>(i, static_cast<int32_t>(v));
+      case DataType::kInt64:
+        return Store<int64_t>(i, static_cast<int64_t>(v));
+      case DataType::kInt16:
+        return Store<int16_t>(i, static_cast<int16_t>(v));
+      case DataType::kBool:
+        return Store<bool>(i, v != 0);
     }
   }
   double Get(size_t i) const {
     switch (dtype) {
-      case DataType::kFloat32: return Load<float>(i);
-      case DataType::kFloat64: return Load<double>(i);
-      case DataType::kFloat16: return HalfToFloat(Load<uint16_t>(i));
-      case DataType::kBFloat16: return BFloat16ToFloat(Load<uint16_t>(i));
-      case DataType::kInt8: return Load<int8_t>(i);
-      case DataType::kUInt8: return Load<uint8_t>(i);
-      case DataType::kInt32: return Load<int32_t>(i);
-      case DataType::kInt64: return static_cast<double>(Load<int64_t>(i));
-      case DataType::kInt16: return Load<int16_t>(i);
-      case DataType::kBool: return Load<bool>(i) ? 1.0 : 0.0;
+      case DataType::kFloat32:
+        return Load<float>(i);
+      case DataType::kFloat64:
+        return Load<double>(i);
+      case DataType::kFloat16:
+        return HalfToFloat(Load<uint16_t>(i));
+      case DataType::kBFloat16:
+        return BFloat16ToFloat(Load<uint16_t>(i));
+      case DataType::kInt8:
+        return Load<int8_t>(i);
+      case DataType::kUInt8:
+        return Load<uint8_t>(i);
+      case DataType::kInt32:
+        return Load<int32_t>(i);
+      case DataType::kInt64:
+        return static_cast<double>(Load<int64_t>(i));
+      case DataType::kInt16:
+        return Load<int16_t>(i);
+      case DataType::kBool:
+        return Load<bool>(i) ? 1.0 : 0.0;
     }
     return NAN;
   }
@@ -84,11 +107,16 @@ const std::vector<double> kUB = {4, 3, 1, 2, 2, 3, 0};
 double Apply(ReduceOp op, double a, double b) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return a + b;  // the division happens in Divide
-    case ReduceOp::kMin: return std::min(a, b);
-    case ReduceOp::kMax: return std::max(a, b);
-    case ReduceOp::kProduct: return a * b;
-    case ReduceOp::kAdasum: break;  // not element-wise: core/adasum.h, not in kOps
+    case ReduceOp::kAverage:
+      return a + b;  // the division happens in Divide
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
+    case ReduceOp::kProduct:
+      return a * b;
+    case ReduceOp::kAdasum:
+      break;  // not element-wise: core/adasum.h, not in kOps
   }
   return NAN;
 }
@@ -133,7 +161,8 @@ TEST(ReduceKernels, OutputMayAliasEitherInput) {
 }
 
 TEST(ReduceKernels, CountLimitsTheElementsWritten) {
-  Buffer x(DataType::kInt32, {1, 2, 3}), y(DataType::kInt32, {10, 20, 30}), out(DataType::kInt32, {0, 0, 0});
+  Buffer x(DataType::kInt32, {1, 2, 3}), y(DataType::kInt32, {10, 20, 30}),
+      out(DataType::kInt32, {0, 0, 0});
   GetReduceFn(DataType::kInt32, ReduceOp::kSum)(out.data(), x.data(), y.data(), 2);
   EXPECT_EQ(out.Values(), (std::vector<double>{11, 22, 0}));
 }
@@ -218,7 +247,8 @@ TEST(Divide, IntegerDivisionTruncatesTowardZero) {
 }
 
 TEST(Divide, FloatingTypesDivideExactly) {
-  for (DataType dt : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
+  for (DataType dt :
+       {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
     Buffer b(dt, {-7, 7, 1, 0});
     Divide(b.data(), 4, dt, 2);
     EXPECT_EQ(b.Values(), (std::vector<double>{-3.5, 3.5, 0.5, 0})) << DataTypeName(dt);

@@ -35,7 +35,7 @@ TEST(SpinPolicy, BudgetIsZeroWhenSpinningIsOff) {
 
 TEST(SpinPolicy, ForConfigReadsTheSettingAndLocalSize) {
   Config c;
-  c.local_size = 1 << 20;  // more ranks than any machine has cores
+  c.local_size = 1 << 20;                           // more ranks than any machine has cores
   EXPECT_TRUE(SpinPolicy::ForConfig(c).enabled());  // the default is on
   c.spin_waits = SpinWaits::kAuto;
   EXPECT_FALSE(SpinPolicy::ForConfig(c).enabled());

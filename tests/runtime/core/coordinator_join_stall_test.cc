@@ -1,4 +1,5 @@
-// Coordinator: no stall error however long a tensor waits, Pending() for the stall inspector, and join.
+// Coordinator: no stall error however long a tensor waits, Pending() for the stall inspector, and
+// join.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -95,8 +96,8 @@ TEST(CoordinatorJoin, JoinedRanksAreNotMissing) {
 }
 
 TEST(CoordinatorJoin, OtherCollectivesWithAJoinedRankFail) {
-  for (OpType op : {OpType::kAllgather, OpType::kBroadcast, OpType::kAlltoall, OpType::kReducescatter,
-                    OpType::kBarrier}) {
+  for (OpType op : {OpType::kAllgather, OpType::kBroadcast, OpType::kAlltoall,
+                    OpType::kReducescatter, OpType::kBarrier}) {
     SCOPED_TRACE(std::string(OpTypeName(op)));
     Coordinator c(3);
     c.Add(Join(1), kT0);

@@ -124,23 +124,26 @@ TEST(Coordinator, ShapeMismatchNamesEveryRanksShape) {
 }
 
 TEST(Coordinator, DtypeMismatch) {
-  ExpectMismatch(CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.dtype = DataType::kInt32; }),
-                 {"dtype", "rank 0 has float32", "rank 1 has int32", "rank 2 has float32"});
+  ExpectMismatch(
+      CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.dtype = DataType::kInt32; }),
+      {"dtype", "rank 0 has float32", "rank 1 has int32", "rank 2 has float32"});
 }
 
 TEST(Coordinator, ReduceOpMismatch) {
-  ExpectMismatch(CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.reduce_op = ReduceOp::kMax; }),
-                 {"reduce op", "rank 0 has sum", "rank 1 has max"});
   ExpectMismatch(
-      CollectWithRank1Changed(OpType::kReducescatter, [](Request& q) { q.reduce_op = ReduceOp::kMin; }),
-      {"reduce op", "rank 1 has min", "rank 2 has sum"});
+      CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.reduce_op = ReduceOp::kMax; }),
+      {"reduce op", "rank 0 has sum", "rank 1 has max"});
+  ExpectMismatch(CollectWithRank1Changed(OpType::kReducescatter,
+                                         [](Request& q) { q.reduce_op = ReduceOp::kMin; }),
+                 {"reduce op", "rank 1 has min", "rank 2 has sum"});
 }
 
 TEST(Coordinator, ScaleFactorMismatch) {
   ExpectMismatch(CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.prescale = 0.5; }),
                  {"prescale", "rank 0 has 1", "rank 1 has 0.5"});
-  ExpectMismatch(CollectWithRank1Changed(OpType::kReducescatter, [](Request& q) { q.postscale = 2; }),
-                 {"postscale", "rank 1 has 2", "rank 2 has 1"});
+  ExpectMismatch(
+      CollectWithRank1Changed(OpType::kReducescatter, [](Request& q) { q.postscale = 2; }),
+      {"postscale", "rank 1 has 2", "rank 2 has 1"});
 }
 
 TEST(Coordinator, RootMismatchForBroadcast) {
@@ -151,14 +154,16 @@ TEST(Coordinator, RootMismatchForBroadcast) {
 }
 
 TEST(Coordinator, OperationKindMismatch) {
-  Response r = CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.op = OpType::kBroadcast; });
-  ExpectMismatch(r, {"operation", "rank 0 has allreduce", "rank 1 has broadcast", "rank 2 has allreduce"});
+  Response r =
+      CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.op = OpType::kBroadcast; });
+  ExpectMismatch(
+      r, {"operation", "rank 0 has allreduce", "rank 1 has broadcast", "rank 2 has allreduce"});
 }
 
 TEST(Coordinator, DeviceKindMismatch) {
-  ExpectMismatch(
-      CollectWithRank1Changed(OpType::kAllreduce, [](Request& q) { q.device.kind = DeviceKind::kCUDA; }),
-      {"device", "rank 0 has cpu", "rank 1 has cuda"});
+  ExpectMismatch(CollectWithRank1Changed(OpType::kAllreduce,
+                                         [](Request& q) { q.device.kind = DeviceKind::kCUDA; }),
+                 {"device", "rank 0 has cpu", "rank 1 has cuda"});
 }
 
 TEST(Coordinator, GroupMismatch) {
@@ -167,17 +172,27 @@ TEST(Coordinator, GroupMismatch) {
 }
 
 TEST(Coordinator, AllgatherTrailingDimensionsMustAgree) {
-  ExpectMismatch(CollectWithRank1Changed(OpType::kAllgather, [](Request& q) { q.shape = {5, 4}; }),
+  ExpectMismatch(CollectWithRank1Changed(OpType::kAllgather,
+                                         [](Request& q) {
+                                           q.shape = {5, 4};
+                                         }),
                  {"shape beyond the first dimension", "rank 0 has [3]", "rank 1 has [4]"});
-  ExpectMismatch(CollectWithRank1Changed(OpType::kAllgather, [](Request& q) { q.shape = {2, 3, 1}; }),
+  ExpectMismatch(CollectWithRank1Changed(OpType::kAllgather,
+                                         [](Request& q) {
+                                           q.shape = {2, 3, 1};
+                                         }),
                  {"number of dimensions", "rank 0 has 2", "rank 1 has 3"});
-  ExpectMismatch(CollectWithRank1Changed(OpType::kAlltoall, [](Request& q) { q.shape = {2, 9}; }),
+  ExpectMismatch(CollectWithRank1Changed(OpType::kAlltoall,
+                                         [](Request& q) {
+                                           q.shape = {2, 9};
+                                         }),
                  {"shape beyond the first dimension", "rank 1 has [9]"});
 }
 
 TEST(Coordinator, ScalarsAreRejectedWhereAFirstDimensionIsNeeded) {
   for (OpType op : {OpType::kAllgather, OpType::kAlltoall, OpType::kReducescatter}) {
-    Response r = CollectWithRank1Changed(op, [](Request&) {}, Shape{});
+    Response r = CollectWithRank1Changed(
+        op, [](Request&) {}, Shape{});
     ExpectMismatch(r, {"at least one dimension"});
     EXPECT_EQ(r.op, op);
   }

@@ -111,16 +111,18 @@ TEST(EagerAllreduce, ReducesInRankOrderThenAveragesAndPostscales) {
   Response avg = SmallAllreduce(2, DataType::kFloat64, ReduceOp::kAverage);
   avg.postscale = 10.0;
   std::vector<double> out(2);
-  ReduceEager(avg,
-              {reinterpret_cast<const std::byte*>(r0.data()), reinterpret_cast<const std::byte*>(r1.data()),
-               reinterpret_cast<const std::byte*>(r2.data())},
-              out.data());
+  ReduceEager(
+      avg,
+      {reinterpret_cast<const std::byte*>(r0.data()), reinterpret_cast<const std::byte*>(r1.data()),
+       reinterpret_cast<const std::byte*>(r2.data())},
+      out.data());
   EXPECT_DOUBLE_EQ(out[0], 20.0);
   EXPECT_DOUBLE_EQ(out[1], 40.0);
 
   std::vector<double> mins(2);
   ReduceEager(SmallAllreduce(2, DataType::kFloat64, ReduceOp::kMin),
-              {reinterpret_cast<const std::byte*>(r0.data()), reinterpret_cast<const std::byte*>(r1.data())},
+              {reinterpret_cast<const std::byte*>(r0.data()),
+               reinterpret_cast<const std::byte*>(r1.data())},
               mins.data());
   EXPECT_EQ(mins, (std::vector<double>{1, 4}));
 }

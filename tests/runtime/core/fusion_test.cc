@@ -50,17 +50,16 @@ TEST(Fusion, LooksAheadPastIncompatibleResponses) {
   post.postscale = 2;
   Response gpu = AR(4);
   gpu.device = Device{DeviceKind::kCUDA, 0};
-  const std::vector<Response> in = {AR(4), max, half, pre, post, gpu, Other(OpType::kBroadcast), AR(4),
-                                    max};
+  const std::vector<Response> in = {AR(4), max, half, pre, post, gpu, Other(OpType::kBroadcast),
+                                    AR(4), max};
   EXPECT_EQ(PlanFusion(in, 1 << 20), (Plan{{0, 7}, {1, 8}, {2}, {3}, {4}, {5}, {6}}));
 }
 
 TEST(Fusion, OtherOperationsNeverFuse) {
-  const std::vector<Response> in = {Other(OpType::kBroadcast), Other(OpType::kBroadcast),
-                                    Other(OpType::kAllgather), Other(OpType::kAllgather),
-                                    Other(OpType::kAlltoall),  Other(OpType::kReducescatter),
-                                    Other(OpType::kReducescatter), Other(OpType::kBarrier),
-                                    Other(OpType::kBarrier)};
+  const std::vector<Response> in = {
+      Other(OpType::kBroadcast),     Other(OpType::kBroadcast), Other(OpType::kAllgather),
+      Other(OpType::kAllgather),     Other(OpType::kAlltoall),  Other(OpType::kReducescatter),
+      Other(OpType::kReducescatter), Other(OpType::kBarrier),   Other(OpType::kBarrier)};
   EXPECT_EQ(PlanFusion(in, 1 << 20), (Plan{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}}));
   // An allreduce head does not pull in other operations either.
   EXPECT_EQ(PlanFusion({AR(1), Other(OpType::kBroadcast), AR(1)}, 1 << 20), (Plan{{0, 2}, {1}}));
@@ -81,8 +80,10 @@ TEST(Fusion, SizeCountsEveryNameAndTheDtypeWidth) {
   EXPECT_EQ(PlanFusion({multi, AR(1)}, 64), (Plan{{0}, {1}}));
   EXPECT_EQ(PlanFusion({multi, AR(1)}, 68), (Plan{{0, 1}}));
   // float64 is twice as wide: 8 + 8 elements = 128 bytes.
-  EXPECT_EQ(PlanFusion({AR(8, DataType::kFloat64), AR(8, DataType::kFloat64)}, 127), (Plan{{0}, {1}}));
-  EXPECT_EQ(PlanFusion({AR(8, DataType::kFloat64), AR(8, DataType::kFloat64)}, 128), (Plan{{0, 1}}));
+  EXPECT_EQ(PlanFusion({AR(8, DataType::kFloat64), AR(8, DataType::kFloat64)}, 127),
+            (Plan{{0}, {1}}));
+  EXPECT_EQ(PlanFusion({AR(8, DataType::kFloat64), AR(8, DataType::kFloat64)}, 128),
+            (Plan{{0, 1}}));
 }
 
 TEST(Fusion, ErrorResponseAtTheHeadIsNotAFusionHead) {
@@ -115,7 +116,8 @@ TEST(Fusion, EveryIndexAppearsExactlyOnceAndGroupsAreAscending) {
       if (k > 0) {
         EXPECT_GT(plan[g][k], plan[g][k - 1]);
       }
-      bytes += static_cast<size_t>(in[plan[g][k]].total_elements()) * DataTypeSize(in[plan[g][k]].dtype);
+      bytes +=
+          static_cast<size_t>(in[plan[g][k]].total_elements()) * DataTypeSize(in[plan[g][k]].dtype);
     }
     if (plan[g].size() > 1) {
       EXPECT_LE(bytes, 48u) << "group " << g;

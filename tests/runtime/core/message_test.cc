@@ -172,7 +172,8 @@ TEST(Message, EveryTruncationIsRejected) {
   }
   for (size_t len = 0; len < resp.size(); ++len) {
     std::vector<Response> out;
-    EXPECT_FALSE(DecodeResponses(resp.substr(0, len), &out).ok()) << "responses truncated to " << len;
+    EXPECT_FALSE(DecodeResponses(resp.substr(0, len), &out).ok())
+        << "responses truncated to " << len;
   }
 }
 
@@ -220,9 +221,12 @@ TEST(Message, RequestWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[kReqDtype], static_cast<char>(DataType::kInt8));
   ASSERT_EQ(good[kReqReduceOp], static_cast<char>(ReduceOp::kMin));
   ASSERT_EQ(good[kReqDeviceKind], static_cast<char>(DeviceKind::kCUDA));
-  const std::pair<size_t, uint8_t> corruptions[] = {
-      {kReqOp, 8},        {kReqOp, 0xff},         {kReqDtype, kPastLastDtype}, {kReqDtype, 0x80},
-      {kReqReduceOp, kPastLastReduceOp}, {kReqDeviceKind, 2}};
+  const std::pair<size_t, uint8_t> corruptions[] = {{kReqOp, 8},
+                                                    {kReqOp, 0xff},
+                                                    {kReqDtype, kPastLastDtype},
+                                                    {kReqDtype, 0x80},
+                                                    {kReqReduceOp, kPastLastReduceOp},
+                                                    {kReqDeviceKind, 2}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
@@ -247,8 +251,13 @@ TEST(Message, ResponseWithABadEnumValueIsRejected) {
   ASSERT_EQ(good[12], 1);
   ASSERT_EQ(good[13], static_cast<char>(OpType::kJoin));
   ASSERT_EQ(good[code], static_cast<char>(StatusCode::kStalled));
-  const std::pair<size_t, uint8_t> corruptions[] = {
-      {12, 2}, {13, 8}, {31, kPastLastDtype}, {32, kPastLastReduceOp}, {37, 2}, {code, kPastLastStatusCode}, {code, 0xff}};
+  const std::pair<size_t, uint8_t> corruptions[] = {{12, 2},
+                                                    {13, 8},
+                                                    {31, kPastLastDtype},
+                                                    {32, kPastLastReduceOp},
+                                                    {37, 2},
+                                                    {code, kPastLastStatusCode},
+                                                    {code, 0xff}};
   for (auto [offset, value] : corruptions) {
     std::string bad = good;
     bad[offset] = static_cast<char>(value);
@@ -293,18 +302,29 @@ TEST(Message, HugeLengthPrefixesInsideARequestAreRejected) {
     std::string bad = good;
     std::memcpy(bad.data() + name_len, &n, 8);
     ExpectRejectedWithoutHugeAllocation(
-        [&] { std::vector<Request> out; return DecodeRequests(bad, &out); }, "name length " + std::to_string(n));
+        [&] {
+          std::vector<Request> out;
+          return DecodeRequests(bad, &out);
+        },
+        "name length " + std::to_string(n));
     bad = good;
     std::memcpy(bad.data() + shape_count, &n, 8);
     ExpectRejectedWithoutHugeAllocation(
-        [&] { std::vector<Request> out; return DecodeRequests(bad, &out); }, "shape count " + std::to_string(n));
+        [&] {
+          std::vector<Request> out;
+          return DecodeRequests(bad, &out);
+        },
+        "shape count " + std::to_string(n));
   }
 }
 
 TEST(Message, HugeRequestCountIsRejectedWithoutHugeAllocation) {
   for (uint64_t n : {uint64_t{1} << 24, uint64_t{1} << 32, ~uint64_t{0}}) {
     ExpectRejectedWithoutHugeAllocation(
-        [&] { std::vector<Request> out; return DecodeRequests(Header(n), &out); },
+        [&] {
+          std::vector<Request> out;
+          return DecodeRequests(Header(n), &out);
+        },
         "request count " + std::to_string(n));
   }
 }
@@ -312,7 +332,10 @@ TEST(Message, HugeRequestCountIsRejectedWithoutHugeAllocation) {
 TEST(Message, HugeResponseCountIsRejectedWithoutHugeAllocation) {
   for (uint64_t n : {uint64_t{1} << 24, uint64_t{1} << 32, ~uint64_t{0}}) {
     ExpectRejectedWithoutHugeAllocation(
-        [&] { std::vector<Response> out; return DecodeResponses(Header(n), &out); },
+        [&] {
+          std::vector<Response> out;
+          return DecodeResponses(Header(n), &out);
+        },
         "response count " + std::to_string(n));
   }
 }
@@ -325,7 +348,10 @@ TEST(Message, HugeNameCountInAResponseIsRejectedWithoutHugeAllocation) {
     std::string bad = good;
     std::memcpy(bad.data() + 14, &n, 8);  // names count follows kind and op
     ExpectRejectedWithoutHugeAllocation(
-        [&] { std::vector<Response> out; return DecodeResponses(bad, &out); },
+        [&] {
+          std::vector<Response> out;
+          return DecodeResponses(bad, &out);
+        },
         "names count " + std::to_string(n));
   }
 }

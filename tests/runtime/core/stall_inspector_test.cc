@@ -14,7 +14,9 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 const Clock::time_point kT0{std::chrono::hours(1)};
 
-bool Has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+bool Has(const std::string& s, const std::string& needle) {
+  return s.find(needle) != std::string::npos;
+}
 
 TEST(StallInspector, DueEveryWarningPeriodWhileSomethingIsPending) {
   StallInspector inspector({true, 2s, 0s});
@@ -27,7 +29,8 @@ TEST(StallInspector, DueEveryWarningPeriodWhileSomethingIsPending) {
 
 TEST(StallInspector, WarnsNamingTensorsByMissingRankAndDoesNotShutDown) {
   StallInspector inspector({true, 2s, 0s});
-  std::vector<PendingTensor> pending = {{"a", {1, 3}, kT0}, {"b", {1}, kT0 + 500ms}, {"young", {2}, kT0 + 1500ms}};
+  std::vector<PendingTensor> pending = {
+      {"a", {1, 3}, kT0}, {"b", {1}, kT0 + 500ms}, {"young", {2}, kT0 + 1500ms}};
   EXPECT_FALSE(inspector.Inspect(pending, kT0 + 1999ms).has_value()) << "nothing waited 2 s yet";
   auto report = inspector.Inspect(pending, kT0 + 3s);
   ASSERT_TRUE(report.has_value());
@@ -35,7 +38,8 @@ TEST(StallInspector, WarnsNamingTensorsByMissingRankAndDoesNotShutDown) {
   EXPECT_TRUE(Has(report->message, "for more than 2 seconds")) << report->message;
   EXPECT_TRUE(Has(report->message, "Missing ranks:\n1: [a, b]\n3: [a]")) << report->message;
   EXPECT_FALSE(Has(report->message, "young")) << report->message;
-  EXPECT_FALSE(inspector.Inspect(pending, kT0 + 1h)->shut_down) << "without a shutdown time it only warns";
+  EXPECT_FALSE(inspector.Inspect(pending, kT0 + 1h)->shut_down)
+      << "without a shutdown time it only warns";
 }
 
 TEST(StallInspector, ShutsDownPastTheShutdownTimeMarkingTheRanks) {

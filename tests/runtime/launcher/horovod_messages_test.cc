@@ -13,7 +13,9 @@ TEST(HorovodMessages, ResetLimitIsHorovodsConstant) {
 
 TEST(HorovodMessages, ProcessesFailedStartsWithHorovodsSentence) {
   const std::string m = ProcessesFailedMessage("worker 2 on 127.0.0.1", 1);
-  EXPECT_EQ(m.rfind("Horovod detected that one or more processes exited with non-zero status", 0), 0u) << m;
+  EXPECT_EQ(m.rfind("Horovod detected that one or more processes exited with non-zero status", 0),
+            0u)
+      << m;
   EXPECT_NE(m.find("Process name: worker 2 on 127.0.0.1 Exit code: 1"), std::string::npos) << m;
 }
 

@@ -2,11 +2,6 @@
 // running a real script (bounded by its timeout).
 #include "launcher/host_discovery.h"
 
-#include <unistd.h>
-
-#include "launcher/host_blacklist.h"
-#include "launcher/rank_output_files.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include "launcher/host_blacklist.h"
+#include "launcher/rank_output_files.h"
 
 namespace khorovod::launcher {
 namespace {
@@ -33,15 +31,17 @@ TEST(HostDiscoveryParse, HostSlotsLinesInOrderBlankLinesSkipped) {
 }
 
 TEST(HostDiscoveryParse, RepeatedHostAddsSlots) {
-  EXPECT_EQ(ParseOk("localhost:2\n127.0.0.2:1\nlocalhost:1\n"), (Hosts{{"localhost", 3}, {"127.0.0.2", 1}}));
+  EXPECT_EQ(ParseOk("localhost:2\n127.0.0.2:1\nlocalhost:1\n"),
+            (Hosts{{"localhost", 3}, {"127.0.0.2", 1}}));
 }
 
 TEST(HostDiscoveryParse, BadLinesAreErrorsNamingTheLine) {
-  for (const std::string bad : {"localhost:0", "localhost:-1", "localhost:x", "localhost:", ":2", "a b:1",
-                                "localhost:99999999999", "h1,h2:1"}) {
+  for (const std::string bad : {"localhost:0", "localhost:-1", "localhost:x", "localhost:", ":2",
+                                "a b:1", "localhost:99999999999", "h1,h2:1"}) {
     DiscoveryResult r = ParseDiscoveryOutput("127.0.0.1:1\n" + bad + "\n");
     ASSERT_TRUE(std::holds_alternative<std::string>(r)) << bad;
-    EXPECT_NE(std::get<std::string>(r).find("line 2"), std::string::npos) << std::get<std::string>(r);
+    EXPECT_NE(std::get<std::string>(r).find("line 2"), std::string::npos)
+        << std::get<std::string>(r);
   }
 }
 
@@ -61,7 +61,8 @@ class HostDiscoveryScript : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/discovery-test-XXXXXX";
+    std::string pattern =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/discovery-test-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }
@@ -79,29 +80,35 @@ class HostDiscoveryScript : public ::testing::Test {
 };
 
 TEST_F(HostDiscoveryScript, OutputOfASuccessfulScriptIsParsed) {
-  DiscoveryResult r = RunDiscoveryScript(script("echo localhost:2; echo 127.0.0.2:1"), std::chrono::seconds(10));
+  DiscoveryResult r =
+      RunDiscoveryScript(script("echo localhost:2; echo 127.0.0.2:1"), std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<Hosts>(r)) << std::get<std::string>(r);
   EXPECT_EQ(std::get<Hosts>(r), (Hosts{{"localhost", 2}, {"127.0.0.2", 1}}));
 }
 
 TEST_F(HostDiscoveryScript, FailuresAreErrors) {
-  DiscoveryResult r = RunDiscoveryScript(script("echo localhost:2; exit 3"), std::chrono::seconds(10));
+  DiscoveryResult r =
+      RunDiscoveryScript(script("echo localhost:2; exit 3"), std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
-  EXPECT_NE(std::get<std::string>(r).find("exited with code 3"), std::string::npos) << std::get<std::string>(r);
+  EXPECT_NE(std::get<std::string>(r).find("exited with code 3"), std::string::npos)
+      << std::get<std::string>(r);
 
   r = RunDiscoveryScript(script("echo localhost:2", 0644), std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
-  EXPECT_NE(std::get<std::string>(r).find("not executable"), std::string::npos) << std::get<std::string>(r);
+  EXPECT_NE(std::get<std::string>(r).find("not executable"), std::string::npos)
+      << std::get<std::string>(r);
 
   r = RunDiscoveryScript(dir_ + "/missing.sh", std::chrono::seconds(10));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
-  EXPECT_NE(std::get<std::string>(r).find("not found"), std::string::npos) << std::get<std::string>(r);
+  EXPECT_NE(std::get<std::string>(r).find("not found"), std::string::npos)
+      << std::get<std::string>(r);
 }
 
 TEST_F(HostDiscoveryScript, HangingScriptIsKilledAtTheTimeout) {
   // The script (and the sleep it started, same process group) would run 60 s.
   const auto start = std::chrono::steady_clock::now();
-  DiscoveryResult r = RunDiscoveryScript(script("echo localhost:1; sleep 60"), std::chrono::milliseconds(300));
+  DiscoveryResult r =
+      RunDiscoveryScript(script("echo localhost:1; sleep 60"), std::chrono::milliseconds(300));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   ASSERT_TRUE(std::holds_alternative<std::string>(r));
   EXPECT_NE(std::get<std::string>(r).find("did not finish within 300 ms"), std::string::npos)
@@ -148,7 +155,8 @@ TEST(HostBlacklistTest, CooldownDoublesWithinTheRange) {
 TEST(HostDiscoveryTest, SlotsPerHostForLinesWithoutSlots) {
   const DiscoveryResult r = ParseDiscoveryOutput("a\nb:2\n", 4);
   ASSERT_TRUE(std::holds_alternative<std::vector<DiscoveredHost>>(r));
-  EXPECT_EQ(std::get<std::vector<DiscoveredHost>>(r), (std::vector<DiscoveredHost>{{"a", 4}, {"b", 2}}));
+  EXPECT_EQ(std::get<std::vector<DiscoveredHost>>(r),
+            (std::vector<DiscoveredHost>{{"a", 4}, {"b", 2}}));
 }
 
 TEST(RankOutputFilesTest, HorovodLayout) {

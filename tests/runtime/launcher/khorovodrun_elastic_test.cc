@@ -30,19 +30,22 @@ std::string WaitFileSh(const std::string& file) {
 }
 
 // A worker that reports SIGTERM, says it is ready, and waits for `finish`.
-const std::string kWorker = "trap 'echo term; exit 0' TERM; touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; " +
-                            WaitFileSh("finish") + "echo done";
+const std::string kWorker =
+    "trap 'echo term; exit 0' TERM; touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; " +
+    WaitFileSh("finish") + "echo done";
 
 class KhorovodrunElasticTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/khorovodrun-el-XXXXXX";
+    std::string pattern =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/khorovodrun-el-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     script_ = dir_ + "/discover.sh";
     // Counts its runs (one line each) so a test can wait for later rounds.
-    std::ofstream(script_) << "#!/bin/sh\necho run >> \"" << dir_ << "/runs\"\ncat \"" << dir_ << "/hosts\"\n";
+    std::ofstream(script_) << "#!/bin/sh\necho run >> \"" << dir_ << "/runs\"\ncat \"" << dir_
+                           << "/hosts\"\n";
     ::chmod(script_.c_str(), 0755);
   }
   void TearDown() override {
@@ -64,8 +67,19 @@ class KhorovodrunElasticTest : public ::testing::Test {
   }
   std::vector<std::string> env() const { return {"TMPDIR=" + dir_, "TESTDIR=" + dir_}; }
   std::vector<std::string> DiscoveryArgs(const std::string& worker) const {
-    return {"-np", "2", "--min-np", "1", "--max-np", "4", "--host-discovery-script", script_,
-            "--discovery-interval-ms", "50", "/bin/sh", "-c", worker};
+    return {"-np",
+            "2",
+            "--min-np",
+            "1",
+            "--max-np",
+            "4",
+            "--host-discovery-script",
+            script_,
+            "--discovery-interval-ms",
+            "50",
+            "/bin/sh",
+            "-c",
+            worker};
   }
 
   std::string dir_;
@@ -75,7 +89,8 @@ class KhorovodrunElasticTest : public ::testing::Test {
 TEST_F(KhorovodrunElasticTest, DiscoveryAddsWorkersForNewHostsAndStopsThoseOfRemovedHosts) {
   SetHosts("localhost:2\n");
   LauncherProcess p(DiscoveryArgs(kWorker), env());
-  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-0") && exists("ready.worker-1"); })) << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-0") && exists("ready.worker-1"); }))
+      << p.err();
 
   // A new host. (Remote hosts: khorovodrun_ssh_test.sh.)
   SetHosts("localhost:2\n127.0.0.2:1\n");
@@ -86,7 +101,8 @@ TEST_F(KhorovodrunElasticTest, DiscoveryAddsWorkersForNewHostsAndStopsThoseOfRem
   ASSERT_TRUE(p.WaitUntil([&] {
     return p.out().find("[0]<stdout>:term") != std::string::npos &&
            p.out().find("[1]<stdout>:term") != std::string::npos;
-  })) << p.out() << p.err();
+  })) << p.out()
+      << p.err();
   touch("finish");
   const LauncherResult r = p.wait();
   ASSERT_TRUE(r.finished);
@@ -141,7 +157,8 @@ TEST_F(KhorovodrunElasticTest, RemoteHostThatRefusesSshAtStartIsAClearErrorNotAW
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ssh not successful for host 10.1.2.3"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("khorovodrun: could not connect to some hosts via ssh"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("khorovodrun: could not connect to some hosts via ssh"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(exists("ready.worker-0"));
 }
 
@@ -160,9 +177,8 @@ TEST_F(KhorovodrunElasticTest, FailingOrGarbageScriptAtStartIsAClearError) {
 }
 
 TEST_F(KhorovodrunElasticTest, DiscoveryConflictsWithHostList) {
-  const LauncherResult r = RunLauncher({"-np", "1", "-H", "localhost:1", "--host-discovery-script", script_,
-                                         "/bin/true"},
-                                        env());
+  const LauncherResult r = RunLauncher(
+      {"-np", "1", "-H", "localhost:1", "--host-discovery-script", script_, "/bin/true"}, env());
   ASSERT_TRUE(r.finished);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(r.err.empty());
@@ -175,16 +191,21 @@ TEST_F(KhorovodrunElasticTest, WorkerExitingZeroIsNotReplacedAndALaterFailureFai
       "trap 'echo term; exit 0' TERM; touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; "
       "case $KHOROVOD_WORKER_NAME in "
       "worker-0) echo finished; exit 0;; "
-      "worker-1) " + WaitFileSh("fail1") + "exit 3;; "
-      "*) " + WaitFileSh("finish") + "echo done;; esac";
-  LauncherProcess p({"-np", "3", "--min-np", "1", "--max-np", "3", "--grace-period-ms", "20000", "/bin/sh", "-c",
-                     worker},
+      "worker-1) " +
+      WaitFileSh("fail1") +
+      "exit 3;; "
+      "*) " +
+      WaitFileSh("finish") + "echo done;; esac";
+  LauncherProcess p({"-np", "3", "--min-np", "1", "--max-np", "3", "--grace-period-ms", "20000",
+                     "/bin/sh", "-c", worker},
                     env());
-  ASSERT_TRUE(p.WaitUntil([&] { return p.err().find("worker 0 finished (exit 0)") != std::string::npos; }))
-      << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] {
+    return p.err().find("worker 0 finished (exit 0)") != std::string::npos;
+  })) << p.err();
   // worker-2 writes its ready file after installing its TERM trap; a SIGTERM
   // before that would kill it silently and the test would race.
-  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-1") && exists("ready.worker-2"); })) << p.err();
+  ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-1") && exists("ready.worker-2"); }))
+      << p.err();
   touch("fail1");
   const LauncherResult r = p.wait();
   ASSERT_TRUE(r.finished);
@@ -197,7 +218,8 @@ TEST_F(KhorovodrunElasticTest, WorkerExitingZeroIsNotReplacedAndALaterFailureFai
 TEST_F(KhorovodrunElasticTest, FailureBeforeAnyFinishIsReplaced) {
   const std::string worker =
       "touch \"$TESTDIR/ready.$KHOROVOD_WORKER_NAME\"; "
-      "[ $KHOROVOD_WORKER_NAME = worker-1 ] && exit 3; " + WaitFileSh("finish") + "echo done";
+      "[ $KHOROVOD_WORKER_NAME = worker-1 ] && exit 3; " +
+      WaitFileSh("finish") + "echo done";
   LauncherProcess p({"-np", "2", "--min-np", "1", "--max-np", "2", "/bin/sh", "-c", worker}, env());
   ASSERT_TRUE(p.WaitUntil([&] { return exists("ready.worker-2"); })) << p.err();
   touch("finish");

@@ -214,12 +214,11 @@ TEST_F(KhorovodrunTest, PrefixesEveryLineWithoutInterleaving) {
 TEST_F(KhorovodrunTest, FailingRankFailsJobAndOthersAreTerminated) {
   // The survivors report SIGTERM; the long grace period means only a real
   // SIGTERM (not the SIGKILL escalation) can end them within the deadline.
-  const auto r =
-      run(cat({"-np", "3", "--grace-period-ms", "20000"},
-              sh("if [ \"$KHOROVOD_RANK\" = 1 ]; then " + WaitForFilesSh("pid.0 pid.2") +
-                 "echo failing; exit 3; fi; "
-                 "trap 'echo got TERM; kill $! 2>/dev/null; exit 0' TERM; " +
-                 kPublishPid + "sleep 600 & wait")));
+  const auto r = run(cat({"-np", "3", "--grace-period-ms", "20000"},
+                         sh("if [ \"$KHOROVOD_RANK\" = 1 ]; then " + WaitForFilesSh("pid.0 pid.2") +
+                            "echo failing; exit 3; fi; "
+                            "trap 'echo got TERM; kill $! 2>/dev/null; exit 0' TERM; " +
+                            kPublishPid + "sleep 600 & wait")));
   ASSERT_TRUE(r.finished) << "launcher did not terminate the sleeping workers";
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("rank 1 "), std::string::npos) << r.err;

@@ -50,7 +50,7 @@ TEST(LaunchOptionsTest, NumProcSpellings) {
 TEST(LaunchOptionsTest, AllOptions) {
   const LaunchOptions o =
       ParseOk({"--job-id", "job-1", "--hostname", "10.0.0.1", "--grace-period-ms", "250", "-x",
-                "A=1", "-x", "B", "-xC=x=y", "--env=D=", "-np", "3", "prog"});
+               "A=1", "-x", "B", "-xC=x=y", "--env=D=", "-np", "3", "prog"});
   EXPECT_EQ(o.num_proc, 3);
   EXPECT_EQ(o.job_id, "job-1");
   EXPECT_EQ(o.hostname, "10.0.0.1");
@@ -92,9 +92,8 @@ TEST(LaunchOptionsTest, HelpIsNotAnError) {
 }
 
 TEST(LaunchOptionsTest, HostDiscoveryScriptImpliesElastic) {
-  const LaunchOptions o =
-      ParseOk({"-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh", "--discovery-interval-ms", "250",
-                "prog"});
+  const LaunchOptions o = ParseOk({"-np", "2", "--max-np", "4", "--host-discovery-script", "./d.sh",
+                                   "--discovery-interval-ms", "250", "prog"});
   EXPECT_TRUE(o.elastic());
   EXPECT_EQ(o.host_discovery_script, "./d.sh");
   EXPECT_EQ(o.discovery_interval, std::chrono::milliseconds(250));
@@ -116,35 +115,51 @@ TEST_P(LaunchOptionsRejectTest, ClearErrorAndNonZeroExit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, LaunchOptionsRejectTest,
-    ::testing::Values(std::pair{Args{}, "--np is required"},
-                      std::pair{Args{"prog"}, "--np is required"},
-                      std::pair{Args{"-np", "0", "prog"}, "must be at least 1, got 0"},
-                      std::pair{Args{"-np", "-3", "prog"}, "must be at least 1, got -3"},
-                      std::pair{Args{"-np", "x", "prog"}, "--np"},
-                      std::pair{Args{"-np", "2"}, "program is required"},
-                      std::pair{Args{"-np", "2", "--"}, "program is required"},
-                      std::pair{Args{"-np"}, "--np"},
-                      std::pair{Args{"-np", "2", "--bogus", "prog"}, "--bogus"},
-                      std::pair{Args{"-np", "2", "-x", "", "prog"}, "NAME"},
-                      std::pair{Args{"-np", "2", "-x", "=v", "prog"}, "NAME"},
-                      std::pair{Args{"-np", "2", "-x", "A-B=1", "prog"}, "not a valid"},
-                      std::pair{Args{"-np", "2", "-x", "KHOROVOD_SIZE=9", "prog"}, "KHOROVOD_SIZE"},
-                      std::pair{Args{"-np", "2", "--job-id", "", "prog"}, "job id"},
-                      std::pair{Args{"-np", "2", "--job-id", "a b", "prog"}, "job id"},
-                      std::pair{Args{"-np", "2", "--hostname", "", "prog"}, "hostname"},
-                      std::pair{Args{"-np", "2", "--grace-period-ms", "-1", "prog"},
-                                "grace period must be at least 0"},
-                      std::pair{Args{"-np", "2", "--host-discovery-script", "d", "--discovery-interval-ms", "5", "prog"},
-                                "--discovery-interval-ms"},
-                      std::pair{Args{"-np", "2", "-H", "localhost:2", "--host-discovery-script", "d", "prog"},
-                                "excludes"}));
+    ::testing::Values(
+        std::pair{Args{}, "--np is required"}, std::pair{Args{"prog"}, "--np is required"},
+        std::pair{Args{"-np", "0", "prog"}, "must be at least 1, got 0"},
+        std::pair{Args{"-np", "-3", "prog"}, "must be at least 1, got -3"},
+        std::pair{Args{"-np", "x", "prog"}, "--np"},
+        std::pair{Args{"-np", "2"}, "program is required"},
+        std::pair{Args{"-np", "2", "--"}, "program is required"}, std::pair{Args{"-np"}, "--np"},
+        std::pair{Args{"-np", "2", "--bogus", "prog"}, "--bogus"},
+        std::pair{Args{"-np", "2", "-x", "", "prog"}, "NAME"},
+        std::pair{Args{"-np", "2", "-x", "=v", "prog"}, "NAME"},
+        std::pair{Args{"-np", "2", "-x", "A-B=1", "prog"}, "not a valid"},
+        std::pair{Args{"-np", "2", "-x", "KHOROVOD_SIZE=9", "prog"}, "KHOROVOD_SIZE"},
+        std::pair{Args{"-np", "2", "--job-id", "", "prog"}, "job id"},
+        std::pair{Args{"-np", "2", "--job-id", "a b", "prog"}, "job id"},
+        std::pair{Args{"-np", "2", "--hostname", "", "prog"}, "hostname"},
+        std::pair{Args{"-np", "2", "--grace-period-ms", "-1", "prog"},
+                  "grace period must be at least 0"},
+        std::pair{Args{"-np", "2", "--host-discovery-script", "d", "--discovery-interval-ms", "5",
+                       "prog"},
+                  "--discovery-interval-ms"},
+        std::pair{Args{"-np", "2", "-H", "localhost:2", "--host-discovery-script", "d", "prog"},
+                  "excludes"}));
 
 TEST(LaunchOptionsTest, HorovodrunFlagsAreAcceptedOrTranslated) {
-  const LaunchOptions o = ParseOk({"-np", "2", "-H", "localhost:2", "--gloo", "--verbose",
-                                    "--network-interface", "lo", "--start-timeout", "90",
-                                    "--fusion-threshold-mb", "2", "--cycle-time-ms", "0.5",
-                                    "--disable-cache", "--timeline-filename", "/tmp/tl.json",
-                                    "--log-level", "INFO", "python", "train.py"});
+  const LaunchOptions o = ParseOk({"-np",
+                                   "2",
+                                   "-H",
+                                   "localhost:2",
+                                   "--gloo",
+                                   "--verbose",
+                                   "--network-interface",
+                                   "lo",
+                                   "--start-timeout",
+                                   "90",
+                                   "--fusion-threshold-mb",
+                                   "2",
+                                   "--cycle-time-ms",
+                                   "0.5",
+                                   "--disable-cache",
+                                   "--timeline-filename",
+                                   "/tmp/tl.json",
+                                   "--log-level",
+                                   "INFO",
+                                   "python",
+                                   "train.py"});
   EXPECT_EQ(o.command, (Args{"python", "train.py"}));
   // --start-timeout and --disable-cache are about the ssh checks of remote
   // hosts (remote_hosts.h): the elastic timeout and the response cache stay.
@@ -164,9 +179,10 @@ TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
     std::ofstream f(hostfile);
     f << "# comment\nhost-1 slots=2\n\nhost-2 slots=3\n";
   }
-  const LaunchOptions o = ParseOk({"-np", "2", "--min-num-proc", "1", "--max-num-proc", "5", "-hostfile", hostfile,
-                                    "--run-hosts-locally", "--slots-per-host", "4", "--blacklist-cooldown-range",
-                                    "2", "30", "--gloo-timeout-seconds", "7", "prog", "a"});
+  const LaunchOptions o =
+      ParseOk({"-np", "2", "--min-num-proc", "1", "--max-num-proc", "5", "-hostfile", hostfile,
+               "--run-hosts-locally", "--slots-per-host", "4", "--blacklist-cooldown-range", "2",
+               "30", "--gloo-timeout-seconds", "7", "prog", "a"});
   EXPECT_EQ(o.min_np, 1);
   EXPECT_EQ(o.max_np, 5);
   EXPECT_EQ(o.hosts, "host-1:2,host-2:3");
@@ -177,19 +193,27 @@ TEST(LaunchOptionsTest, HorovodrunHostAndElasticFlags) {
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_TIMEOUT_SECONDS", "7"}}));
   EXPECT_EQ(ParseOk({"-np", "2", "--slots", "3", "prog"}).slots_per_host, 3);
   // Horovod: an elastic job without --max-np may use every slot -H offers.
-  EXPECT_EQ(ParseOk({"-np", "2", "--min-num-proc", "2", "-H", "localhost:2,127.0.0.1:2", "prog"}).max_np, 4);
-  EXPECT_EQ(ParseOk({"-np", "3", "--min-num-proc", "2", "-H", "localhost,127.0.0.1:2", "prog"}).max_np, 3);
-  EXPECT_EQ(ParseOk({"-np", "2", "--min-num-proc", "2", "-H", "localhost:8", "--max-num-proc", "3", "prog"}).max_np, 3);
+  EXPECT_EQ(
+      ParseOk({"-np", "2", "--min-num-proc", "2", "-H", "localhost:2,127.0.0.1:2", "prog"}).max_np,
+      4);
+  EXPECT_EQ(
+      ParseOk({"-np", "3", "--min-num-proc", "2", "-H", "localhost,127.0.0.1:2", "prog"}).max_np,
+      3);
+  EXPECT_EQ(ParseOk({"-np", "2", "--min-num-proc", "2", "-H", "localhost:8", "--max-num-proc", "3",
+                     "prog"})
+                .max_np,
+            3);
   EXPECT_EQ(ParseOk({"-np", "3", "--output-filename", "/tmp/o", "prog"}).output_filename, "/tmp/o");
   // Without --run-hosts-locally other hosts are remote, reached over ssh.
-  const LaunchOptions remote = ParseOk({"-np", "2", "--hostfile", hostfile, "-p", "2222", "-i", "/k/id",
-                                         "--network-interfaces", "eth1,eth0", "prog"});
+  const LaunchOptions remote = ParseOk({"-np", "2", "--hostfile", hostfile, "-p", "2222", "-i",
+                                        "/k/id", "--network-interfaces", "eth1,eth0", "prog"});
   EXPECT_EQ(remote.hosts, "host-1:2,host-2:3");
   EXPECT_FALSE(remote.hosts_run_locally);
   EXPECT_EQ(remote.ssh_port, 2222);
   EXPECT_EQ(remote.ssh_identity_file, "/k/id");
   EXPECT_EQ(remote.network_interfaces, (Args{"eth1", "eth0"}));
-  EXPECT_EQ(remote.start_timeout, std::chrono::seconds(0));  // HOROVOD_START_TIMEOUT or 30 s, when used
+  EXPECT_EQ(remote.start_timeout,
+            std::chrono::seconds(0));  // HOROVOD_START_TIMEOUT or 30 s, when used
 }
 
 TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
@@ -201,8 +225,10 @@ TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
   for (const auto& [args, expected] : std::vector<std::pair<Args, std::string>>{
            {{"-np", "2", "--hostfile", bad, "prog"}, ":1: slot count"},
            {{"-np", "2", "--hostfile", "/nonexistent/h", "prog"}, "cannot be read"},
-           {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5", "prog"}, "1 <= MIN"},
-           {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "9", "5", "prog"}, "1 <= MIN"},
+           {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "0", "5", "prog"},
+            "1 <= MIN"},
+           {{"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "9", "5", "prog"},
+            "1 <= MIN"},
            {{"-np", "2", "--min-np", "1", "--output-filename", "/tmp/o", "prog"}, "elastic"},
            {{"-np", "2", "--log-level", "LOUD", "prog"}, "--log-level"},
            {{"-np", "2", "--log-level", "error", "prog"}, "cannot silence"}}) {
@@ -213,11 +239,12 @@ TEST(LaunchOptionsTest, HorovodrunBadHostAndElasticValues) {
 }
 
 TEST(LaunchOptionsTest, EveryRefusedHorovodrunFlagSaysWhy) {
-  for (const Args& flag : {Args{"--mpi"}, Args{"--jsrun"}, Args{"-cb"}, Args{"--config-file", "c.yaml"},
-                           Args{"--hierarchical-allreduce"},
-                           Args{"--autotune"}, Args{"--autotune-log-file", "l"}, Args{"--mpi-args", "x"},
-                           Args{"--tcp"}, Args{"--num-nccl-streams", "2"}, Args{"--thread-affinity", "1"},
-                           Args{"--timeline-mark-cycles"}, Args{"-prefix-timestamp"}, Args{"--log-with-timestamp"}}) {
+  for (const Args& flag :
+       {Args{"--mpi"}, Args{"--jsrun"}, Args{"-cb"}, Args{"--config-file", "c.yaml"},
+        Args{"--hierarchical-allreduce"}, Args{"--autotune"}, Args{"--autotune-log-file", "l"},
+        Args{"--mpi-args", "x"}, Args{"--tcp"}, Args{"--num-nccl-streams", "2"},
+        Args{"--thread-affinity", "1"}, Args{"--timeline-mark-cycles"}, Args{"-prefix-timestamp"},
+        Args{"--log-with-timestamp"}}) {
     Args args{"-np", "2"};
     args.insert(args.end(), flag.begin(), flag.end());
     args.push_back("prog");
@@ -228,12 +255,13 @@ TEST(LaunchOptionsTest, EveryRefusedHorovodrunFlagSaysWhy) {
     EXPECT_GT(p.err.size(), 40u) << "a reason, not just the name: " << p.err;
   }
   // Horovod's defaults, spelled out, are accepted.
-  ParseOk({"-np", "2", "--log-without-timestamp", "--no-timeline-mark-cycles", "--stall-check", "prog"});
+  ParseOk({"-np", "2", "--log-without-timestamp", "--no-timeline-mark-cycles", "--stall-check",
+           "prog"});
 }
 
 TEST(LaunchOptionsTest, HorovodrunStallCheckFlags) {
   const LaunchOptions o = ParseOk({"-np", "2", "--stall-check-warning-time-seconds", "2",
-                                    "--stall-check-shutdown-time-seconds", "5", "prog"});
+                                   "--stall-check-shutdown-time-seconds", "5", "prog"});
   EXPECT_EQ(o.extra_env, (std::vector<EnvSpec>{{"KHOROVOD_STALL_CHECK_TIME_SECONDS", "2"},
                                                {"KHOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "5"}}));
   const LaunchOptions off = ParseOk({"-np", "2", "--no-stall-check", "prog"});

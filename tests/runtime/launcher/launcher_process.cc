@@ -113,7 +113,7 @@ bool LauncherProcess::TryReap() {
 }
 
 bool LauncherProcess::WaitUntil(const std::function<bool()>& ready,
-                                 std::chrono::milliseconds timeout) {
+                                std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (!ready()) {
     if (Clock::now() >= deadline || TryReap()) return ready();
@@ -145,8 +145,8 @@ LauncherResult LauncherProcess::wait(std::chrono::milliseconds timeout) {
 }
 
 LauncherResult RunLauncher(const std::vector<std::string>& args,
-                            const std::vector<std::string>& extra_env,
-                            std::chrono::milliseconds timeout) {
+                           const std::vector<std::string>& extra_env,
+                           std::chrono::milliseconds timeout) {
   LauncherProcess process(args, extra_env);
   return process.wait(timeout);
 }

@@ -63,8 +63,8 @@ class LauncherProcess {
 
 // Runs khorovodrun to completion.
 LauncherResult RunLauncher(const std::vector<std::string>& args,
-                            const std::vector<std::string>& extra_env = {},
-                            std::chrono::milliseconds timeout = 30s);
+                           const std::vector<std::string>& extra_env = {},
+                           std::chrono::milliseconds timeout = 30s);
 
 // Splits text into lines (without the '\n'); a trailing partial line is kept.
 std::vector<std::string> SplitLines(const std::string& text);

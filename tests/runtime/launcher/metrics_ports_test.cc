@@ -1,7 +1,7 @@
 // khorovodrun's metrics port layout from KHOROVOD_METRICS_PORT.
-#include <gtest/gtest.h>
-
 #include "launcher/metrics_ports.h"
+
+#include <gtest/gtest.h>
 
 namespace khorovod::launcher {
 namespace {
@@ -24,12 +24,13 @@ TEST(MetricsPorts, ServerOnTheBaseWorkersAfterIt) {
 }
 
 TEST(MetricsPorts, BadValuesNameTheVariable) {
-  for (const char* bad : {"KHOROVOD_METRICS_PORT=abc", "KHOROVOD_METRICS_PORT=-5", "KHOROVOD_METRICS_PORT=65533",
-                          "KHOROVOD_METRICS_PORT=91x"}) {
-      const auto ports = MetricsPortsFromEnv({bad}, 4);
+  for (const char* bad : {"KHOROVOD_METRICS_PORT=abc", "KHOROVOD_METRICS_PORT=-5",
+                          "KHOROVOD_METRICS_PORT=65533", "KHOROVOD_METRICS_PORT=91x"}) {
+    const auto ports = MetricsPortsFromEnv({bad}, 4);
     ASSERT_FALSE(ports.ok()) << bad;
     EXPECT_EQ(ports.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(ports.status().message().find("KHOROVOD_METRICS_PORT"), std::string::npos) << ports.status().message();
+    EXPECT_NE(ports.status().message().find("KHOROVOD_METRICS_PORT"), std::string::npos)
+        << ports.status().message();
   }
 }
 

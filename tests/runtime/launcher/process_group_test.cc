@@ -79,7 +79,9 @@ TEST(ExitStatusTest, DescribesAndMapsToShellCodes) {
 // the worker runs: a remote worker's ssh must not see its stdin close.
 TEST(ProcessGroupTest, StdinDataArrivesAndStdinStaysOpen) {
   ProcessGroup group;
-  WorkerSpec spec{1, {"sh", "-c", "read line; echo \"got $line\"; cat >/dev/null; echo eof"}, CurrentEnvironment(),
+  WorkerSpec spec{1,
+                  {"sh", "-c", "read line; echo \"got $line\"; cat >/dev/null; echo eof"},
+                  CurrentEnvironment(),
                   "hello\n"};
   WorkerPipes pipes = SpawnOrDie(group, spec);
   char buffer[64] = {};
@@ -116,8 +118,9 @@ TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
   ProcessGroup group;
   WorkerPipes pipes =
       SpawnOrDie(group, {0,
-                   {"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; echo $$; cat; echo end"},
-                   CurrentEnvironment(), {}});
+                         {"sh", "-c", "cut -d' ' -f5 /proc/$$/stat; echo $$; cat; echo end"},
+                         CurrentEnvironment(),
+                         {}});
   const std::string out = ReadAll(pipes.stdout_read.get());
   const auto nl = out.find('\n');
   ASSERT_NE(nl, std::string::npos) << out;
@@ -127,7 +130,8 @@ TEST(ProcessGroupTest, WorkerRunsInItsOwnProcessGroupWithDevNullStdin) {
 
 TEST(ProcessGroupTest, MissingProgramIsInvalidArgumentWith127) {
   ProcessGroup group;
-  StatusOr<WorkerPipes> spawned = group.Spawn({0, {"/nonexistent/program"}, CurrentEnvironment(), {}});
+  StatusOr<WorkerPipes> spawned =
+      group.Spawn({0, {"/nonexistent/program"}, CurrentEnvironment(), {}});
   ASSERT_FALSE(spawned.ok());
   EXPECT_EQ(spawned.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(SpawnFailureExitCode(spawned.status()), 127);

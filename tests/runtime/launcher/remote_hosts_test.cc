@@ -66,9 +66,9 @@ TEST(RemoteHostsTest, LocalHostsNeedNoSsh) {
   o.network_interfaces = {"no-such-nic0", "lo"};
   plan = PlanRemoteHosts(o, {}, err);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->NetworkVariables(),
-            (std::vector<EnvVar>{{"KHOROVOD_NETWORK_INTERFACE", "lo"}, {"HOROVOD_GLOO_IFACE", "lo"},
-                                 {"NCCL_SOCKET_IFNAME", "lo"}}));
+  EXPECT_EQ(plan->NetworkVariables(), (std::vector<EnvVar>{{"KHOROVOD_NETWORK_INTERFACE", "lo"},
+                                                           {"HOROVOD_GLOO_IFACE", "lo"},
+                                                           {"NCCL_SOCKET_IFNAME", "lo"}}));
   o.network_interfaces = {"no-such-nic0"};
   EXPECT_FALSE(PlanRemoteHosts(o, {}, err).ok());
 }
@@ -101,12 +101,14 @@ TEST(SshChecksTest, FailuresAreRetriedReportedAndNotCached) {
   const std::string cache = dir.path() + "/ssh-checks";
   const std::string count = dir.path() + "/tries";
   const std::string denied =
-      Script(dir, "ssh-denied", "echo x >>" + count + "; echo 'Permission denied (publickey).' >&2; exit 255");
+      Script(dir, "ssh-denied",
+             "echo x >>" + count + "; echo 'Permission denied (publickey).' >&2; exit 255");
   std::ostringstream err;
   const StatusOr<HostInterfaces> found = CheckRemoteHosts({"h1"}, Options(denied, cache), err);
   EXPECT_EQ(found.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(found.status().message(), "could not connect to some hosts via ssh");
-  EXPECT_NE(err.str().find("ssh not successful for host h1:\nPermission denied (publickey)."), std::string::npos)
+  EXPECT_NE(err.str().find("ssh not successful for host h1:\nPermission denied (publickey)."),
+            std::string::npos)
       << err.str();
   std::ifstream tries(count);
   int lines = 0;
@@ -126,7 +128,8 @@ TEST(SshChecksTest, StartTimeoutBoundsTheChecks) {
   const StatusOr<HostInterfaces> found = CheckRemoteHosts({"h1", "h2"}, o, err);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(found.status().code(), StatusCode::kDeadlineExceeded);
-  EXPECT_NE(found.status().message().find("Timed out waiting for ssh to h1, h2. Please check connectivity"),
+  EXPECT_NE(found.status().message().find(
+                "Timed out waiting for ssh to h1, h2. Please check connectivity"),
             std::string::npos)
       << found.status().message();
 }

@@ -104,15 +104,16 @@ TEST(SshCommandTest, ArgvCarriesHorovodrunsOptionsPortAndIdentity) {
     return j;
   }();
   EXPECT_EQ(argv.front(), "/usr/bin/ssh");
-  for (const char* part : {"-o BatchMode=yes", "-o StrictHostKeyChecking=no", "-o PasswordAuthentication=no",
-                           "-o ConnectTimeout=7", "-o ServerAliveInterval=5", "-p 2222", "-i /keys/id",
-                           "-- host-1 true "}) {
+  for (const char* part :
+       {"-o BatchMode=yes", "-o StrictHostKeyChecking=no", "-o PasswordAuthentication=no",
+        "-o ConnectTimeout=7", "-o ServerAliveInterval=5", "-p 2222", "-i /keys/id",
+        "-- host-1 true "}) {
     EXPECT_NE(joined.find(part), std::string::npos) << part << " in " << joined;
   }
-  EXPECT_EQ(SshArgv(SshSettings{}, "h", "c", false), (Args{"ssh", "-T", "-o", "BatchMode=yes", "-o",
-                                                          "PasswordAuthentication=no", "-o",
-                                                          "StrictHostKeyChecking=no", "-o", "LogLevel=ERROR", "-o",
-                                                          "ConnectTimeout=30", "--", "h", "c"}));
+  EXPECT_EQ(SshArgv(SshSettings{}, "h", "c", false),
+            (Args{"ssh", "-T", "-o", "BatchMode=yes", "-o", "PasswordAuthentication=no", "-o",
+                  "StrictHostKeyChecking=no", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=30",
+                  "--", "h", "c"}));
 }
 
 TEST(SshCommandTest, ExportableFollowsHorovod) {
@@ -123,13 +124,16 @@ TEST(SshCommandTest, ExportableFollowsHorovod) {
   EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
 }
 
-TEST(SshCommandTest, EnvironmentArgumentsAndDirectoryArriveAndTheExitCodeIsTheProgramsAndNoSecretOnTheCommandLine) {
+TEST(SshCommandTest,
+     EnvironmentArgumentsAndDirectoryArriveAndTheExitCodeIsTheProgramsAndNoSecretOnTheCommandLine) {
   const std::string dir = ::testing::TempDir();
   const RemoteLaunch launch = RemoteWorkerLaunch(
-      {"SECRET_TOKEN=s3cr3t 'quoted' $HOME `x`", "MULTI=line one\nline two", "BASH_FUNC_f%%=() { :; }",
-       "OLDPWD=/old", "bad.name=1"},
-      dir, {"sh", "-c", "printf '[%s][%s][%s][%s]\\n' \"$SECRET_TOKEN\" \"$MULTI\" \"$(pwd)\" \"$1\"; exit 3",
-            "x", "arg with 'quotes' and $dollar"},
+      {"SECRET_TOKEN=s3cr3t 'quoted' $HOME `x`", "MULTI=line one\nline two",
+       "BASH_FUNC_f%%=() { :; }", "OLDPWD=/old", "bad.name=1"},
+      dir,
+      {"sh", "-c",
+       "printf '[%s][%s][%s][%s]\\n' \"$SECRET_TOKEN\" \"$MULTI\" \"$(pwd)\" \"$1\"; exit 3", "x",
+       "arg with 'quotes' and $dollar"},
       std::chrono::milliseconds(1000), "END-abc123");
   EXPECT_EQ(launch.command.find("s3cr3t"), std::string::npos);
   EXPECT_NE(launch.stdin_payload.find("s3cr3t"), std::string::npos);
@@ -148,8 +152,9 @@ TEST(SshCommandTest, EnvironmentArgumentsAndDirectoryArriveAndTheExitCodeIsThePr
 }
 
 TEST(SshCommandTest, ClosingStdinTerminatesTheProgram) {
-  const RemoteLaunch launch = RemoteWorkerLaunch({"PATH=/usr/bin:/bin"}, "/", {"sh", "-c", "echo started; exec sleep 60"},
-                                                 std::chrono::milliseconds(1000), "END-def456");
+  const RemoteLaunch launch =
+      RemoteWorkerLaunch({"PATH=/usr/bin:/bin"}, "/", {"sh", "-c", "echo started; exec sleep 60"},
+                         std::chrono::milliseconds(1000), "END-def456");
   Bootstrap run(launch);
   ASSERT_TRUE(run.WaitFor("started")) << run.output();
   EXPECT_EQ(run.WaitExit(500), -1) << "the program must keep running while stdin is open";

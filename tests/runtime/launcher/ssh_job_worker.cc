@@ -51,8 +51,10 @@ std::string Addresses() {
   for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
     char text[INET_ADDRSTRLEN] = {};
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
-    if (std::string(text).rfind("127.", 0) != 0) all += (all.empty() ? "" : ",") + std::string(text);
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                sizeof text);
+    if (std::string(text).rfind("127.", 0) != 0)
+      all += (all.empty() ? "" : ",") + std::string(text);
   }
   ::freeifaddrs(list);
   return all.empty() ? "none" : all;
@@ -88,11 +90,14 @@ int Static() {
     std::fprintf(stderr, "init: %s\n", s.ToString().c_str());
     return 1;
   }
-  std::printf("placement rank=%d size=%d local_rank=%d cross_rank=%d HOROVOD_RANK=%s HOROVOD_LOCAL_RANK=%s "
-              "HOROVOD_CROSS_RANK=%s HOROVOD_HOSTNAME=%s netns=%s SSH_TEST_MARK=%s cwd=%s token_on_cmdlines=%d\n",
-              rt.rank(), rt.size(), rt.local_rank(), rt.cross_rank(), Env("HOROVOD_RANK").c_str(),
-              Env("HOROVOD_LOCAL_RANK").c_str(), Env("HOROVOD_CROSS_RANK").c_str(), Env("HOROVOD_HOSTNAME").c_str(),
-              Addresses().c_str(), Env("SSH_TEST_MARK").c_str(), Cwd().c_str(), TokenOnCommandLines());
+  std::printf(
+      "placement rank=%d size=%d local_rank=%d cross_rank=%d HOROVOD_RANK=%s HOROVOD_LOCAL_RANK=%s "
+      "HOROVOD_CROSS_RANK=%s HOROVOD_HOSTNAME=%s netns=%s SSH_TEST_MARK=%s cwd=%s "
+      "token_on_cmdlines=%d\n",
+      rt.rank(), rt.size(), rt.local_rank(), rt.cross_rank(), Env("HOROVOD_RANK").c_str(),
+      Env("HOROVOD_LOCAL_RANK").c_str(), Env("HOROVOD_CROSS_RANK").c_str(),
+      Env("HOROVOD_HOSTNAME").c_str(), Addresses().c_str(), Env("SSH_TEST_MARK").c_str(),
+      Cwd().c_str(), TokenOnCommandLines());
   constexpr int kCount = 1000;
   std::vector<float> data(kCount);
   for (int i = 0; i < kCount; ++i) data[i] = static_cast<float>(rt.rank() * kCount + i);
@@ -137,7 +142,8 @@ int Elastic(int steps, const std::string& die_host, int die_step) {
       khorovod::AllreduceOptions sum;
       sum.op = khorovod::ReduceOp::kSum;
       KH_RETURN_IF_ERROR(rt.allreduce("count", view, view, sum));
-      if (one != static_cast<float>(rt.size())) return Status::Internal("allreduce of 1.0 gave " + std::to_string(one));
+      if (one != static_cast<float>(rt.size()))
+        return Status::Internal("allreduce of 1.0 gave " + std::to_string(one));
       ++step;
       KH_RETURN_IF_ERROR(state.commit());
       if (host == die_host && step == die_step) {
@@ -153,8 +159,8 @@ int Elastic(int steps, const std::string& die_host, int die_step) {
     std::fprintf(stderr, "training: %s\n", trained.ToString().c_str());
     return trained.code() == khorovod::StatusCode::kJobFinished ? 0 : 1;
   }
-  std::printf("finished: rank %d of %d on %s after %lld steps\n", rt.rank(), rt.size(), host.c_str(),
-              static_cast<long long>(step));
+  std::printf("finished: rank %d of %d on %s after %lld steps\n", rt.rank(), rt.size(),
+              host.c_str(), static_cast<long long>(step));
   std::fflush(stdout);
   return rt.shutdown().ok() ? 0 : 1;
 }
@@ -164,7 +170,8 @@ int Elastic(int steps, const std::string& die_host, int die_step) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "static" && argc == 2) return Static();
-  if (mode == "elastic" && argc == 5) return Elastic(std::atoi(argv[2]), argv[3], std::atoi(argv[4]));
+  if (mode == "elastic" && argc == 5)
+    return Elastic(std::atoi(argv[2]), argv[3], std::atoi(argv[4]));
   std::fprintf(stderr, "usage: ssh_job_worker static | elastic STEPS DIE_HOST DIE_STEP\n");
   return 2;
 }

@@ -32,7 +32,8 @@ TEST(WorkerEnvTest, HorovodVariablesAsGlooRunExportsThem) {
                                        {"HOROVOD_CROSS_RANK", "0"},
                                        {"HOROVOD_CROSS_SIZE", "1"},
                                        {"HOROVOD_HOSTNAME", "127.0.0.1"}}));
-  EXPECT_EQ(ElasticHorovodVariables("h"), (std::vector<EnvVar>{{"HOROVOD_HOSTNAME", "h"}, {"HOROVOD_ELASTIC", "1"}}));
+  EXPECT_EQ(ElasticHorovodVariables("h"),
+            (std::vector<EnvVar>{{"HOROVOD_HOSTNAME", "h"}, {"HOROVOD_ELASTIC", "1"}}));
   EXPECT_EQ(ElasticHorovodVariables("h", Placement{3, 4, 1, 2, 1, 2}),
             (std::vector<EnvVar>{{"HOROVOD_RANK", "3"},
                                  {"HOROVOD_SIZE", "4"},
@@ -61,13 +62,13 @@ TEST(WorkerEnvTest, MergeMatchesWholeNames) {
 TEST(WorkerEnvTest, ResolveExtraEnv) {
   const Env base{"HOME=/root", "EMPTY=", "EQ=a=b"};
   const ResolvedExtraEnv r = ResolveExtraEnv({{"FOO", "1"},
-                                                {"HOME", std::nullopt},
-                                                {"EMPTY", std::nullopt},
-                                                {"EQ", std::nullopt},
-                                                {"MISSING", std::nullopt},
-                                                {"MISSING", std::nullopt},
-                                                {"FOO", "2"}},
-                                               base);
+                                              {"HOME", std::nullopt},
+                                              {"EMPTY", std::nullopt},
+                                              {"EQ", std::nullopt},
+                                              {"MISSING", std::nullopt},
+                                              {"MISSING", std::nullopt},
+                                              {"FOO", "2"}},
+                                             base);
   EXPECT_EQ(r.vars,
             (std::vector<EnvVar>{{"FOO", "2"}, {"HOME", "/root"}, {"EMPTY", ""}, {"EQ", "a=b"}}));
   EXPECT_EQ(r.missing, (std::vector<std::string>{"MISSING"}));

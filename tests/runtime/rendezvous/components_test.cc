@@ -6,8 +6,8 @@
 #include <limits>
 #include <thread>
 
-#include "khorovod/util/base64.h"
 #include "json_request.h"
+#include "khorovod/util/base64.h"
 #include "kv_store.h"
 #include "world.h"
 
@@ -30,7 +30,8 @@ TEST(Base64, RoundTripsEveryLengthAndByte) {
 }
 
 TEST(Base64, RejectsNonCanonicalText) {
-  for (const char* bad : {"Zm9", "Zm9v\n", "Zm=v", "Z===", "====", "Zm9=", "Zm8\x01", "Zm9?", "Zn=="}) {
+  for (const char* bad :
+       {"Zm9", "Zm9v\n", "Zm=v", "Z===", "====", "Zm9=", "Zm8\x01", "Zm9?", "Zn=="}) {
     EXPECT_FALSE(Base64Decode(bad).has_value()) << bad;
   }
   EXPECT_EQ(Base64Decode("").value(), "");
@@ -47,7 +48,8 @@ TEST(KvStore, SetGetOverwriteAndNamespaces) {
   ASSERT_EQ(kv.Set(1, "k", "xyz1"), KvStore::Result::kOk);
   ASSERT_EQ(kv.Get(1, "k", now, &v), KvStore::Result::kOk);
   EXPECT_EQ(v, "xyz1");
-  EXPECT_EQ(kv.Get(2, "k", now, &v), KvStore::Result::kNotFound) << "generations are separate namespaces";
+  EXPECT_EQ(kv.Get(2, "k", now, &v), KvStore::Result::kNotFound)
+      << "generations are separate namespaces";
   EXPECT_EQ(kv.total_bytes(), 5u);
 }
 
@@ -92,16 +94,19 @@ TEST(KvStore, ClosingAGenerationEndsItsWaitsButKeepsItsKeys) {
   kv.CloseGenerationsUpTo(2);
   EXPECT_EQ(waiting.get(), KvStore::Result::kClosed);
   EXPECT_EQ(getting.get(), KvStore::Result::kClosed);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10)) << "the waits ended at the close, not at their deadline";
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10))
+      << "the waits ended at the close, not at their deadline";
   std::string v;
   EXPECT_EQ(kv.Get(2, "rank_0", Clock::now() + std::chrono::seconds(30), &v), KvStore::Result::kOk);
   EXPECT_EQ(v, "addr0");
   std::vector<std::string> missing;
   EXPECT_EQ(kv.Wait(2, {"rank_0"}, Clock::now(), &missing), KvStore::Result::kOk);
   // Newer generations and the permanent namespace 0 still block.
-  EXPECT_EQ(kv.Get(3, "rank_1", Clock::now() + std::chrono::milliseconds(20), &v), KvStore::Result::kNotFound);
+  EXPECT_EQ(kv.Get(3, "rank_1", Clock::now() + std::chrono::milliseconds(20), &v),
+            KvStore::Result::kNotFound);
   kv.CloseGenerationsUpTo(5);
-  EXPECT_EQ(kv.Get(0, "rank_1", Clock::now() + std::chrono::milliseconds(20), &v), KvStore::Result::kNotFound);
+  EXPECT_EQ(kv.Get(0, "rank_1", Clock::now() + std::chrono::milliseconds(20), &v),
+            KvStore::Result::kNotFound);
 }
 
 TEST(KvStore, AddIsAnAtomicDecimalCounter) {
@@ -149,7 +154,8 @@ TEST(JsonRequest, AcceptsWellTypedBodies) {
   EXPECT_EQ(r->String("name", JsonRequest::kRequired, 10), "w");
   EXPECT_EQ(r->Int("slots", JsonRequest::kRequired, 1, 8), 4);
   EXPECT_EQ(r->Int("timeout_ms", JsonRequest::kOptional, 0, 100, 7), 7);
-  EXPECT_EQ(r->StringArray("keys", JsonRequest::kRequired, 4, 4), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->StringArray("keys", JsonRequest::kRequired, 4, 4),
+            (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(r->Finish(&err)) << err;
   EXPECT_TRUE(JsonRequest::Parse("", &err).has_value()) << "an empty body is {}";
 }

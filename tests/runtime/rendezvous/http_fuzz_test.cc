@@ -27,13 +27,25 @@ class Fuzzer {
   bool Chance(int percent) { return static_cast<int>(Pick(100)) < percent; }
 
   std::string Int() {
-    static const char* special[] = {"0", "-1", "1", "7", "18446744073709551615", "-9223372036854775808",
-                                    "9223372036854775807", "1e999", "0.5", "\"3\"", "null", "true", "[]"};
+    static const char* special[] = {"0",
+                                    "-1",
+                                    "1",
+                                    "7",
+                                    "18446744073709551615",
+                                    "-9223372036854775808",
+                                    "9223372036854775807",
+                                    "1e999",
+                                    "0.5",
+                                    "\"3\"",
+                                    "null",
+                                    "true",
+                                    "[]"};
     if (Chance(25)) return special[Pick(std::size(special))];
     return std::to_string(static_cast<int64_t>(Pick(12)) - 1);
   }
   std::string Name() {
-    static const char* names[] = {"w0", "w1", "w2", "w3", "w4", "w5", "a b", "", "..", "w0/x", "\\u0000", "w\\u00e9"};
+    static const char* names[] = {"w0",  "w1", "w2", "w3",   "w4",      "w5",
+                                  "a b", "",   "..", "w0/x", "\\u0000", "w\\u00e9"};
     return names[Chance(85) ? Pick(6) : Pick(std::size(names))];
   }
   std::string Str() {
@@ -47,7 +59,8 @@ class Fuzzer {
     std::string method, path, body;
   };
   Request Next() {
-    static const char* verbs[] = {"heartbeat", "leave", "failure", "generation", "generation", "nope"};
+    static const char* verbs[] = {"heartbeat",  "leave",      "failure",
+                                  "generation", "generation", "nope"};
     static const char* kv[] = {"set", "get", "add", "wait", "del"};
     std::string job = Chance(95) ? "job1" : (Chance(50) ? "job2" : "");
     Request r;
@@ -55,7 +68,9 @@ class Fuzzer {
     int kind = static_cast<int>(Pick(8));
     switch (kind) {
       case 0:
-      case 1: r.path = "/v1/jobs/" + job + "/workers"; break;
+      case 1:
+        r.path = "/v1/jobs/" + job + "/workers";
+        break;
       case 2:
       case 3: {
         std::string verb = verbs[Pick(std::size(verbs))];
@@ -70,23 +85,37 @@ class Fuzzer {
         kind = op == "set" ? 2 : op == "wait" ? 4 : 3;
         break;
       }
-      case 6: r.path = "/v1/jobs/" + job; r.method = "GET"; break;
-      default: r.path = Chance(50) ? "/metrics" : "/healthz"; r.method = "GET"; break;
+      case 6:
+        r.path = "/v1/jobs/" + job;
+        r.method = "GET";
+        break;
+      default:
+        r.path = Chance(50) ? "/metrics" : "/healthz";
+        r.method = "GET";
+        break;
     }
     r.path = Mutate(r.path, 5, "/%.a-_?#");
-    r.body = Mutate(Body(Chance(80) ? kind : static_cast<int>(Pick(8))), 25, "{}[]\":,\\0123456789-e.tn \xff\x80");
+    r.body = Mutate(Body(Chance(80) ? kind : static_cast<int>(Pick(8))), 25,
+                    "{}[]\":,\\0123456789-e.tn \xff\x80");
     return r;
   }
 
   std::string Body(int kind) {
     switch (kind) {
-      case 0: return "{\"name\":" + Str() + ",\"address\":" + Str() + ",\"slots\":" + Int() + "}";
-      case 1: return "{\"after\":" + Int() + ",\"timeout_ms\":" + Int() + "}";
-      case 2: return "{\"key\":" + Str() + ",\"value\":" + (Chance(70) ? "\"YWJj\"" : Str()) + "}";
-      case 3: return "{\"key\":" + Str() + ",\"delta\":" + Int() + ",\"timeout_ms\":" + Int() + "}";
-      case 4: return "{\"keys\":[" + Str() + "," + Str() + "],\"timeout_ms\":" + Int() + "}";
-      case 5: return Chance(50) ? "" : "{\"reason\":" + Str() + "}";
-      case 6: return "";
+      case 0:
+        return "{\"name\":" + Str() + ",\"address\":" + Str() + ",\"slots\":" + Int() + "}";
+      case 1:
+        return "{\"after\":" + Int() + ",\"timeout_ms\":" + Int() + "}";
+      case 2:
+        return "{\"key\":" + Str() + ",\"value\":" + (Chance(70) ? "\"YWJj\"" : Str()) + "}";
+      case 3:
+        return "{\"key\":" + Str() + ",\"delta\":" + Int() + ",\"timeout_ms\":" + Int() + "}";
+      case 4:
+        return "{\"keys\":[" + Str() + "," + Str() + "],\"timeout_ms\":" + Int() + "}";
+      case 5:
+        return Chance(50) ? "" : "{\"reason\":" + Str() + "}";
+      case 6:
+        return "";
       default: {
         std::string b;
         size_t n = Pick(300);
@@ -104,18 +133,30 @@ class Fuzzer {
       size_t pos = s.empty() ? 0 : Pick(s.size() + 1);
       char c = alphabet[Pick(alphabet.size())];
       switch (Pick(4)) {
-        case 0: s.insert(pos, 1, c); break;
-        case 1: if (pos < s.size()) s[pos] = c; break;
-        case 2: s = s.substr(0, pos); break;
-        default: s.insert(pos, s.substr(0, std::min<size_t>(s.size(), 40))); break;
+        case 0:
+          s.insert(pos, 1, c);
+          break;
+        case 1:
+          if (pos < s.size()) s[pos] = c;
+          break;
+        case 2:
+          s = s.substr(0, pos);
+          break;
+        default:
+          s.insert(pos, s.substr(0, std::min<size_t>(s.size(), 40)));
+          break;
       }
     }
     return s;
   }
 
   std::string RawRequest() {
-    static const char* starts[] = {"GET /healthz HTTP/1.1\r\n", "POST /v1/jobs/job1/workers HTTP/1.1\r\n",
-                                   "BREW /pot HTTP/1.1\r\n", "GET  HTTP/1.1\r\n", "\r\n\r\n", ""};
+    static const char* starts[] = {"GET /healthz HTTP/1.1\r\n",
+                                   "POST /v1/jobs/job1/workers HTTP/1.1\r\n",
+                                   "BREW /pot HTTP/1.1\r\n",
+                                   "GET  HTTP/1.1\r\n",
+                                   "\r\n\r\n",
+                                   ""};
     std::string r = starts[Pick(std::size(starts))];
     if (Chance(50)) r += "Content-Length: " + Int() + "\r\n";
     if (Chance(30)) r += "Transfer-Encoding: chunked\r\n";
@@ -154,8 +195,10 @@ TEST(HttpFuzz, RandomAndMutatedRequestsNeverBreakTheServer) {
         const std::string& path = q.path;
         const std::string& body = q.body;
         std::optional<std::string> token = std::string(testing::kToken);
-        if (f.Chance(10)) token = std::nullopt;
-        else if (f.Chance(10)) token = "wrong";
+        if (f.Chance(10))
+          token = std::nullopt;
+        else if (f.Chance(10))
+          token = "wrong";
         testing::RawReply r = Send(port, method, path, body, token);
         if (!r.transport_ok) continue;  // the client refused to send it (e.g. a bad path)
         ++answered;
@@ -171,21 +214,25 @@ TEST(HttpFuzz, RandomAndMutatedRequestsNeverBreakTheServer) {
               << method << " " << path << " -> " << r.status << " " << r.text;
         }
       }
-      for (int i = 0; i < kRawPerThread; ++i) testing::SendRawBytes(port, f.RawRequest(), std::chrono::seconds(15));
+      for (int i = 0; i < kRawPerThread; ++i)
+        testing::SendRawBytes(port, f.RawRequest(), std::chrono::seconds(15));
     });
   }
   for (auto& th : threads) th.join();
   EXPECT_GT(answered.load(), kThreads * kRequestsPerThread * 9 / 10);
   std::string summary;
-  for (const auto& [status, n] : histogram) summary += " " + std::to_string(status) + ":" + std::to_string(n);
+  for (const auto& [status, n] : histogram)
+    summary += " " + std::to_string(status) + ":" + std::to_string(n);
   std::cout << "fuzz answers by status:" << summary << "\n";
   EXPECT_GE(histogram.size(), 6u) << "the fuzzer should reach many different answers";
 
   auto health = Send(port, "GET", "/healthz", "", std::nullopt);
   ASSERT_EQ(health.status, 200);
   EXPECT_EQ(health.body["status"], "ok");
-  auto reg = Send(port, "POST", "/v1/jobs/job1/workers", R"({"name":"final","address":"h","slots":8})");
-  EXPECT_TRUE(reg.status == 200 || reg.status == 409) << reg.text;  // 409: the fuzz may have failed the job
+  auto reg =
+      Send(port, "POST", "/v1/jobs/job1/workers", R"({"name":"final","address":"h","slots":8})");
+  EXPECT_TRUE(reg.status == 200 || reg.status == 409)
+      << reg.text;  // 409: the fuzz may have failed the job
 }
 
 }  // namespace

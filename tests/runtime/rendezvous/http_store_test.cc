@@ -52,7 +52,9 @@ TEST(HttpStore, GetBlocksUntilAnotherStoreSetsTheKey) {
   HttpStore reader(server.endpoint(), testing::kJob, 0);
   HttpStore writer(server.endpoint(), testing::kJob, 0);
   auto got = std::async(std::launch::async, [&] { return reader.get("rank_1"); });
-  auto waited = std::async(std::launch::async, [&] { reader.wait({"rank_1", "rank_2"}, milliseconds(20000)); });
+  auto waited = std::async(std::launch::async, [&] {
+    reader.wait({"rank_1", "rank_2"}, milliseconds(20000));
+  });
   writer.set("rank_1", Bytes("addr1"));
   writer.set("rank_2", Bytes("addr2"));
   EXPECT_EQ(got.get(), Bytes("addr1"));
@@ -114,7 +116,8 @@ TEST(HttpStore, ErrorsThrowInsteadOfHanging) {
 
   int port = server.port();
   server.Stop();
-  HttpStore unreachable(HttpEndpoint{"127.0.0.1", port, testing::kToken}, testing::kJob, 0, Fast(milliseconds(500)));
+  HttpStore unreachable(HttpEndpoint{"127.0.0.1", port, testing::kToken}, testing::kJob, 0,
+                        Fast(milliseconds(500)));
   auto start = Clock::now();
   EXPECT_THROW(unreachable.get("k"), gloo::IoException);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
@@ -147,8 +150,9 @@ TEST(HttpStore, SurvivorsWaitingForADeadPeersAddressGiveUpAtOnce) {
   std::vector<std::unique_ptr<RendezvousClient>> clients;
   std::vector<GenerationInfo> infos(kWorkers);
   for (int w = 0; w < kWorkers; ++w) {
-    clients.push_back(std::make_unique<RendezvousClient>(server.endpoint(), testing::kJob,
-                                                         WorkerIdentity{"worker-" + std::to_string(w), "127.0.0.1", 4}));
+    clients.push_back(std::make_unique<RendezvousClient>(
+        server.endpoint(), testing::kJob,
+        WorkerIdentity{"worker-" + std::to_string(w), "127.0.0.1", 4}));
     ASSERT_TRUE(clients.back()->Register().ok());
   }
   std::vector<std::thread> formers;
@@ -170,7 +174,8 @@ TEST(HttpStore, SurvivorsWaitingForADeadPeersAddressGiveUpAtOnce) {
     survivors.emplace_back([&, w] {
       auto start = Clock::now();
       try {
-        HttpStore store(server.endpoint(), testing::kJob, infos[w].generation, Fast(milliseconds(60000)));
+        HttpStore store(server.endpoint(), testing::kJob, infos[w].generation,
+                        Fast(milliseconds(60000)));
         gloo::transport::tcp::attr attr;
         attr.hostname = "127.0.0.1";
         auto context = std::make_shared<gloo::rendezvous::Context>(infos[w].rank, infos[w].size);
@@ -183,13 +188,16 @@ TEST(HttpStore, SurvivorsWaitingForADeadPeersAddressGiveUpAtOnce) {
       took[w] = Clock::now() - start;
     });
   }
-  std::this_thread::sleep_for(milliseconds(300));  // the survivors are waiting for the dead one's key
+  std::this_thread::sleep_for(
+      milliseconds(300));  // the survivors are waiting for the dead one's key
   ASSERT_TRUE(clients[dead]->ReportFailure("killed").ok());
   for (auto& t : survivors) t.join();
   for (int w = 0; w < kWorkers; ++w) {
     if (w == dead) continue;
-    EXPECT_NE(errors[w].find("generation_over"), std::string::npos) << "worker " << w << ": " << errors[w];
-    EXPECT_LT(took[w], std::chrono::seconds(20)) << "worker " << w << " waited for the transport timeout";
+    EXPECT_NE(errors[w].find("generation_over"), std::string::npos)
+        << "worker " << w << ": " << errors[w];
+    EXPECT_LT(took[w], std::chrono::seconds(20))
+        << "worker " << w << " waited for the transport timeout";
   }
   std::vector<std::thread> reformers;
   std::vector<int64_t> next(kWorkers, 0);
@@ -221,7 +229,8 @@ TEST(HttpStore, FourThreadsFormAGlooContextAndAllreduce) {
   for (int w = 0; w < kWorkers; ++w) {
     threads.emplace_back([&, w] {
       try {
-        RendezvousClient client(server.endpoint(), testing::kJob, {"worker-" + std::to_string(w), "127.0.0.1", 4});
+        RendezvousClient client(server.endpoint(), testing::kJob,
+                                {"worker-" + std::to_string(w), "127.0.0.1", 4});
         Status s = client.Register();
         if (!s.ok()) throw std::runtime_error(s.message());
         StatusOr<GenerationInfo> g = client.WaitForNextGeneration(milliseconds(30000));

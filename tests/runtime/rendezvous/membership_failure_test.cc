@@ -73,7 +73,8 @@ TEST_F(MembershipTest, ElasticTimeoutFailsTheJob) {
   Advance(60'000);
   m_->Tick(now_);
   EXPECT_EQ(m_->state(), JobState::kFailed);
-  EXPECT_NE(m_->failure_reason().find("elastic timeout"), std::string::npos) << m_->failure_reason();
+  EXPECT_NE(m_->failure_reason().find("elastic timeout"), std::string::npos)
+      << m_->failure_reason();
   HeartbeatView hv;
   EXPECT_EQ(m_->Heartbeat("a", now_, &hv).error, MembershipError::kJobFailed);
   NextView nv;

@@ -84,7 +84,8 @@ TEST_F(FencingTest, ANewIncarnationOfAMemberFencesTheOldOne) {
 TEST_F(FencingTest, CallsWithoutAnIncarnationAndGracefulLeavesAreNotFenced) {
   Start(Policy());
   RegisterAs("w0", "a");
-  EXPECT_EQ(Check("w0", ""), MembershipError::kOk) << "old clients and khorovodrun's reports carry none";
+  EXPECT_EQ(Check("w0", ""), MembershipError::kOk)
+      << "old clients and khorovodrun's reports carry none";
   ASSERT_TRUE(m_->Leave("w0", now_).ok());
   EXPECT_EQ(Check("w0", "a"), MembershipError::kOk) << "a worker that left was not lost";
   RegisterAs("w0", "a");

@@ -229,7 +229,8 @@ TEST_F(MembershipTest, GenerationQueriesAreCheckedAndRetriesAnswerAtOnce) {
   m_->Tick(now_);
   EXPECT_EQ(Await("a", 0), 0) << "a retried request gets generation 1 again";
   EXPECT_EQ(Await("a", 0), 0);
-  EXPECT_FALSE(Beat("a").membership_changed) << "retries of an old generation do not ask for a new one";
+  EXPECT_FALSE(Beat("a").membership_changed)
+      << "retries of an old generation do not ask for a new one";
 }
 
 TEST_F(MembershipTest, InvalidRegistrationsAreRejected) {

@@ -21,7 +21,9 @@ RendezvousClientOptions FastRetry() {
   return o;
 }
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(RendezvousClient, RegisterGenerationHeartbeatJoinAndLeave) {
   testing::TestServer server;
@@ -148,7 +150,8 @@ TEST(RendezvousClient, ErrorsMapToStatusCodes) {
 
   int port = server.port();
   server.Stop();
-  RendezvousClient gone(HttpEndpoint{"127.0.0.1", port, testing::kToken}, testing::kJob, {"z", "h", 1}, FastRetry());
+  RendezvousClient gone(HttpEndpoint{"127.0.0.1", port, testing::kToken}, testing::kJob,
+                        {"z", "h", 1}, FastRetry());
   s = gone.Register();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(s.message(), "after 3 attempts")) << s.message();
@@ -173,11 +176,13 @@ TEST(RendezvousClient, ABlacklistedRegistrationIsRetriedAfterItsCooldown) {
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(s.message(), "blacklisted")) << s.message();
   EXPECT_TRUE(Contains(s.message(), "elastic timeout")) << s.message();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(400)) << "it must not sleep past its patience";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(400))
+      << "it must not sleep past its patience";
 
   s = restarted.Register(milliseconds(20000));
   EXPECT_TRUE(s.ok()) << s.message();
-  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(500)) << "it registered during the cooldown";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(500))
+      << "it registered during the cooldown";
   StatusOr<GenerationInfo> g = restarted.WaitForNextGeneration(kLong);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_EQ(g->size, 1);

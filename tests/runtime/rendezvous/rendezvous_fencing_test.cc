@@ -16,7 +16,9 @@ namespace {
 using std::chrono::milliseconds;
 constexpr milliseconds kLong{30000};
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // `zombie` and `other` form generation 1; then the zombie stays silent past
 // the heartbeat timeout (its node cut off) while `other` beats, until the
@@ -50,7 +52,8 @@ TEST(RendezvousFencing, AWorkerDeclaredLostIsRefusedAndItsReplacementKeepsTheNam
   // Its replacement (a new pod under the same name) registers and joins.
   RendezvousClient replacement(server.endpoint(), testing::kJob, {"job-worker-0", "10.0.0.3", 1});
   ASSERT_TRUE(replacement.Register().ok());
-  auto r2 = std::async(std::launch::async, [&] { return replacement.WaitForNextGeneration(kLong); });
+  auto r2 =
+      std::async(std::launch::async, [&] { return replacement.WaitForNextGeneration(kLong); });
   auto o2 = std::async(std::launch::async, [&] { return other.WaitForNextGeneration(kLong); });
 
   // The zombie comes back from its partition: its heartbeat is answered
@@ -64,7 +67,8 @@ TEST(RendezvousFencing, AWorkerDeclaredLostIsRefusedAndItsReplacementKeepsTheNam
   EXPECT_TRUE(Contains(g.status().message(), error_code::kWorkerFenced)) << g.status().message();
   Status again = zombie.Register();
   EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition) << again.message();
-  EXPECT_FALSE(zombie.Leave("back from the partition").ok()) << "a fenced worker cannot remove its replacement";
+  EXPECT_FALSE(zombie.Leave("back from the partition").ok())
+      << "a fenced worker cannot remove its replacement";
 
   StatusOr<GenerationInfo> gr = r2.get();
   StatusOr<GenerationInfo> go = o2.get();
@@ -72,7 +76,8 @@ TEST(RendezvousFencing, AWorkerDeclaredLostIsRefusedAndItsReplacementKeepsTheNam
   ASSERT_TRUE(go.ok()) << go.status().message();
   EXPECT_EQ(gr->generation, go->generation);
   ASSERT_EQ(gr->world.size(), 2u);
-  EXPECT_EQ(gr->world[gr->rank].address, "10.0.0.3") << "the replacement's registration was not overwritten";
+  EXPECT_EQ(gr->world[gr->rank].address, "10.0.0.3")
+      << "the replacement's registration was not overwritten";
   // The replacement's own calls are fine.
   StatusOr<HeartbeatInfo> rhb = replacement.Heartbeat();
   ASSERT_TRUE(rhb.ok()) << rhb.status().message();
@@ -100,22 +105,24 @@ TEST(RendezvousFencing, TheRawApiAnswers410ForAFencedIncarnation) {
   testing::TestServer server;
   const std::string path = WorkersPath(testing::kJob);
   auto reg = [&](const std::string& inc) {
-    return testing::Send(server.port(), "POST", path,
-                         R"({"name":"w","address":"10.0.0.1","slots":1,"incarnation":")" + inc + R"("})");
+    return testing::Send(
+        server.port(), "POST", path,
+        R"({"name":"w","address":"10.0.0.1","slots":1,"incarnation":")" + inc + R"("})");
   };
   ASSERT_EQ(reg("one").status, 200);
   ASSERT_EQ(testing::Send(server.port(), "POST", WorkerPath(testing::kJob, "w", "failure"),
                           R"({"reason":"crash","incarnation":"one"})")
                 .status,
             200);
-  testing::RawReply hb = testing::Send(server.port(), "POST", WorkerPath(testing::kJob, "w", "heartbeat"),
-                                       R"({"incarnation":"one"})");
+  testing::RawReply hb =
+      testing::Send(server.port(), "POST", WorkerPath(testing::kJob, "w", "heartbeat"),
+                    R"({"incarnation":"one"})");
   EXPECT_EQ(hb.status, 410) << hb.text;
   EXPECT_EQ(hb.body.value("code", ""), error_code::kWorkerFenced) << hb.text;
   EXPECT_EQ(reg("one").status, 410);
   EXPECT_EQ(reg("two").status, 200);
-  testing::RawReply bad = testing::Send(server.port(), "POST", WorkerPath(testing::kJob, "w", "heartbeat"),
-                                        R"({"incarnation":5})");
+  testing::RawReply bad = testing::Send(
+      server.port(), "POST", WorkerPath(testing::kJob, "w", "heartbeat"), R"({"incarnation":5})");
   EXPECT_EQ(bad.status, 400) << bad.text;
 }
 

@@ -69,7 +69,8 @@ std::string ReadUntil(int fd, const std::regex& stop, std::chrono::milliseconds 
   auto deadline = Clock::now() + timeout;
   char buf[1024];
   while (!std::regex_search(text, stop)) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
@@ -108,8 +109,8 @@ TEST(ServerBinary, ServesAndStopsCleanlyOnSignals) {
   const std::string token_file = ::testing::TempDir() + "/rdzv-token";
   std::ofstream(token_file) << "  file-token\n";
   for (int sig : {SIGTERM, SIGINT}) {
-    Child c = Spawn({"--job", "job1", "--port", "0", "--token-file", token_file, "--min-workers", "2",
-                     "--settle-ms", "10", "--quiet"},
+    Child c = Spawn({"--job", "job1", "--port", "0", "--token-file", token_file, "--min-workers",
+                     "2", "--settle-ms", "10", "--quiet"},
                     "env-token-ignored");
     ASSERT_GT(c.pid, 0);
     std::regex listening(R"(khorovod-rendezvous listening on 127\.0\.0\.1:(\d+)\n)");
@@ -118,14 +119,15 @@ TEST(ServerBinary, ServesAndStopsCleanlyOnSignals) {
     ASSERT_TRUE(std::regex_search(out, m, listening)) << out;
     int port = std::stoi(m[1]);
     EXPECT_EQ(testing::Send(port, "GET", "/healthz", "", std::nullopt).status, 200);
-    auto reg = testing::Send(port, "POST", "/v1/jobs/job1/workers", R"({"name":"w","address":"h","slots":1})",
-                             std::string("file-token"));
+    auto reg = testing::Send(port, "POST", "/v1/jobs/job1/workers",
+                             R"({"name":"w","address":"h","slots":1})", std::string("file-token"));
     EXPECT_EQ(reg.status, 200) << reg.text;
-    EXPECT_EQ(testing::Send(port, "GET", "/metrics", "", std::string("env-token-ignored")).status, 401);
+    EXPECT_EQ(testing::Send(port, "GET", "/metrics", "", std::string("env-token-ignored")).status,
+              401);
     // A long-poll in flight must not delay the shutdown.
     auto poll = std::async(std::launch::async, [&] {
-      return testing::Send(port, "POST", "/v1/jobs/job1/workers/w/generation", R"({"after":0,"timeout_ms":30000})",
-                           std::string("file-token"));
+      return testing::Send(port, "POST", "/v1/jobs/job1/workers/w/generation",
+                           R"({"after":0,"timeout_ms":30000})", std::string("file-token"));
     });
     ASSERT_EQ(kill(c.pid, sig), 0);
     EXPECT_EQ(WaitExit(c.pid, std::chrono::seconds(20)), 0) << "signal " << sig;

@@ -7,10 +7,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "http_json_client.h"
 #include "http_server.h"
@@ -51,7 +50,8 @@ struct RawReply {
 };
 
 // One HTTP request; `token` nullopt sends no Authorization header.
-RawReply Send(int port, const std::string& method, const std::string& path, const std::string& body = "",
+RawReply Send(int port, const std::string& method, const std::string& path,
+              const std::string& body = "",
               const std::optional<std::string>& token = std::string(kToken));
 
 // Writes `bytes` to a fresh connection and returns everything read until the

@@ -23,7 +23,8 @@ inline bool IsNoDeviceError(cudaError_t e) {
 
 inline Status FromCuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::Ok();
-  std::string msg = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  std::string msg =
+      std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
   if (IsNoDeviceError(e)) return Status::FailedPrecondition(std::move(msg));
   return Status::Unavailable(std::move(msg));
 }

@@ -15,12 +15,15 @@ class GlooBackend final : public Backend {
   explicit GlooBackend(std::shared_ptr<gloo::Context> ctx) : ctx_(std::move(ctx)) {}
 
   std::string_view name() const override { return "gloo"; }
-  bool SupportsDevice(const Device& device) const override { return device.kind == DeviceKind::kCPU; }
+  bool SupportsDevice(const Device& device) const override {
+    return device.kind == DeviceKind::kCPU;
+  }
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
     const size_t esize = DataTypeSize(dtype);
     if (gloo_ops::PreferDirectAllreduce(ctx_->size, count * esize)) {
-      const uint64_t slot = (uint64_t{0x7d} << 56) | (next_direct_slot_++ & ((uint64_t{1} << 56) - 1));
+      const uint64_t slot =
+          (uint64_t{0x7d} << 56) | (next_direct_slot_++ & ((uint64_t{1} << 56) - 1));
       return gloo_ops::DirectAllreduce(ctx_, in, out, count, esize, GetReduceFn(dtype, op), slot,
                                        &direct_scratch_);
     }
@@ -32,9 +35,10 @@ class GlooBackend final : public Backend {
     // yields the same slots everywhere; the prefix keeps them apart from
     // the slots of Gloo's own collectives.
     const uint64_t slot = (uint64_t{0x7e} << 56) | next_ring_slot_;
-    next_ring_slot_ = (next_ring_slot_ + 2 * static_cast<uint64_t>(ctx_->size)) & ((uint64_t{1} << 56) - 1);
-    return gloo_ops::RingAllreduceSpans(ctx_, spans, DataTypeSize(dtype), GetReduceFn(dtype, op), slot,
-                                        &ring_scratch_);
+    next_ring_slot_ =
+        (next_ring_slot_ + 2 * static_cast<uint64_t>(ctx_->size)) & ((uint64_t{1} << 56) - 1);
+    return gloo_ops::RingAllreduceSpans(ctx_, spans, DataTypeSize(dtype), GetReduceFn(dtype, op),
+                                        slot, &ring_scratch_);
   }
 
   Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
@@ -68,7 +72,8 @@ class GlooBackend final : public Backend {
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeGlooBackend(const BackendInit& init) {
-  if (!init.gloo_context) return Status::FailedPrecondition("gloo backend needs a connected context");
+  if (!init.gloo_context)
+    return Status::FailedPrecondition("gloo backend needs a connected context");
   return std::unique_ptr<Backend>(std::make_unique<GlooBackend>(init.gloo_context));
 }
 

@@ -10,7 +10,8 @@ Status GlooControlChannel::AllgatherWords(const std::vector<uint64_t>& mine,
                                           std::vector<uint64_t>* all) {
   all->resize(mine.size() * ctx_->size);
   const uint64_t slot = (uint64_t{0x7c} << 56) | (next_slot_++ & ((uint64_t{1} << 56) - 1));
-  return gloo_ops::DirectAllgather(ctx_, mine.data(), mine.size() * sizeof(uint64_t), all->data(), slot);
+  return gloo_ops::DirectAllgather(ctx_, mine.data(), mine.size() * sizeof(uint64_t), all->data(),
+                                   slot);
 }
 
 Status GlooControlChannel::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {

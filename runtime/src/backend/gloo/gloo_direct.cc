@@ -49,7 +49,8 @@ Status DirectAllreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in
     waits.Check();
     for (size_t p = 0; p < pieces; ++p) {
       for (int peer = 0; peer < size; ++peer) {
-        if (peer != rank) send[peer]->send(peer, slot, p * piece, std::min(piece, bytes - p * piece));
+        if (peer != rank)
+          send[peer]->send(peer, slot, p * piece, std::min(piece, bytes - p * piece));
       }
     }
     std::vector<const std::byte*> from(size);

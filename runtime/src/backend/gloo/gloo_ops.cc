@@ -50,11 +50,20 @@ Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void
   if (count == 0) return Status::Ok();
   return Guarded("allreduce", [&] {
     switch (element_size) {
-      case 1: RunAllreduce<uint8_t>(ctx, in, out, count, reduce); break;
-      case 2: RunAllreduce<uint16_t>(ctx, in, out, count, reduce); break;
-      case 4: RunAllreduce<uint32_t>(ctx, in, out, count, reduce); break;
-      case 8: RunAllreduce<uint64_t>(ctx, in, out, count, reduce); break;
-      default: throw std::invalid_argument("unsupported element size " + std::to_string(element_size));
+      case 1:
+        RunAllreduce<uint8_t>(ctx, in, out, count, reduce);
+        break;
+      case 2:
+        RunAllreduce<uint16_t>(ctx, in, out, count, reduce);
+        break;
+      case 4:
+        RunAllreduce<uint32_t>(ctx, in, out, count, reduce);
+        break;
+      case 8:
+        RunAllreduce<uint64_t>(ctx, in, out, count, reduce);
+        break;
+      default:
+        throw std::invalid_argument("unsupported element size " + std::to_string(element_size));
     }
   });
 }
@@ -101,7 +110,8 @@ Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in
 // abandoned. In virtual ranks (the root is 0), rank v receives from v minus
 // its highest set bit, then sends to v + m for every power of two m above
 // v's highest bit while that is a rank.
-Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes, int root) {
+Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes,
+                      int root) {
   const int size = ctx->size;
   if (bytes == 0 || size == 1) return Status::Ok();
   constexpr uint64_t kBroadcastSlot = uint64_t{0x7b} << 56;

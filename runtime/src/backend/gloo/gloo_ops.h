@@ -35,7 +35,8 @@ Status DirectAllgather(const std::shared_ptr<gloo::Context>& ctx, const void* in
 // Byte-granular allgatherv: out receives bytes[r] bytes from each rank r.
 Status AllgathervBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out,
                        const std::vector<size_t>& bytes);
-Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes, int root);
+Status BroadcastBytes(const std::shared_ptr<gloo::Context>& ctx, void* buffer, size_t bytes,
+                      int root);
 Status AlltoallvBytes(const std::shared_ptr<gloo::Context>& ctx, const void* in,
                       const std::vector<int64_t>& send_bytes, void* out,
                       const std::vector<int64_t>& recv_bytes);

@@ -70,7 +70,8 @@ Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
     const int right = (rank + 1) % size, left = (rank + size - 1) % size;
     std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers;
     for (const auto& s : spans) {
-      buffers.push_back(ctx->createUnboundBuffer(s.data, std::max<size_t>(s.count, 1) * element_size));
+      buffers.push_back(
+          ctx->createUnboundBuffer(s.data, std::max<size_t>(s.count, 1) * element_size));
     }
     if (scratch_storage->size() < plan.max_chunk() * element_size) {
       scratch_storage->resize(plan.max_chunk() * element_size);

@@ -42,9 +42,13 @@ class DeviceBuffer {
 
 class NcclBackend final : public Backend, public DeviceOps {
  public:
-  NcclBackend(std::unique_ptr<cuda::CudaStream> stream, std::unique_ptr<NcclComm> comm, uint64_t comm_id, int rank,
-              int size)
-      : stream_(std::move(stream)), comm_(std::move(comm)), comm_id_(comm_id), rank_(rank), size_(size) {}
+  NcclBackend(std::unique_ptr<cuda::CudaStream> stream, std::unique_ptr<NcclComm> comm,
+              uint64_t comm_id, int rank, int size)
+      : stream_(std::move(stream)),
+        comm_(std::move(comm)),
+        comm_id_(comm_id),
+        rank_(rank),
+        size_(size) {}
 
   ~NcclBackend() override {
     // The communicator aborts first, so no kernel still reads the buffers
@@ -83,8 +87,9 @@ class NcclBackend final : public Backend, public DeviceOps {
       if (count > 0 && in != out) KH_RETURN_IF_ERROR(Copy(out, in, count * DataTypeSize(dtype)));
       return comm_->WaitForStream(*stream_, "allreduce");
     }
-    KH_RETURN_IF_ERROR(comm_->Check(lib().AllReduce(in, out, count, *type, *red, comm_->get(), stream_->get()),
-                                    "ncclAllReduce"));
+    KH_RETURN_IF_ERROR(
+        comm_->Check(lib().AllReduce(in, out, count, *type, *red, comm_->get(), stream_->get()),
+                     "ncclAllReduce"));
     return comm_->WaitForStream(*stream_, "allreduce");
   }
 
@@ -98,7 +103,8 @@ class NcclBackend final : public Backend, public DeviceOps {
   }
   Status Copy(void* dst, const void* src, size_t bytes) override {
     KH_RETURN_IF_ERROR(Enter());
-    KH_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_->get()));
+    KH_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_->get()));
     return Status::Ok();
   }
   Status Zero(void* dst, size_t bytes) override {
@@ -113,8 +119,8 @@ class NcclBackend final : public Backend, public DeviceOps {
 
   // The spans arrive packed (core/fusion.h): one ncclAllReduce each, in
   // one group, in place.
-  Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op, double prescale,
-                         double postscale) override {
+  Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                         double prescale, double postscale) override {
     KH_RETURN_IF_ERROR(Enter());
     auto type = ToNccl(dtype);
     if (!type.ok()) return type.status();
@@ -136,11 +142,13 @@ class NcclBackend final : public Backend, public DeviceOps {
     }
     // The group must be closed whatever happened inside it.
     const ncclResult_t end = lib().GroupEnd();
-    KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "fused ncclAllReduce"));
+    KH_RETURN_IF_ERROR(
+        comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "fused ncclAllReduce"));
     return comm_->WaitForStream(*stream_, "fused allreduce");
   }
 
-  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType dtype) override {
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                    DataType dtype) override {
     KH_RETURN_IF_ERROR(Enter());
     auto type = ToNccl(dtype);
     if (!type.ok()) return type.status();
@@ -151,7 +159,8 @@ class NcclBackend final : public Backend, public DeviceOps {
     const size_t esize = DataTypeSize(dtype);
     if (std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts.front(); })) {
       KH_RETURN_IF_ERROR(comm_->Check(
-          lib().AllGather(in, out, counts.front(), *type, comm_->get(), stream_->get()), "ncclAllGather"));
+          lib().AllGather(in, out, counts.front(), *type, comm_->get(), stream_->get()),
+          "ncclAllGather"));
       return comm_->WaitForStream(*stream_, "allgather");
     }
     // Unequal shares: one broadcast per rank, all in one group (NCCL's
@@ -161,11 +170,13 @@ class NcclBackend final : public Backend, public DeviceOps {
     size_t offset = 0;
     for (int root = 0; root < size_ && (r == ncclSuccess || r == ncclInProgress); ++root) {
       std::byte* dst = static_cast<std::byte*>(out) + offset;
-      r = lib().Broadcast(root == rank_ ? in : dst, dst, counts[root], *type, root, comm_->get(), stream_->get());
+      r = lib().Broadcast(root == rank_ ? in : dst, dst, counts[root], *type, root, comm_->get(),
+                          stream_->get());
       offset += counts[root] * esize;
     }
     const ncclResult_t end = lib().GroupEnd();
-    KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "allgatherv broadcasts"));
+    KH_RETURN_IF_ERROR(
+        comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "allgatherv broadcasts"));
     return comm_->WaitForStream(*stream_, "allgatherv");
   }
 
@@ -174,7 +185,8 @@ class NcclBackend final : public Backend, public DeviceOps {
     auto type = ToNccl(dtype);
     if (!type.ok()) return type.status();
     KH_RETURN_IF_ERROR(comm_->Check(
-        lib().Broadcast(buffer, buffer, count, *type, root, comm_->get(), stream_->get()), "ncclBroadcast"));
+        lib().Broadcast(buffer, buffer, count, *type, root, comm_->get(), stream_->get()),
+        "ncclBroadcast"));
     return comm_->WaitForStream(*stream_, "broadcast");
   }
 
@@ -183,7 +195,8 @@ class NcclBackend final : public Backend, public DeviceOps {
     KH_RETURN_IF_ERROR(Enter());
     auto type = ToNccl(dtype);
     if (!type.ok()) return type.status();
-    if (send_counts.size() != static_cast<size_t>(size_) || recv_counts.size() != static_cast<size_t>(size_)) {
+    if (send_counts.size() != static_cast<size_t>(size_) ||
+        recv_counts.size() != static_cast<size_t>(size_)) {
       return Status::Internal("alltoall counts do not have one entry per rank");
     }
     const size_t esize = DataTypeSize(dtype);
@@ -194,16 +207,19 @@ class NcclBackend final : public Backend, public DeviceOps {
       const auto send = static_cast<size_t>(send_counts[peer]);
       const auto recv = static_cast<size_t>(recv_counts[peer]);
       if (send) {
-        r = lib().Send(static_cast<const std::byte*>(in) + send_off, send, *type, peer, comm_->get(), stream_->get());
+        r = lib().Send(static_cast<const std::byte*>(in) + send_off, send, *type, peer,
+                       comm_->get(), stream_->get());
       }
       if (recv && (r == ncclSuccess || r == ncclInProgress)) {
-        r = lib().Recv(static_cast<std::byte*>(out) + recv_off, recv, *type, peer, comm_->get(), stream_->get());
+        r = lib().Recv(static_cast<std::byte*>(out) + recv_off, recv, *type, peer, comm_->get(),
+                       stream_->get());
       }
       send_off += send * esize;
       recv_off += recv * esize;
     }
     const ncclResult_t end = lib().GroupEnd();
-    KH_RETURN_IF_ERROR(comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "alltoallv send/recv"));
+    KH_RETURN_IF_ERROR(
+        comm_->Check(r != ncclSuccess && r != ncclInProgress ? r : end, "alltoallv send/recv"));
     return comm_->WaitForStream(*stream_, "alltoallv");
   }
 
@@ -213,7 +229,8 @@ class NcclBackend final : public Backend, public DeviceOps {
     auto scratch = barrier_.Reserve(sizeof(int32_t));
     if (!scratch.ok()) return scratch.status();
     KH_RETURN_IF_ERROR(comm_->Check(
-        lib().AllReduce(*scratch, *scratch, 1, ncclInt32, ncclSum, comm_->get(), stream_->get()), "barrier"));
+        lib().AllReduce(*scratch, *scratch, 1, ncclInt32, ncclSum, comm_->get(), stream_->get()),
+        "barrier"));
     return comm_->WaitForStream(*stream_, "barrier");
   }
 
@@ -261,7 +278,8 @@ StatusOr<std::unique_ptr<Backend>> MakeNcclBackend(const BackendInit& init) {
   if (!init.config) return Status::FailedPrecondition("nccl backend needs a config");
   const Config& config = *init.config;
   if (config.size > 1 && !init.gloo_context) {
-    return Status::FailedPrecondition("nccl backend needs a connected Gloo context to share its id");
+    return Status::FailedPrecondition(
+        "nccl backend needs a connected Gloo context to share its id");
   }
   auto device = cuda::SelectDevice(config);
   if (!device.ok()) return device.status();
@@ -271,8 +289,8 @@ StatusOr<std::unique_ptr<Backend>> MakeNcclBackend(const BackendInit& init) {
   if (!stream.ok()) return stream.status();
   auto formed = FormNcclComm(init, *lib, **stream);
   if (!formed.ok()) return formed.status();
-  return std::unique_ptr<Backend>(std::make_unique<NcclBackend>(std::move(*stream), std::move(formed->comm),
-                                                                formed->comm_id, config.rank, config.size));
+  return std::unique_ptr<Backend>(std::make_unique<NcclBackend>(
+      std::move(*stream), std::move(formed->comm), formed->comm_id, config.rank, config.size));
 }
 
 StatusOr<std::map<std::string, std::string>> NcclInfo(const Config& config) {
@@ -281,9 +299,12 @@ StatusOr<std::map<std::string, std::string>> NcclInfo(const Config& config) {
   const NcclLibrary& l = **lib;
   auto yn = [](bool b) { return std::string(b ? "1" : "0"); };
   return std::map<std::string, std::string>{
-      {"version", l.version().str()}, {"version_code", std::to_string(l.version().code())},
-      {"path", l.path()},           {"shrink", yn(l.features().shrink)},
-      {"grow", yn(l.features().grow)}, {"revoke", yn(l.features().revoke)},
+      {"version", l.version().str()},
+      {"version_code", std::to_string(l.version().code())},
+      {"path", l.path()},
+      {"shrink", yn(l.features().shrink)},
+      {"grow", yn(l.features().grow)},
+      {"revoke", yn(l.features().revoke)},
       {"multi_rank_gpu", yn(l.features().multi_rank_gpu_env)}};
 }
 

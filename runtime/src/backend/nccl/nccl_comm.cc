@@ -31,13 +31,15 @@ class Backoff {
 std::string NcclComm::Error(ncclResult_t r) const {
   std::string msg = lib_->GetErrorString(r);
   if (comm_) {
-    if (const char* last = lib_->GetLastError(comm_); last && *last) msg += std::string(": ") + last;
+    if (const char* last = lib_->GetLastError(comm_); last && *last)
+      msg += std::string(": ") + last;
   }
   return msg;
 }
 
-StatusOr<std::unique_ptr<NcclComm>> NcclComm::Adopt(std::shared_ptr<const NcclLibrary> lib, ncclComm_t comm,
-                                                    ncclResult_t r, std::chrono::milliseconds timeout,
+StatusOr<std::unique_ptr<NcclComm>> NcclComm::Adopt(std::shared_ptr<const NcclLibrary> lib,
+                                                    ncclComm_t comm, ncclResult_t r,
+                                                    std::chrono::milliseconds timeout,
                                                     const char* what) {
   if (r != ncclSuccess && r != ncclInProgress) {
     std::string msg = std::string(what) + ": " + lib->GetErrorString(r);
@@ -76,15 +78,17 @@ StatusOr<std::unique_ptr<NcclComm>> NcclComm::Shrink(NcclComm& parent, std::vect
     Backoff backoff;
     ncclResult_t state = ncclInProgress;
     while (lib.CommGetAsyncError(parent.comm_, &state) == ncclSuccess && state == ncclInProgress) {
-      if (Clock::now() > deadline) return Status::Unavailable("ncclCommRevoke did not quiesce in time");
+      if (Clock::now() > deadline)
+        return Status::Unavailable("ncclCommRevoke did not quiesce in time");
       backoff.Pause();
     }
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
-  const ncclResult_t r = lib.CommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), &comm,
-                                        &config, abort_parent ? kNcclShrinkAbort : kNcclShrinkDefault);
+  const ncclResult_t r =
+      lib.CommShrink(parent.comm_, exclude.data(), static_cast<int>(exclude.size()), &comm, &config,
+                     abort_parent ? kNcclShrinkAbort : kNcclShrinkDefault);
   return Adopt(parent.lib_, comm, r, parent.timeout_, "ncclCommShrink");
 }
 
@@ -95,8 +99,9 @@ StatusOr<ncclUniqueId> NcclComm::GrowId() {
   return id;
 }
 
-StatusOr<std::unique_ptr<NcclComm>> NcclComm::Grow(std::shared_ptr<const NcclLibrary> lib, NcclComm* parent,
-                                                   const ncclUniqueId* id, int rank, int size,
+StatusOr<std::unique_ptr<NcclComm>> NcclComm::Grow(std::shared_ptr<const NcclLibrary> lib,
+                                                   NcclComm* parent, const ncclUniqueId* id,
+                                                   int rank, int size,
                                                    const cuda::CudaStream& stream,
                                                    std::chrono::milliseconds timeout) {
   if (!lib->CommGrow) return Status::FailedPrecondition(lib->Describe() + " cannot grow");
@@ -152,7 +157,8 @@ Status NcclComm::Check(ncclResult_t r, const char* what) {
 
 Status NcclComm::WaitForStream(const cuda::CudaStream& stream, const char* what) {
   if (!broken_.ok()) return broken_;
-  if (Status s = cuda::FromCuda(cudaEventRecord(stream.done(), stream.get()), "cudaEventRecord"); !s.ok()) {
+  if (Status s = cuda::FromCuda(cudaEventRecord(stream.done(), stream.get()), "cudaEventRecord");
+      !s.ok()) {
     return Fail(s.message());
   }
   const auto deadline = Clock::now() + timeout_;
@@ -160,7 +166,8 @@ Status NcclComm::WaitForStream(const cuda::CudaStream& stream, const char* what)
   while (true) {
     const cudaError_t e = cudaEventQuery(stream.done());
     if (e == cudaSuccess) return Status::Ok();
-    if (e != cudaErrorNotReady) return Fail(std::string(what) + ": " + cuda::FromCuda(e, "cudaEventQuery").message());
+    if (e != cudaErrorNotReady)
+      return Fail(std::string(what) + ": " + cuda::FromCuda(e, "cudaEventQuery").message());
     ncclResult_t state = ncclSuccess;
     const ncclResult_t q = lib_->CommGetAsyncError(comm_, &state);
     if (q != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
@@ -176,30 +183,47 @@ Status NcclComm::WaitForStream(const cuda::CudaStream& stream, const char* what)
 
 StatusOr<ncclDataType_t> ToNccl(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kBFloat16: return ncclBfloat16;
-    case DataType::kInt8: return ncclInt8;
-    case DataType::kUInt8: return ncclUint8;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kUInt8:
+      return ncclUint8;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
     case DataType::kInt16:
-    case DataType::kBool: break;  // no NCCL type (as in Horovod); the staging backend moves them
+    case DataType::kBool:
+      break;  // no NCCL type (as in Horovod); the staging backend moves them
   }
-  return Status::InvalidArgument("NCCL has no type for dtype " + std::to_string(static_cast<int>(dtype)));
+  return Status::InvalidArgument("NCCL has no type for dtype " +
+                                 std::to_string(static_cast<int>(dtype)));
 }
 
 StatusOr<ncclRedOp_t> ToNccl(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kAverage: return ncclAvg;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kProduct: return ncclProd;
-    case ReduceOp::kAdasum: break;  // host only (core/adasum.h)
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAverage:
+      return ncclAvg;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kProduct:
+      return ncclProd;
+    case ReduceOp::kAdasum:
+      break;  // host only (core/adasum.h)
   }
-  return Status::InvalidArgument("NCCL has no reduction for op " + std::to_string(static_cast<int>(op)));
+  return Status::InvalidArgument("NCCL has no reduction for op " +
+                                 std::to_string(static_cast<int>(op)));
 }
 
 }  // namespace khorovod

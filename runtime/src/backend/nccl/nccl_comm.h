@@ -19,14 +19,13 @@
 // Thread-safety: one thread at a time (the runtime's background thread).
 #pragma once
 
-#include "backend/nccl/nccl_api.h"
-
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_device.h"
+#include "backend/nccl/nccl_api.h"
 #include "backend/nccl/nccl_library.h"
 #include "khorovod/dtype.h"
 #include "khorovod/ops.h"
@@ -46,12 +45,14 @@ class NcclComm {
   // ncclCommShrink of `parent` without `exclude` (old ranks). `abort_parent`
   // passes NCCL_SHRINK_ABORT (a parent that may still be in a kernel and
   // was not revoked). Collective over the parent's surviving ranks.
-  static StatusOr<std::unique_ptr<NcclComm>> Shrink(NcclComm& parent, std::vector<int> exclude, bool abort_parent);
+  static StatusOr<std::unique_ptr<NcclComm>> Shrink(NcclComm& parent, std::vector<int> exclude,
+                                                    bool abort_parent);
   // ncclCommGrow to `size` ranks. Existing members pass their communicator
   // (`id` only on the grow root, from GrowId()); newcomers pass null and
   // the root's id with their assigned `rank`.
-  static StatusOr<std::unique_ptr<NcclComm>> Grow(std::shared_ptr<const NcclLibrary> lib, NcclComm* parent,
-                                                  const ncclUniqueId* id, int rank, int size,
+  static StatusOr<std::unique_ptr<NcclComm>> Grow(std::shared_ptr<const NcclLibrary> lib,
+                                                  NcclComm* parent, const ncclUniqueId* id,
+                                                  int rank, int size,
                                                   const cuda::CudaStream& stream,
                                                   std::chrono::milliseconds timeout);
   // The id a grow root hands to the newcomers (ncclCommGetUniqueId).
@@ -76,13 +77,15 @@ class NcclComm {
   Status WaitForStream(const cuda::CudaStream& stream, const char* what);
 
  private:
-  NcclComm(std::shared_ptr<const NcclLibrary> lib, ncclComm_t comm, std::chrono::milliseconds timeout)
+  NcclComm(std::shared_ptr<const NcclLibrary> lib, ncclComm_t comm,
+           std::chrono::milliseconds timeout)
       : lib_(std::move(lib)), comm_(comm), timeout_(timeout) {}
   Status Fail(std::string message);
   // Polls the async error of a communicator being created until it is
   // ready; the object aborts it on failure.
-  static StatusOr<std::unique_ptr<NcclComm>> Adopt(std::shared_ptr<const NcclLibrary> lib, ncclComm_t comm,
-                                                   ncclResult_t r, std::chrono::milliseconds timeout,
+  static StatusOr<std::unique_ptr<NcclComm>> Adopt(std::shared_ptr<const NcclLibrary> lib,
+                                                   ncclComm_t comm, ncclResult_t r,
+                                                   std::chrono::milliseconds timeout,
                                                    const char* what);
   std::string Error(ncclResult_t r) const;
 

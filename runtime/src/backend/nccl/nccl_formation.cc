@@ -66,29 +66,34 @@ void SetIfUnset(const char* name, const std::string& value) {
 }
 
 // Refuses two ranks on one GPU unless opted in; opted in, makes NCCL accept it.
-Status CheckSharedGpus(const Config& config, const NcclLibrary& lib, const std::vector<FormationRecord>& all) {
+Status CheckSharedGpus(const Config& config, const NcclLibrary& lib,
+                       const std::vector<FormationRecord>& all) {
   std::string shared;
   bool one_machine = true;
   for (size_t a = 0; a < all.size(); ++a) {
     one_machine = one_machine && std::strcmp(all[a].machine, all[0].machine) == 0;
     for (size_t b = a + 1; b < all.size() && shared.empty(); ++b) {
-      if (std::strcmp(all[a].machine, all[b].machine) == 0 && std::strcmp(all[a].bus_id, all[b].bus_id) == 0) {
-        shared = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " both use GPU " + all[a].bus_id +
-                 " on " + all[a].host;
+      if (std::strcmp(all[a].machine, all[b].machine) == 0 &&
+          std::strcmp(all[a].bus_id, all[b].bus_id) == 0) {
+        shared = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " both use GPU " +
+                 all[a].bus_id + " on " + all[a].host;
       }
     }
   }
   if (shared.empty()) return Status::Ok();
   if (!config.gpu_share) {
     return Status::FailedPrecondition(
-        shared + ": NCCL runs one rank per GPU. Give each rank its own GPU (KHOROVOD_GPU_DEVICE, "
-        "CUDA_VISIBLE_DEVICES, one GPU per pod), use KHOROVOD_GPU_OPERATIONS=staging, or, for tests and "
+        shared +
+        ": NCCL runs one rank per GPU. Give each rank its own GPU (KHOROVOD_GPU_DEVICE, "
+        "CUDA_VISIBLE_DEVICES, one GPU per pod), use KHOROVOD_GPU_OPERATIONS=staging, or, for "
+        "tests and "
         "benchmarks only, set KHOROVOD_GPU_SHARE=1");
   }
   if (lib.features().multi_rank_gpu_env) {
     SetIfUnset("NCCL_MULTI_RANK_GPU_ENABLE", "1");
   } else {
-    SetIfUnset("NCCL_HOSTID", std::string(all[config.rank].host) + "-khorovod-pid" + std::to_string(getpid()));
+    SetIfUnset("NCCL_HOSTID",
+               std::string(all[config.rank].host) + "-khorovod-pid" + std::to_string(getpid()));
     if (one_machine) SetIfUnset("NCCL_SOCKET_IFNAME", "lo");
   }
   return Status::Ok();
@@ -110,8 +115,10 @@ StatusOr<NcclFormed> InitFresh(const BackendInit& init, std::shared_ptr<const Nc
       return Status::Unavailable(std::string("ncclGetUniqueId: ") + lib->GetErrorString(r));
     }
   }
-  if (config.size > 1) KH_RETURN_IF_ERROR(gloo_ops::BroadcastBytes(init.gloo_context, &id, sizeof id, 0));
-  auto comm = NcclComm::Create(std::move(lib), id, config.rank, config.size, stream, config.transport_timeout);
+  if (config.size > 1)
+    KH_RETURN_IF_ERROR(gloo_ops::BroadcastBytes(init.gloo_context, &id, sizeof id, 0));
+  auto comm = NcclComm::Create(std::move(lib), id, config.rank, config.size, stream,
+                               config.transport_timeout);
   if (!comm.ok()) return comm.status();
   NcclFormed out;
   out.comm = std::move(*comm);
@@ -121,8 +128,9 @@ StatusOr<NcclFormed> InitFresh(const BackendInit& init, std::shared_ptr<const Nc
 
 // Grows `parent` (null on a newcomer) to the session's size; rank 0, a
 // survivor, hands NCCL's grow id to the newcomers over Gloo.
-StatusOr<std::unique_ptr<NcclComm>> GrowTo(const BackendInit& init, std::shared_ptr<const NcclLibrary> lib,
-                                           NcclComm* parent, const cuda::CudaStream& stream) {
+StatusOr<std::unique_ptr<NcclComm>> GrowTo(const BackendInit& init,
+                                           std::shared_ptr<const NcclLibrary> lib, NcclComm* parent,
+                                           const cuda::CudaStream& stream) {
   const Config& config = *init.config;
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
@@ -136,12 +144,13 @@ StatusOr<std::unique_ptr<NcclComm>> GrowTo(const BackendInit& init, std::shared_
   KH_RETURN_IF_ERROR(gloo_ops::BroadcastBytes(init.gloo_context, &id, sizeof id, 0));
   KH_RETURN_IF_ERROR(got);
   const bool root = config.rank == 0;
-  return NcclComm::Grow(std::move(lib), parent, parent && !root ? nullptr : &id, config.rank, config.size, stream,
-                        config.transport_timeout);
+  return NcclComm::Grow(std::move(lib), parent, parent && !root ? nullptr : &id, config.rank,
+                        config.size, stream, config.transport_timeout);
 }
 
 StatusOr<NcclFormed> Execute(const BackendInit& init, std::shared_ptr<const NcclLibrary> lib,
-                             const cuda::CudaStream& stream, NcclLegacy* legacy, const ReformPlan& plan) {
+                             const cuda::CudaStream& stream, NcclLegacy* legacy,
+                             const ReformPlan& plan) {
   const Config& config = *init.config;
   const bool survivor = config.rank < plan.survivors;
   NcclFormed out;
@@ -198,8 +207,8 @@ StatusOr<NcclFormed> FormNcclComm(const BackendInit& init, std::shared_ptr<const
     formed = Execute(init, lib, stream, legacy.get(), plan);
   }
   if (formed.ok() && config.rank == 0) {
-    std::fprintf(stderr, "khorovod: nccl: %s (%s) at %d ranks; %s\n", ReformPathName(plan.path), plan.why.c_str(),
-                 config.size, lib->Describe().c_str());
+    std::fprintf(stderr, "khorovod: nccl: %s (%s) at %d ranks; %s\n", ReformPathName(plan.path),
+                 plan.why.c_str(), config.size, lib->Describe().c_str());
   }
   return formed;
 }

@@ -128,11 +128,13 @@ StatusOr<std::shared_ptr<const NcclLibrary>> NcclLibrary::Open(const std::string
   if (!missing.empty()) return Status::FailedPrecondition(lib->path_ + " lacks " + missing);
   int code = 0;
   if (ncclResult_t r = lib->GetVersion(&code); r != ncclSuccess) {
-    return Status::FailedPrecondition(lib->path_ + ": ncclGetVersion failed (" + std::to_string(r) + ")");
+    return Status::FailedPrecondition(lib->path_ + ": ncclGetVersion failed (" + std::to_string(r) +
+                                      ")");
   }
   lib->version_ = NcclVersion::FromCode(code);
   if (code < kMinNcclVersionCode) {
-    return Status::FailedPrecondition(lib->path_ + " is NCCL " + lib->version_.str() + ", older than 2.27");
+    return Status::FailedPrecondition(lib->path_ + " is NCCL " + lib->version_.str() +
+                                      ", older than 2.27");
   }
   NcclSymbols symbols;
   symbols.shrink = Resolve(handle, "ncclCommShrink", &lib->CommShrink);
@@ -162,11 +164,14 @@ StatusOr<std::shared_ptr<const NcclLibrary>> NcclLibrary::Load(const std::string
     tried += "\n  " + candidate + ": " + lib.status().message();
   }
   if (!override_path.empty()) {
-    return Status::FailedPrecondition("KHOROVOD_NCCL_LIBRARY=" + override_path + " cannot be used:" + tried);
+    return Status::FailedPrecondition("KHOROVOD_NCCL_LIBRARY=" + override_path +
+                                      " cannot be used:" + tried);
   }
   return Status::FailedPrecondition(
-      "no NCCL >= 2.27 found (set KHOROVOD_NCCL_LIBRARY to a libnccl.so.2, or install nvidia-nccl-cu12/-cu13); "
-      "tried:" + tried);
+      "no NCCL >= 2.27 found (set KHOROVOD_NCCL_LIBRARY to a libnccl.so.2, or install "
+      "nvidia-nccl-cu12/-cu13); "
+      "tried:" +
+      tried);
 }
 
 std::string NcclLibrary::Describe() const {

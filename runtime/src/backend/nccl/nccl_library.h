@@ -27,13 +27,12 @@
 // communicators of an earlier session may still be aborting.
 #pragma once
 
-#include "backend/nccl/nccl_api.h"
-
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/nccl/nccl_api.h"
 #include "khorovod/status.h"
 
 namespace khorovod {
@@ -51,9 +50,9 @@ struct NcclVersion {
 
 // Which optional symbols a library exports.
 struct NcclSymbols {
-  bool shrink = false;        // ncclCommShrink
-  bool revoke = false;        // ncclCommRevoke
-  bool grow = false;          // ncclCommGrow
+  bool shrink = false;          // ncclCommShrink
+  bool revoke = false;          // ncclCommRevoke
+  bool grow = false;            // ncclCommGrow
   bool comm_unique_id = false;  // ncclCommGetUniqueId (the grow root's id)
 };
 
@@ -76,7 +75,8 @@ std::vector<std::string> NcclSearchOrder(const std::string& override_path,
 // The fault-tolerance calls, declared here so that any nccl.h >= 2.27 builds.
 using NcclCommShrinkFn = ncclResult_t (*)(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int);
 using NcclCommRevokeFn = ncclResult_t (*)(ncclComm_t, int);
-using NcclCommGrowFn = ncclResult_t (*)(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, ncclConfig_t*);
+using NcclCommGrowFn = ncclResult_t (*)(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*,
+                                        ncclConfig_t*);
 using NcclCommGetUniqueIdFn = ncclResult_t (*)(ncclComm_t, ncclUniqueId*);
 inline constexpr int kNcclShrinkDefault = 0x00;
 inline constexpr int kNcclShrinkAbort = 0x01;  // abort the parent's in-flight work first

@@ -11,7 +11,8 @@ ReformPlan Init(std::string why) {
 
 // The survivors must be new ranks [0, k) with increasing old ranks of one
 // communicator, and every later rank a newcomer. Returns k, or -1 with why.
-int SurvivorPrefix(const std::vector<ReformMember>& m, uint64_t id, int old_size, std::string* why) {
+int SurvivorPrefix(const std::vector<ReformMember>& m, uint64_t id, int old_size,
+                   std::string* why) {
   int k = 0;
   while (k < static_cast<int>(m.size()) && m[k].comm_id == id) ++k;
   for (int r = k; r < static_cast<int>(m.size()); ++r) {
@@ -35,11 +36,16 @@ int SurvivorPrefix(const std::vector<ReformMember>& m, uint64_t id, int old_size
 
 const char* ReformPathName(ReformPath p) {
   switch (p) {
-    case ReformPath::kInit: return "init";
-    case ReformPath::kReuse: return "reuse";
-    case ReformPath::kShrink: return "shrink";
-    case ReformPath::kGrow: return "grow";
-    case ReformPath::kShrinkGrow: return "shrink+grow";
+    case ReformPath::kInit:
+      return "init";
+    case ReformPath::kReuse:
+      return "reuse";
+    case ReformPath::kShrink:
+      return "shrink";
+    case ReformPath::kGrow:
+      return "grow";
+    case ReformPath::kShrinkGrow:
+      return "shrink+grow";
   }
   return "?";
 }
@@ -76,16 +82,20 @@ ReformPlan PlanReform(const std::vector<ReformMember>& m) {
     return p;
   }
   if (broken && !all_revoked) return Init("a broken communicator was not revoked");
-  if (lost > 0 && !shrink) return Init("the loaded NCCL cannot shrink (needs 2.27+ with ncclCommShrink)");
-  if (joined > 0 && !grow) return Init("the loaded NCCL cannot grow (needs 2.29+ with ncclCommGrow)");
-  if (joined > 0 && broken && lost == 0) return Init("the communicator failed but no rank was lost");
+  if (lost > 0 && !shrink)
+    return Init("the loaded NCCL cannot shrink (needs 2.27+ with ncclCommShrink)");
+  if (joined > 0 && !grow)
+    return Init("the loaded NCCL cannot grow (needs 2.29+ with ncclCommGrow)");
+  if (joined > 0 && broken && lost == 0)
+    return Init("the communicator failed but no rank was lost");
   std::vector<bool> present(old_size, false);
   for (int r = 0; r < k; ++r) present[m[r].old_rank] = true;
   for (int o = 0; o < old_size; ++o) {
     if (!present[o]) p.exclude.push_back(o);
   }
   p.abort_parent = lost > 0 && !broken;
-  p.path = lost > 0 ? (joined > 0 ? ReformPath::kShrinkGrow : ReformPath::kShrink) : ReformPath::kGrow;
+  p.path =
+      lost > 0 ? (joined > 0 ? ReformPath::kShrinkGrow : ReformPath::kShrink) : ReformPath::kGrow;
   p.why = std::to_string(lost) + " lost, " + std::to_string(joined) + " joined";
   return p;
 }

@@ -35,11 +35,11 @@ namespace khorovod {
 
 // What one rank brings. POD: it travels over Gloo as bytes.
 struct ReformMember {
-  uint64_t comm_id = 0;    // the previous communicator's id; 0: none (newcomer)
-  int32_t old_rank = -1;   // this rank's rank in it
+  uint64_t comm_id = 0;   // the previous communicator's id; 0: none (newcomer)
+  int32_t old_rank = -1;  // this rank's rank in it
   int32_t old_size = 0;
-  uint8_t broken = 0;      // the communicator failed (and was revoked)
-  uint8_t shrink = 0;      // NcclFeatures of this rank's loaded NCCL
+  uint8_t broken = 0;  // the communicator failed (and was revoked)
+  uint8_t shrink = 0;  // NcclFeatures of this rank's loaded NCCL
   uint8_t grow = 0;
   uint8_t revoke = 0;
 };
@@ -49,11 +49,11 @@ const char* ReformPathName(ReformPath p);
 
 struct ReformPlan {
   ReformPath path = ReformPath::kInit;
-  std::vector<int> exclude;  // old ranks to drop (kShrink, kShrinkGrow)
-  int survivors = 0;         // new ranks [0, survivors) come from the old communicator
-  bool abort_parent = false; // shrink with NCCL_SHRINK_ABORT (ranks were lost, none revoked)
-  uint64_t comm_id = 0;      // the old communicator's id
-  std::string why;           // for the log: why this path
+  std::vector<int> exclude;   // old ranks to drop (kShrink, kShrinkGrow)
+  int survivors = 0;          // new ranks [0, survivors) come from the old communicator
+  bool abort_parent = false;  // shrink with NCCL_SHRINK_ABORT (ranks were lost, none revoked)
+  uint64_t comm_id = 0;       // the old communicator's id
+  std::string why;            // for the log: why this path
 };
 
 ReformPlan PlanReform(const std::vector<ReformMember>& members);

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "backend/gloo/gloo_ops.h"
-#include "bootstrap/interruptible_waits.h"
 #include "bootstrap/gloo_mesh.h"
+#include "bootstrap/interruptible_waits.h"
 
 namespace khorovod::shm {
 namespace {

@@ -35,10 +35,13 @@ class ShmBackend final : public Backend {
       : gloo_(std::move(gloo)), shm_(std::move(shm)), control_(std::move(control)) {}
 
   std::string_view name() const override { return "shm"; }
-  bool SupportsDevice(const Device& device) const override { return device.kind == DeviceKind::kCPU; }
+  bool SupportsDevice(const Device& device) const override {
+    return device.kind == DeviceKind::kCPU;
+  }
 
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) override {
-    if (!shm_ || !shm_->Pays(count * DataTypeSize(dtype))) return gloo_->Allreduce(in, out, count, dtype, op);
+    if (!shm_ || !shm_->Pays(count * DataTypeSize(dtype)))
+      return gloo_->Allreduce(in, out, count, dtype, op);
     return shm_->Allreduce(in, out, count, dtype, op);
   }
 
@@ -57,7 +60,8 @@ class ShmBackend final : public Backend {
     return flat.empty() ? Status::Ok() : gloo_->AllreduceSpans(flat, dtype, op);
   }
 
-  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType dtype) override {
+  Status Allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                    DataType dtype) override {
     return gloo_->Allgatherv(in, out, counts, dtype);
   }
   Status Broadcast(void* buffer, size_t count, DataType dtype, int root) override {
@@ -78,7 +82,8 @@ class ShmBackend final : public Backend {
 };
 
 StatusOr<std::unique_ptr<Backend>> MakeShmBackend(const BackendInit& init) {
-  if (!init.gloo_context || !init.config) return Status::FailedPrecondition("shm backend needs a connected context");
+  if (!init.gloo_context || !init.config)
+    return Status::FailedPrecondition("shm backend needs a connected context");
   auto gloo = BackendRegistry::Create("gloo", init);
   if (!gloo.ok()) return gloo.status();
   auto shm = shm::HierarchicalAllreduce::Connect(*init.config, init.gloo_context);
@@ -86,8 +91,9 @@ StatusOr<std::unique_ptr<Backend>> MakeShmBackend(const BackendInit& init) {
   std::unique_ptr<ControlChannel> control;
   // hosts() is the same on every rank, so all connect the channel or none.
   if (*shm && (*shm)->hosts() == 1) {
-    auto channel = shm::ShmControlChannel::Connect(init.gloo_context, init.config->transport_timeout,
-                                                   SpinPolicy::ForConfig(*init.config).enabled());
+    auto channel =
+        shm::ShmControlChannel::Connect(init.gloo_context, init.config->transport_timeout,
+                                        SpinPolicy::ForConfig(*init.config).enabled());
     if (!channel.ok()) return channel.status();
     control = std::move(*channel);
   }

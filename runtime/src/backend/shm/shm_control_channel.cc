@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "bootstrap/interruptible_waits.h"
 #include "backend/shm/segment_join.h"
+#include "bootstrap/interruptible_waits.h"
 
 namespace khorovod::shm {
 
@@ -15,13 +15,18 @@ StatusOr<std::unique_ptr<ControlChannel>> ShmControlChannel::Connect(
   if (!segment.ok()) return segment.status();
   if (!*segment) return std::unique_ptr<ControlChannel>();
   (*segment)->SetSpin(spin);
-  return std::unique_ptr<ControlChannel>(
-      std::make_unique<ShmControlChannel>(world, std::shared_ptr<ShmSegment>(std::move(*segment)), timeout));
+  return std::unique_ptr<ControlChannel>(std::make_unique<ShmControlChannel>(
+      world, std::shared_ptr<ShmSegment>(std::move(*segment)), timeout));
 }
 
-ShmControlChannel::ShmControlChannel(std::shared_ptr<gloo::Context> world, std::shared_ptr<ShmSegment> segment,
+ShmControlChannel::ShmControlChannel(std::shared_ptr<gloo::Context> world,
+                                     std::shared_ptr<ShmSegment> segment,
                                      std::chrono::milliseconds timeout)
-    : gloo_(world), segment_(std::move(segment)), rank_(world->rank), size_(world->size), timeout_(timeout) {
+    : gloo_(world),
+      segment_(std::move(segment)),
+      rank_(world->rank),
+      size_(world->size),
+      timeout_(timeout) {
   if (auto* waits = dynamic_cast<InterruptibleWaits*>(world.get())) {
     std::weak_ptr<ShmSegment> weak = segment_;
     waits->OnInterrupt([weak] {
@@ -40,7 +45,8 @@ Status ShmControlChannel::Fail(const Status& why) {
   return broken_;
 }
 
-Status ShmControlChannel::AllgatherWords(const std::vector<uint64_t>& mine, std::vector<uint64_t>* all) {
+Status ShmControlChannel::AllgatherWords(const std::vector<uint64_t>& mine,
+                                         std::vector<uint64_t>* all) {
   if (!broken_.ok()) return broken_;
   const size_t bytes = mine.size() * sizeof(uint64_t);
   if (bytes > segment_->slot_bytes()) return gloo_.AllgatherWords(mine, all);
@@ -49,7 +55,8 @@ Status ShmControlChannel::AllgatherWords(const std::vector<uint64_t>& mine, std:
   std::memcpy(segment_->Slot(set, rank_), mine.data(), bytes);
   if (Status s = segment_->Barrier(rank_, generation, timeout_); !s.ok()) return Fail(s);
   all->resize(mine.size() * static_cast<size_t>(size_));
-  for (int r = 0; r < size_; ++r) std::memcpy(all->data() + r * mine.size(), segment_->Slot(set, r), bytes);
+  for (int r = 0; r < size_; ++r)
+    std::memcpy(all->data() + r * mine.size(), segment_->Slot(set, r), bytes);
   return Status::Ok();
 }
 

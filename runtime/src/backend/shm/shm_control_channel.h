@@ -39,9 +39,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/control_channel.h"
 #include "backend/gloo/gloo_control_channel.h"
 #include "backend/shm/shm_segment.h"
-#include "backend/control_channel.h"
 
 namespace gloo {
 class Context;
@@ -58,8 +58,8 @@ class ShmControlChannel final : public ControlChannel {
   // Collective over `world`, whose ranks must all run on this host. Null
   // (not an error) when some rank could not map the segment: then every
   // rank keeps the Gloo channel.
-  static StatusOr<std::unique_ptr<ControlChannel>> Connect(const std::shared_ptr<gloo::Context>& world,
-                                                           std::chrono::milliseconds timeout, bool spin);
+  static StatusOr<std::unique_ptr<ControlChannel>> Connect(
+      const std::shared_ptr<gloo::Context>& world, std::chrono::milliseconds timeout, bool spin);
 
   ShmControlChannel(std::shared_ptr<gloo::Context> world, std::shared_ptr<ShmSegment> segment,
                     std::chrono::milliseconds timeout);

@@ -58,10 +58,13 @@ bool ProcessEnded(pid_t pid) {
 // The futex word of an arrival counter: its low 32 bits. Generations only
 // grow, so a waiter that saw value v sleeps only while the low half still
 // equals v's (a change of exactly 2^32 generations in between is moot).
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the futex word is the counter's low half");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the futex word is the counter's low half");
 static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == 8);
 
-uint32_t* FutexWord(std::atomic<uint64_t>& counter) { return reinterpret_cast<uint32_t*>(&counter); }
+uint32_t* FutexWord(std::atomic<uint64_t>& counter) {
+  return reinterpret_cast<uint32_t*>(&counter);
+}
 
 // Sleeps while *word == expected, at most `timeout` (a wake-up, a changed
 // word, a signal or the timeout all return; callers re-check). Not
@@ -73,7 +76,9 @@ void FutexWait(uint32_t* word, uint32_t expected, std::chrono::nanoseconds timeo
   syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
-void FutexWake(uint32_t* word) { syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
+void FutexWake(uint32_t* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
 
 // A sleeping waiter wakes this often to check that its peer still lives: a
 // crashed peer wakes nobody.
@@ -87,7 +92,9 @@ Status Errno(const std::string& what) {
   return Status::Unavailable("shared memory: " + what + ": " + std::strerror(errno));
 }
 
-Status AbandonedError() { return Status::Unavailable("shared memory: this rank's generation was abandoned"); }
+Status AbandonedError() {
+  return Status::Unavailable("shared memory: this rank's generation was abandoned");
+}
 
 }  // namespace
 
@@ -121,7 +128,8 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Create(int ranks, size_t slot_
   return std::unique_ptr<ShmSegment>(new ShmSegment(name, ranks, slot_bytes, base, bytes));
 }
 
-StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Open(const std::string& name, int ranks, size_t slot_bytes) {
+StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Open(const std::string& name, int ranks,
+                                                       size_t slot_bytes) {
   const int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) return Errno("open " + name);
   const size_t bytes = SegmentBytes(ranks, slot_bytes);
@@ -175,7 +183,8 @@ void ShmSegment::WakeSleepers(int rank, bool always) const {
   // seq_cst pairs with the sleeper's increment then re-read: either it sees
   // the new value, or this load sees it counted (and the kernel's compare
   // of the futex word covers the rest).
-  if (always || line(rank).sleepers.load(std::memory_order_seq_cst) > 0) FutexWake(FutexWord(line(rank).arrived));
+  if (always || line(rank).sleepers.load(std::memory_order_seq_cst) > 0)
+    FutexWake(FutexWord(line(rank).arrived));
 }
 
 Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseconds timeout,
@@ -191,7 +200,8 @@ Status ShmSegment::Barrier(int rank, uint64_t generation, std::chrono::milliseco
   return Status::Ok();
 }
 
-Status ShmSegment::AwaitArrival(int r, uint64_t generation, std::chrono::steady_clock::time_point deadline,
+Status ShmSegment::AwaitArrival(int r, uint64_t generation,
+                                std::chrono::steady_clock::time_point deadline,
                                 std::chrono::microseconds spin_at_most) const {
   Line& peer = line(r);
   const auto arrived = [&] { return peer.arrived.load(std::memory_order_acquire) >= generation; };
@@ -202,15 +212,17 @@ Status ShmSegment::AwaitArrival(int r, uint64_t generation, std::chrono::steady_
     const uint64_t seen = peer.arrived.load(std::memory_order_seq_cst);
     if (seen < generation) {
       const auto left = deadline - std::chrono::steady_clock::now();
-      FutexWait(FutexWord(peer.arrived), static_cast<uint32_t>(seen),
-                std::clamp<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(0), kLivenessPoll));
+      FutexWait(
+          FutexWord(peer.arrived), static_cast<uint32_t>(seen),
+          std::clamp<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(0), kLivenessPoll));
     }
     peer.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     // An arrival before leaving still counts, so this comes first.
     if (arrived()) return Status::Ok();
     if (abandoned_.load(std::memory_order_acquire)) return AbandonedError();
     if (PeerGone(r)) {
-      return Status::Unavailable("shared memory: peer rank " + std::to_string(r) + " died or left the generation");
+      return Status::Unavailable("shared memory: peer rank " + std::to_string(r) +
+                                 " died or left the generation");
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::Unavailable("shared memory: timed out waiting for rank " + std::to_string(r));

@@ -47,7 +47,8 @@ class ShmSegment {
   // The creator's half: a new segment under a fresh name.
   static StatusOr<std::unique_ptr<ShmSegment>> Create(int ranks, size_t slot_bytes);
   // Every other rank's half: opens and maps the creator's segment.
-  static StatusOr<std::unique_ptr<ShmSegment>> Open(const std::string& name, int ranks, size_t slot_bytes);
+  static StatusOr<std::unique_ptr<ShmSegment>> Open(const std::string& name, int ranks,
+                                                    size_t slot_bytes);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;

@@ -57,7 +57,8 @@ StatusOr<std::unique_ptr<Backend>> MakeStagingBackend(const BackendInit& init) {
   if (!stream.ok()) return stream.status();
   // The staging path stays on Gloo under "auto": the host backend of the
   // runtime already owns this host's shared-memory segment.
-  const std::string& host_name = init.config->cpu_backend == "auto" ? "gloo" : init.config->cpu_backend;
+  const std::string& host_name =
+      init.config->cpu_backend == "auto" ? "gloo" : init.config->cpu_backend;
   auto host = BackendRegistry::Create(host_name, init);
   if (!host.ok()) return host.status();
   if (!(*host)->SupportsDevice(Device{})) {

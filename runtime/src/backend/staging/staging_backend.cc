@@ -18,7 +18,8 @@ StagingBackend::StagingBackend(std::unique_ptr<Backend> host, std::unique_ptr<De
                                int rank, int size)
     : host_(std::move(host)), copier_(std::move(copier)), rank_(rank), size_(size) {
   KH_ENFORCE(host_ && copier_, "staging backend needs a host backend and a copier");
-  KH_ENFORCE(host_->SupportsDevice(Device{}), "staging backend's inner backend must work on host memory");
+  KH_ENFORCE(host_->SupportsDevice(Device{}),
+             "staging backend's inner backend must work on host memory");
 }
 
 std::byte* StagingBackend::Input(size_t bytes) {
@@ -31,7 +32,8 @@ std::byte* StagingBackend::Output(size_t bytes) {
   return output_.data();
 }
 
-Status StagingBackend::Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op) {
+Status StagingBackend::Allreduce(const void* in, void* out, size_t count, DataType dtype,
+                                 ReduceOp op) {
   const size_t bytes = count * DataTypeSize(dtype);
   std::byte* host = Input(bytes);
   if (bytes) KH_RETURN_IF_ERROR(copier_->ToHost(host, in, bytes));
@@ -67,7 +69,8 @@ Status StagingBackend::ReduceStaged(const std::vector<Span>& spans, DataType dty
 
 Status StagingBackend::AllreduceSpans(const std::vector<Span>& spans, DataType dtype, ReduceOp op) {
   // kAverage stays a sum here: the caller divides (AveragesNatively() is false).
-  return ReduceStaged(spans, dtype, op, [](std::byte*, size_t) {}, [](std::byte*, size_t) {});
+  return ReduceStaged(
+      spans, dtype, op, [](std::byte*, size_t) {}, [](std::byte*, size_t) {});
 }
 
 StatusOr<std::shared_ptr<void>> StagingBackend::Allocate(size_t bytes) {
@@ -79,7 +82,9 @@ Status StagingBackend::Copy(void* dst, const void* src, size_t bytes) {
   return bytes ? copier_->Copy(dst, src, bytes) : Status::Ok();
 }
 
-Status StagingBackend::Zero(void* dst, size_t bytes) { return bytes ? copier_->Zero(dst, bytes) : Status::Ok(); }
+Status StagingBackend::Zero(void* dst, size_t bytes) {
+  return bytes ? copier_->Zero(dst, bytes) : Status::Ok();
+}
 
 Status StagingBackend::AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
                                        double prescale, double postscale) {

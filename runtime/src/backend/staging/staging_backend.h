@@ -49,7 +49,8 @@ class StagingBackend final : public Backend, public DeviceOps {
   // `rank` and `size` are this process's rank and the group's size in the
   // host backend (allgather stages only this rank's share of the input;
   // kAverage divides by the size).
-  StagingBackend(std::unique_ptr<Backend> host, std::unique_ptr<DeviceCopier> copier, int rank, int size);
+  StagingBackend(std::unique_ptr<Backend> host, std::unique_ptr<DeviceCopier> copier, int rank,
+                 int size);
 
   std::string_view name() const override { return "staging"; }
   DeviceOps* device_ops() override { return this; }
@@ -67,8 +68,8 @@ class StagingBackend final : public Backend, public DeviceOps {
   StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) override;
   Status Copy(void* dst, const void* src, size_t bytes) override;
   Status Zero(void* dst, size_t bytes) override;
-  Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op, double prescale,
-                         double postscale) override;
+  Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
+                         double prescale, double postscale) override;
   Status Flush() override { return Status::Ok(); }  // every copy is synchronous
 
  private:

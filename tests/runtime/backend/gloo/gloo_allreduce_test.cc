@@ -90,7 +90,9 @@ std::vector<int> RunRanks(int size, std::chrono::milliseconds timeout, const Ran
 }
 
 // Integer-valued floats: every summation order gives the exact reference.
-float Value(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 1000)); }
+float Value(int rank, size_t i) {
+  return static_cast<float>((rank + 1) * static_cast<int>(i % 1000));
+}
 
 struct Case {
   int ranks;
@@ -108,17 +110,25 @@ TEST_P(GlooAllreduceTest, DirectRingAndGlooAgreeWithTheReference) {
     for (int round = 0; round < 2; ++round) {  // the second reuses the scratch
       std::vector<float> in(c.count), direct_out(c.count), in_place(c.count), ring(c.count),
           gloo(c.count);
-      for (size_t i = 0; i < c.count; ++i) in[i] = in_place[i] = ring[i] = gloo[i] = Value(ctx->rank, i);
+      for (size_t i = 0; i < c.count; ++i)
+        in[i] = in_place[i] = ring[i] = gloo[i] = Value(ctx->rank, i);
       const uint64_t slot = 100 + 10 * round;
-      if (!DirectAllreduce(ctx, in.data(), direct_out.data(), c.count, 4, sum, slot, &direct_scratch).ok()) return 1;
-      if (!DirectAllreduce(ctx, in_place.data(), in_place.data(), c.count, 4, sum, slot + 1, &direct_scratch).ok())
+      if (!DirectAllreduce(ctx, in.data(), direct_out.data(), c.count, 4, sum, slot,
+                           &direct_scratch)
+               .ok())
+        return 1;
+      if (!DirectAllreduce(ctx, in_place.data(), in_place.data(), c.count, 4, sum, slot + 1,
+                           &direct_scratch)
+               .ok())
         return 2;
       std::vector<Backend::Span> spans{{ring.data(), c.count}};
-      if (!RingAllreduceSpans(ctx, spans, 4, sum, uint64_t{1} << 40 | slot, &ring_scratch).ok()) return 3;
+      if (!RingAllreduceSpans(ctx, spans, 4, sum, uint64_t{1} << 40 | slot, &ring_scratch).ok())
+        return 3;
       if (!Allreduce(ctx, gloo.data(), gloo.data(), c.count, 4, sum).ok()) return 4;
       for (size_t i = 0; i < c.count; ++i) {
         const float want = weight * static_cast<float>(i % 1000);
-        if (direct_out[i] != want || in_place[i] != want || ring[i] != want || gloo[i] != want) return 5;
+        if (direct_out[i] != want || in_place[i] != want || ring[i] != want || gloo[i] != want)
+          return 5;
       }
       for (size_t i = 0; i < c.count; ++i) {
         if (in[i] != Value(ctx->rank, i)) return 6;  // out of place leaves the input alone
@@ -131,14 +141,15 @@ TEST_P(GlooAllreduceTest, DirectRingAndGlooAgreeWithTheReference) {
 
 // Sizes: empty, one element, not a multiple of any rank count, exactly one
 // direct piece, and several pieces with a ragged tail.
-INSTANTIATE_TEST_SUITE_P(
-    SizesAndRanks, GlooAllreduceTest,
-    ::testing::Values(Case{2, 0}, Case{2, 1}, Case{2, 1001}, Case{2, kDirectPieceBytes / 4},
-                      Case{2, 300001}, Case{3, 7}, Case{3, 300001}, Case{4, 33}, Case{4, 65537},
-                      Case{4, 300001}),
-    [](const auto& info) {
-      return std::to_string(info.param.ranks) + "ranks_" + std::to_string(info.param.count) + "floats";
-    });
+INSTANTIATE_TEST_SUITE_P(SizesAndRanks, GlooAllreduceTest,
+                         ::testing::Values(Case{2, 0}, Case{2, 1}, Case{2, 1001},
+                                           Case{2, kDirectPieceBytes / 4}, Case{2, 300001},
+                                           Case{3, 7}, Case{3, 300001}, Case{4, 33}, Case{4, 65537},
+                                           Case{4, 300001}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.ranks) + "ranks_" +
+                                  std::to_string(info.param.count) + "floats";
+                         });
 
 // The binomial-tree broadcast on unbound buffers: every rank ends with the
 // root's bytes, for every root, at rank counts whose trees have one to three
@@ -147,19 +158,23 @@ class GlooBroadcastTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooBroadcastTest, EveryRankGetsTheRootsBytesFromEveryRoot) {
   const int size = GetParam();
-  const auto codes = RunRanks(size, std::chrono::milliseconds(60000), [size](const std::shared_ptr<gloo::Context>& ctx) {
-    for (int root = 0; root < size; ++root) {
-      for (size_t bytes : {size_t{1}, size_t{4097}, size_t{3} << 20}) {
-        std::vector<uint8_t> buf(bytes);
-        for (size_t i = 0; i < bytes; ++i) buf[i] = static_cast<uint8_t>(ctx->rank * 31 + i * 7 + root);
-        if (!BroadcastBytes(ctx, buf.data(), bytes, root).ok()) return 10;
-        for (size_t i = 0; i < bytes; ++i) {
-          if (buf[i] != static_cast<uint8_t>(root * 31 + i * 7 + root)) return 11;
-        }
-      }
-    }
-    return 0;
-  });
+  const auto codes = RunRanks(size, std::chrono::milliseconds(60000),
+                              [size](const std::shared_ptr<gloo::Context>& ctx) {
+                                for (int root = 0; root < size; ++root) {
+                                  for (size_t bytes : {size_t{1}, size_t{4097}, size_t{3} << 20}) {
+                                    std::vector<uint8_t> buf(bytes);
+                                    for (size_t i = 0; i < bytes; ++i)
+                                      buf[i] = static_cast<uint8_t>(ctx->rank * 31 + i * 7 + root);
+                                    if (!BroadcastBytes(ctx, buf.data(), bytes, root).ok())
+                                      return 10;
+                                    for (size_t i = 0; i < bytes; ++i) {
+                                      if (buf[i] != static_cast<uint8_t>(root * 31 + i * 7 + root))
+                                        return 11;
+                                    }
+                                  }
+                                }
+                                return 0;
+                              });
   for (int r = 0; r < size; ++r) EXPECT_EQ(codes[r], 0) << "rank " << r;
 }
 
@@ -168,7 +183,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GlooBroadcastTest, ::testing::Values(2, 3, 5, 8)
 TEST(GlooDirectAllreduce, APeerThatDiesSurfacesAsUnavailableOnTheSurvivor) {
   const auto codes = RunRanks(2, std::chrono::seconds(3), [](const auto& ctx) {
     if (ctx->rank == 1) std::_Exit(0);  // dies connected, before sending any data
-    const size_t count = 1 << 20;        // several pieces
+    const size_t count = 1 << 20;       // several pieces
     std::vector<float> data(count, 1.0f);
     std::vector<std::byte> scratch;
     const Status s = DirectAllreduce(ctx, data.data(), data.data(), count, 4,

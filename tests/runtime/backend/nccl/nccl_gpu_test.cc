@@ -22,14 +22,14 @@ namespace khorovod {
 namespace {
 
 // Skips the calling test when CUDA has no usable device here.
-#define KH_REQUIRE_GPU()                                                               \
-  do {                                                                                 \
-    int kh_count_ = 0;                                                                 \
-    cudaError_t kh_e_ = cudaGetDeviceCount(&kh_count_);                                \
-    if (kh_e_ != cudaSuccess || kh_count_ == 0) {                                      \
-      GTEST_SKIP() << "no usable GPU: " << (kh_e_ == cudaSuccess ? "0 devices"         \
-                                                                  : cudaGetErrorString(kh_e_)); \
-    }                                                                                  \
+#define KH_REQUIRE_GPU()                                                                \
+  do {                                                                                  \
+    int kh_count_ = 0;                                                                  \
+    cudaError_t kh_e_ = cudaGetDeviceCount(&kh_count_);                                 \
+    if (kh_e_ != cudaSuccess || kh_count_ == 0) {                                       \
+      GTEST_SKIP() << "no usable GPU: "                                                 \
+                   << (kh_e_ == cudaSuccess ? "0 devices" : cudaGetErrorString(kh_e_)); \
+    }                                                                                   \
   } while (0)
 
 // Device memory holding a copy of `host` bytes; freed on scope exit.
@@ -79,13 +79,22 @@ std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed, int mult = 1)
     const int v = static_cast<int>((i * 7 + static_cast<size_t>(seed)) % 64) * mult;
     std::byte* p = out.data() + i * DataTypeSize(dtype);
     switch (dtype) {
-      case DataType::kFloat32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-      case DataType::kFloat64: { double d = v; std::memcpy(p, &d, 8); break; }
+      case DataType::kFloat32: {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case DataType::kFloat64: {
+        double d = v;
+        std::memcpy(p, &d, 8);
+        break;
+      }
       case DataType::kFloat16: {  // small integers are exact in binary16
         uint16_t h = 0;
         if (v != 0) {
           int e = 31 - __builtin_clz(static_cast<unsigned>(v));
-          h = static_cast<uint16_t>(((e + 15) << 10) | ((static_cast<unsigned>(v) << (10 - e)) & 0x3ff));
+          h = static_cast<uint16_t>(((e + 15) << 10) |
+                                    ((static_cast<unsigned>(v) << (10 - e)) & 0x3ff));
         }
         std::memcpy(p, &h, 2);
         break;
@@ -98,12 +107,36 @@ std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed, int mult = 1)
         std::memcpy(p, &b, 2);
         break;
       }
-      case DataType::kInt8: { int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); break; }
-      case DataType::kUInt8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); break; }
-      case DataType::kInt32: { int32_t x = v; std::memcpy(p, &x, 4); break; }
-      case DataType::kInt64: { int64_t x = v; std::memcpy(p, &x, 8); break; }
-      case DataType::kInt16: { int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); break; }
-      case DataType::kBool: { bool x = v != 0; std::memcpy(p, &x, 1); break; }
+      case DataType::kInt8: {
+        int8_t x = static_cast<int8_t>(v);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case DataType::kUInt8: {
+        uint8_t x = static_cast<uint8_t>(v);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case DataType::kInt32: {
+        int32_t x = v;
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      case DataType::kInt64: {
+        int64_t x = v;
+        std::memcpy(p, &x, 8);
+        break;
+      }
+      case DataType::kInt16: {
+        int16_t x = static_cast<int16_t>(v);
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case DataType::kBool: {
+        bool x = v != 0;
+        std::memcpy(p, &x, 1);
+        break;
+      }
     }
   }
   return out;
@@ -111,12 +144,15 @@ std::vector<std::byte> Pattern(DataType dtype, size_t n, int seed, int mult = 1)
 
 // "" when equal, else where the first differing element is and both
 // elements' bytes (gtest's dump of two byte vectors stops at 32 bytes).
-std::string FirstDifference(const std::vector<std::byte>& got, const std::vector<std::byte>& want, size_t esize) {
-  if (got.size() != want.size()) return "sizes " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+std::string FirstDifference(const std::vector<std::byte>& got, const std::vector<std::byte>& want,
+                            size_t esize) {
+  if (got.size() != want.size())
+    return "sizes " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] == want[i]) continue;
     const size_t e = i / esize;
-    std::string s = "element " + std::to_string(e) + " of " + std::to_string(got.size() / esize) + ": got";
+    std::string s =
+        "element " + std::to_string(e) + " of " + std::to_string(got.size() / esize) + ": got";
     char hex[4];
     for (size_t b = 0; b < esize; ++b) {
       std::snprintf(hex, sizeof hex, " %02x", static_cast<unsigned>(got[e * esize + b]));
@@ -144,7 +180,8 @@ TEST(NcclGpu, AllreduceEveryDtypeAndOp) {
   EXPECT_TRUE(backend->SupportsDevice(Device{DeviceKind::kCUDA, 0}));
   const size_t n = 4099;  // not a multiple of any vector width
   for (DataType dtype : kAllDataTypes) {
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    for (ReduceOp op :
+         {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
       // At world size 1 every reduction is the identity; out-of-place with a
       // poisoned output proves the bytes went through NCCL.
       auto input = Pattern(dtype, n, 3);
@@ -154,7 +191,8 @@ TEST(NcclGpu, AllreduceEveryDtypeAndOp) {
       Status s = backend->Allreduce(in.get(), out.get(), n, dtype, op);
       ASSERT_TRUE(s.ok()) << DataTypeName(dtype) << " " << ReduceOpName(op) << ": " << s;
       const auto got = out.Download();
-      EXPECT_EQ(FirstDifference(got, input, DataTypeSize(dtype)), "") << DataTypeName(dtype) << " " << ReduceOpName(op);
+      EXPECT_EQ(FirstDifference(got, input, DataTypeSize(dtype)), "")
+          << DataTypeName(dtype) << " " << ReduceOpName(op);
     }
   }
 }
@@ -177,7 +215,8 @@ TEST(NcclGpu, FusedSpansUnpackToTheirOwnBuffers) {
   for (int round = 0; round < 3; ++round) {  // the fusion buffer is reused
     Status s = backend->AllreduceSpans(spans, DataType::kFloat32, ReduceOp::kSum);
     ASSERT_TRUE(s.ok()) << s;
-    for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(bufs[i]->Download(), expected[i]) << "span " << i;
+    for (size_t i = 0; i < counts.size(); ++i)
+      EXPECT_EQ(bufs[i]->Download(), expected[i]) << "span " << i;
   }
 }
 
@@ -191,24 +230,29 @@ TEST(NcclGpu, AveragedAndScaledEveryCount) {
   DeviceOps* ops = backend->device_ops();
   ASSERT_NE(ops, nullptr);
   std::string failures;
-  for (DataType dtype : {DataType::kFloat64, DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                         DataType::kInt32, DataType::kInt64, DataType::kUInt8}) {
-    for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{4097}, size_t{4098},
-                     size_t{4099}, size_t{65537}}) {
+  for (DataType dtype :
+       {DataType::kFloat64, DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+        DataType::kInt32, DataType::kInt64, DataType::kUInt8}) {
+    for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{4097},
+                     size_t{4098}, size_t{4099}, size_t{65537}}) {
       const std::string what = std::string(DataTypeName(dtype)) + " n=" + std::to_string(n);
       auto input = Pattern(dtype, n, 5);
       DeviceVec in(input.size()), out(input.size());
       in.Upload(input.data());
       out.Fill(0xAB);
       Status s = backend->Allreduce(in.get(), out.get(), n, dtype, ReduceOp::kAverage);
-      if (!s.ok()) failures += what + " average: " + s.ToString() + "\n";
+      if (!s.ok())
+        failures += what + " average: " + s.ToString() + "\n";
       else if (auto d = FirstDifference(out.Download(), input, DataTypeSize(dtype)); !d.empty()) {
         failures += what + " average: " + d + "\n";
       }
       s = ops->AllreduceScaled({Backend::Span{in.get(), n}}, dtype, ReduceOp::kSum, 0.5, 4.0);
       if (s.ok()) s = ops->Flush();
-      if (!s.ok()) failures += what + " scaled sum: " + s.ToString() + "\n";
-      else if (auto d = FirstDifference(in.Download(), Pattern(dtype, n, 5, 2), DataTypeSize(dtype)); !d.empty()) {
+      if (!s.ok())
+        failures += what + " scaled sum: " + s.ToString() + "\n";
+      else if (auto d =
+                   FirstDifference(in.Download(), Pattern(dtype, n, 5, 2), DataTypeSize(dtype));
+               !d.empty()) {
         failures += what + " scaled sum: " + d + "\n";
       }
     }
@@ -242,7 +286,9 @@ TEST(NcclGpu, AbortAndReinitDoesNotLeak) {
   auto cycle = [&] {
     auto backend = MakeSingleRankNccl();
     ASSERT_TRUE(backend);
-    ASSERT_TRUE(backend->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum).ok());
+    ASSERT_TRUE(
+        backend->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum)
+            .ok());
   };
   cycle();  // warm up: CUDA and NCCL allocate some state once per process
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -259,35 +305,41 @@ TEST(NcclGpu, AbortAndReinitDoesNotLeak) {
   // (several MiB each) over 100 cycles would exceed this slack.
   const size_t slack = 32u << 20;
   EXPECT_LE(free_before, free_after + slack)
-      << "free device memory fell from " << free_before << " to " << free_after << " over " << kCycles
-      << " abort/re-init cycles";
+      << "free device memory fell from " << free_before << " to " << free_after << " over "
+      << kCycles << " abort/re-init cycles";
 }
 
 // Three processes on one GPU: NCCL refuses that, the staging backend does it.
 TEST(StagingGpu, ProcessesShareOneGpu) {
   // Do not touch CUDA before forking: look for the driver's device node.
-  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
+  if (access("/dev/nvidiactl", F_OK) != 0)
+    GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
   testing::RankOptions opts;
   opts.init = false;
   opts.deadline = std::chrono::seconds(120);
   opts.env = {{"KHOROVOD_GPU_DEVICE", "0"}};
-  KH_RUN_RANKS(3, [](Runtime&, const testing::RankContext& ctx) {
-    int count = 0;
-    ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
-    ASSERT_GT(count, 0);
-    auto gloo = ConnectGlooContext(ctx.config);
-    ASSERT_TRUE(gloo.ok()) << gloo.status();
-    auto b = BackendRegistry::Create("staging", BackendInit{&ctx.config, *gloo});
-    ASSERT_TRUE(b.ok()) << b.status();
-    std::vector<float> host(5000, static_cast<float>(ctx.rank + 1));
-    DeviceVec dev(host.size() * 4);
-    dev.Upload(host.data());
-    ASSERT_TRUE((*b)->Allreduce(dev.get(), dev.get(), host.size(), DataType::kFloat32, ReduceOp::kSum).ok());
-    auto bytes = dev.Download();
-    std::vector<float> got(host.size());
-    std::memcpy(got.data(), bytes.data(), bytes.size());
-    EXPECT_EQ(got, std::vector<float>(host.size(), 6.0f));
-  }, opts);
+  KH_RUN_RANKS(
+      3,
+      [](Runtime&, const testing::RankContext& ctx) {
+        int count = 0;
+        ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+        ASSERT_GT(count, 0);
+        auto gloo = ConnectGlooContext(ctx.config);
+        ASSERT_TRUE(gloo.ok()) << gloo.status();
+        auto b = BackendRegistry::Create("staging", BackendInit{&ctx.config, *gloo});
+        ASSERT_TRUE(b.ok()) << b.status();
+        std::vector<float> host(5000, static_cast<float>(ctx.rank + 1));
+        DeviceVec dev(host.size() * 4);
+        dev.Upload(host.data());
+        ASSERT_TRUE(
+            (*b)->Allreduce(dev.get(), dev.get(), host.size(), DataType::kFloat32, ReduceOp::kSum)
+                .ok());
+        auto bytes = dev.Download();
+        std::vector<float> got(host.size());
+        std::memcpy(got.data(), bytes.data(), bytes.size());
+        EXPECT_EQ(got, std::vector<float>(host.size(), 6.0f));
+      },
+      opts);
 }
 
 // Placement for an n-rank NCCL test, decided without initializing CUDA
@@ -310,7 +362,8 @@ bool PlaceRanks(int n, testing::RankOptions* opts, std::string* why) {
   return true;
 }
 
-std::unique_ptr<Backend> MakeRankNccl(const testing::RankContext& ctx, std::shared_ptr<gloo::Context>* keep = nullptr,
+std::unique_ptr<Backend> MakeRankNccl(const testing::RankContext& ctx,
+                                      std::shared_ptr<gloo::Context>* keep = nullptr,
                                       std::shared_ptr<BackendLegacy> legacy = nullptr) {
   auto gloo = ConnectGlooContext(ctx.config);
   EXPECT_TRUE(gloo.ok()) << gloo.status();
@@ -337,57 +390,63 @@ TEST_P(NcclRanks, EveryCollective) {
   if (!PlaceRanks(n, &opts, &why)) GTEST_SKIP() << why;
   opts.init = false;
   opts.deadline = std::chrono::seconds(120);
-  KH_RUN_RANKS(n, [n](Runtime&, const testing::RankContext& ctx) {
-    auto b = MakeRankNccl(ctx);
-    ASSERT_TRUE(b);
-    const int r = ctx.rank;
-    // Allreduce: a large buffer (NCCL's ring, not its one-rank copy) of r+1.
-    const size_t count = 1 << 20;
-    std::vector<int32_t> v(count, r + 1);
-    DeviceVec dv(v.size() * 4);
-    dv.Upload(v.data());
-    ASSERT_TRUE(b->Allreduce(dv.get(), dv.get(), v.size(), DataType::kInt32, ReduceOp::kSum).ok());
-    EXPECT_EQ(Ints(dv, count), std::vector<int32_t>(count, n * (n + 1) / 2));
-    // Average of floats through ncclAvg.
-    std::vector<float> f(4099, static_cast<float>(2 * r));
-    DeviceVec df(f.size() * 4);
-    df.Upload(f.data());
-    ASSERT_TRUE(b->Allreduce(df.get(), df.get(), f.size(), DataType::kFloat32, ReduceOp::kAverage).ok());
-    auto fb = df.Download();
-    std::vector<float> favg(f.size());
-    std::memcpy(favg.data(), fb.data(), fb.size());
-    EXPECT_EQ(favg, std::vector<float>(f.size(), static_cast<float>(n - 1)));
-    // Unequal allgather shares: rank k sends k+1 values of k.
-    std::vector<size_t> counts;
-    std::vector<int32_t> want;
-    for (int k = 0; k < n; ++k) {
-      counts.push_back(k + 1);
-      want.insert(want.end(), k + 1, k);
-    }
-    std::vector<int32_t> mine(r + 1, r);
-    DeviceVec in(mine.size() * 4), out(want.size() * 4);
-    in.Upload(mine.data());
-    ASSERT_TRUE(b->Allgatherv(in.get(), out.get(), counts, DataType::kInt32).ok());
-    EXPECT_EQ(Ints(out, want.size()), want);
-    // Alltoall: rank s sends (10*s + d) to rank d, one value each.
-    std::vector<int32_t> send, expect;
-    for (int d = 0; d < n; ++d) {
-      send.push_back(10 * r + d);
-      expect.push_back(10 * d + r);
-    }
-    DeviceVec sd(n * 4), rd(n * 4);
-    sd.Upload(send.data());
-    std::vector<int64_t> ones(n, 1);
-    ASSERT_TRUE(b->Alltoallv(sd.get(), ones, rd.get(), ones, DataType::kInt32).ok());
-    EXPECT_EQ(Ints(rd, n), expect);
-    // Broadcast from the last rank.
-    std::vector<int32_t> bc(77, r == n - 1 ? 42 : -1);
-    DeviceVec dbc(bc.size() * 4);
-    dbc.Upload(bc.data());
-    ASSERT_TRUE(b->Broadcast(dbc.get(), bc.size(), DataType::kInt32, n - 1).ok());
-    EXPECT_EQ(Ints(dbc, bc.size()), std::vector<int32_t>(bc.size(), 42));
-    ASSERT_TRUE(b->Barrier().ok());
-  }, opts);
+  KH_RUN_RANKS(
+      n,
+      [n](Runtime&, const testing::RankContext& ctx) {
+        auto b = MakeRankNccl(ctx);
+        ASSERT_TRUE(b);
+        const int r = ctx.rank;
+        // Allreduce: a large buffer (NCCL's ring, not its one-rank copy) of r+1.
+        const size_t count = 1 << 20;
+        std::vector<int32_t> v(count, r + 1);
+        DeviceVec dv(v.size() * 4);
+        dv.Upload(v.data());
+        ASSERT_TRUE(
+            b->Allreduce(dv.get(), dv.get(), v.size(), DataType::kInt32, ReduceOp::kSum).ok());
+        EXPECT_EQ(Ints(dv, count), std::vector<int32_t>(count, n * (n + 1) / 2));
+        // Average of floats through ncclAvg.
+        std::vector<float> f(4099, static_cast<float>(2 * r));
+        DeviceVec df(f.size() * 4);
+        df.Upload(f.data());
+        ASSERT_TRUE(
+            b->Allreduce(df.get(), df.get(), f.size(), DataType::kFloat32, ReduceOp::kAverage)
+                .ok());
+        auto fb = df.Download();
+        std::vector<float> favg(f.size());
+        std::memcpy(favg.data(), fb.data(), fb.size());
+        EXPECT_EQ(favg, std::vector<float>(f.size(), static_cast<float>(n - 1)));
+        // Unequal allgather shares: rank k sends k+1 values of k.
+        std::vector<size_t> counts;
+        std::vector<int32_t> want;
+        for (int k = 0; k < n; ++k) {
+          counts.push_back(k + 1);
+          want.insert(want.end(), k + 1, k);
+        }
+        std::vector<int32_t> mine(r + 1, r);
+        DeviceVec in(mine.size() * 4), out(want.size() * 4);
+        in.Upload(mine.data());
+        ASSERT_TRUE(b->Allgatherv(in.get(), out.get(), counts, DataType::kInt32).ok());
+        EXPECT_EQ(Ints(out, want.size()), want);
+        // Alltoall: rank s sends (10*s + d) to rank d, one value each.
+        std::vector<int32_t> send, expect;
+        for (int d = 0; d < n; ++d) {
+          send.push_back(10 * r + d);
+          expect.push_back(10 * d + r);
+        }
+        DeviceVec sd(n * 4), rd(n * 4);
+        sd.Upload(send.data());
+        std::vector<int64_t> ones(n, 1);
+        ASSERT_TRUE(b->Alltoallv(sd.get(), ones, rd.get(), ones, DataType::kInt32).ok());
+        EXPECT_EQ(Ints(rd, n), expect);
+        // Broadcast from the last rank.
+        std::vector<int32_t> bc(77, r == n - 1 ? 42 : -1);
+        DeviceVec dbc(bc.size() * 4);
+        dbc.Upload(bc.data());
+        ASSERT_TRUE(b->Broadcast(dbc.get(), bc.size(), DataType::kInt32, n - 1).ok());
+        EXPECT_EQ(Ints(dbc, bc.size()), std::vector<int32_t>(bc.size(), 42));
+        ASSERT_TRUE(b->Barrier().ok());
+      },
+      opts);
 }
 
 // A peer that dies after forming the communicator must not hang the
@@ -401,20 +460,23 @@ TEST_P(NcclRanks, DeadPeerFailsWithinTimeout) {
   opts.deadline = std::chrono::seconds(120);
   opts.expect_killed = {n - 1};
   opts.env["KHOROVOD_TIMEOUT_SECONDS"] = "5";
-  KH_RUN_RANKS(n, [n](Runtime&, const testing::RankContext& ctx) {
-    auto b = MakeRankNccl(ctx);
-    ASSERT_TRUE(b);
-    DeviceVec buf(4096);
-    ASSERT_TRUE(b->Barrier().ok());
-    if (ctx.rank == n - 1) raise(SIGKILL);
-    const auto start = std::chrono::steady_clock::now();
-    Status s = b->Allreduce(buf.get(), buf.get(), 1024, DataType::kFloat32, ReduceOp::kSum);
-    const auto waited = std::chrono::steady_clock::now() - start;
-    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
-    EXPECT_LT(waited, std::chrono::seconds(20));
-    // The backend stays broken and says so at once.
-    EXPECT_EQ(b->Barrier().code(), StatusCode::kUnavailable);
-  }, opts);
+  KH_RUN_RANKS(
+      n,
+      [n](Runtime&, const testing::RankContext& ctx) {
+        auto b = MakeRankNccl(ctx);
+        ASSERT_TRUE(b);
+        DeviceVec buf(4096);
+        ASSERT_TRUE(b->Barrier().ok());
+        if (ctx.rank == n - 1) raise(SIGKILL);
+        const auto start = std::chrono::steady_clock::now();
+        Status s = b->Allreduce(buf.get(), buf.get(), 1024, DataType::kFloat32, ReduceOp::kSum);
+        const auto waited = std::chrono::steady_clock::now() - start;
+        EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+        EXPECT_LT(waited, std::chrono::seconds(20));
+        // The backend stays broken and says so at once.
+        EXPECT_EQ(b->Barrier().code(), StatusCode::kUnavailable);
+      },
+      opts);
 }
 
 // Re-formation 100 times at n ranks, alternating a new communicator (no
@@ -427,39 +489,48 @@ TEST_P(NcclRanks, HundredReformationsKeepDeviceMemory) {
   if (!PlaceRanks(n, &opts, &why)) GTEST_SKIP() << why;
   opts.init = false;
   opts.deadline = std::chrono::seconds(280);
-  KH_RUN_RANKS(n, [](Runtime&, const testing::RankContext& ctx) {
-    std::shared_ptr<gloo::Context> gloo;
-    auto b = MakeRankNccl(ctx, &gloo);
-    ASSERT_TRUE(b);
-    DeviceVec buf(1 << 20);
-    ASSERT_TRUE(b->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum).ok());
-    ASSERT_TRUE(b->Barrier().ok());
-    b.reset();
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    size_t free_before = 0, total = 0;
-    ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
-    std::shared_ptr<BackendLegacy> legacy;
-    for (int i = 0; i < 100; ++i) {
-      auto made = MakeNcclBackend(BackendInit{&ctx.config, gloo, i % 2 ? std::move(legacy) : nullptr});
-      ASSERT_TRUE(made.ok()) << "cycle " << i << ": " << made.status();
-      legacy.reset();
-      ASSERT_TRUE((*made)->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum).ok());
-      ASSERT_TRUE((*made)->Barrier().ok());
-      legacy = (*made)->Retire();
-      ASSERT_NE(legacy, nullptr) << "a healthy communicator is retired for the next session";
-    }
-    legacy.reset();
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    // Both ranks' memory is on this GPU when they share it: measured after
-    // both are done (a Gloo barrier).
-    ASSERT_TRUE(gloo_ops::Barrier(gloo).ok());
-    size_t free_after = 0;
-    ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
-    const size_t slack = 64u << 20;
-    std::printf("reform-memory: rank %d free before %zu after %zu (MiB: %zu -> %zu)\n", ctx.rank, free_before,
-                free_after, free_before >> 20, free_after >> 20);
-    EXPECT_LE(free_before, free_after + slack) << "device memory fell over 100 re-formations";
-  }, opts);
+  KH_RUN_RANKS(
+      n,
+      [](Runtime&, const testing::RankContext& ctx) {
+        std::shared_ptr<gloo::Context> gloo;
+        auto b = MakeRankNccl(ctx, &gloo);
+        ASSERT_TRUE(b);
+        DeviceVec buf(1 << 20);
+        ASSERT_TRUE(
+            b->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum)
+                .ok());
+        ASSERT_TRUE(b->Barrier().ok());
+        b.reset();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        size_t free_before = 0, total = 0;
+        ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+        std::shared_ptr<BackendLegacy> legacy;
+        for (int i = 0; i < 100; ++i) {
+          auto made =
+              MakeNcclBackend(BackendInit{&ctx.config, gloo, i % 2 ? std::move(legacy) : nullptr});
+          ASSERT_TRUE(made.ok()) << "cycle " << i << ": " << made.status();
+          legacy.reset();
+          ASSERT_TRUE((*made)
+                          ->Allreduce(buf.get(), buf.get(), (1 << 20) / 4, DataType::kFloat32,
+                                      ReduceOp::kSum)
+                          .ok());
+          ASSERT_TRUE((*made)->Barrier().ok());
+          legacy = (*made)->Retire();
+          ASSERT_NE(legacy, nullptr) << "a healthy communicator is retired for the next session";
+        }
+        legacy.reset();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        // Both ranks' memory is on this GPU when they share it: measured after
+        // both are done (a Gloo barrier).
+        ASSERT_TRUE(gloo_ops::Barrier(gloo).ok());
+        size_t free_after = 0;
+        ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+        const size_t slack = 64u << 20;
+        std::printf("reform-memory: rank %d free before %zu after %zu (MiB: %zu -> %zu)\n",
+                    ctx.rank, free_before, free_after, free_before >> 20, free_after >> 20);
+        EXPECT_LE(free_before, free_after + slack) << "device memory fell over 100 re-formations";
+      },
+      opts);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, NcclRanks, ::testing::Values(2, 4),
@@ -468,20 +539,26 @@ INSTANTIATE_TEST_SUITE_P(Sizes, NcclRanks, ::testing::Values(2, 4),
 // Two ranks that land on one GPU without KHOROVOD_GPU_SHARE get a clear
 // error naming them, before NCCL is asked.
 TEST(NcclGpu, SharedGpuIsRefusedWithoutOptIn) {
-  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
+  if (access("/dev/nvidiactl", F_OK) != 0)
+    GTEST_SKIP() << "no NVIDIA driver (/dev/nvidiactl missing)";
   testing::RankOptions opts;
   opts.init = false;
   opts.deadline = std::chrono::seconds(60);
   opts.env = {{"KHOROVOD_GPU_DEVICE", "0"}};
-  KH_RUN_RANKS(2, [](Runtime&, const testing::RankContext& ctx) {
-    auto gloo = ConnectGlooContext(ctx.config);
-    ASSERT_TRUE(gloo.ok()) << gloo.status();
-    auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo});
-    ASSERT_FALSE(b.ok());
-    EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
-    EXPECT_NE(b.status().message().find("ranks 0 and 1 both use GPU"), std::string::npos) << b.status();
-    EXPECT_NE(b.status().message().find("KHOROVOD_GPU_SHARE=1"), std::string::npos) << b.status();
-  }, opts);
+  KH_RUN_RANKS(
+      2,
+      [](Runtime&, const testing::RankContext& ctx) {
+        auto gloo = ConnectGlooContext(ctx.config);
+        ASSERT_TRUE(gloo.ok()) << gloo.status();
+        auto b = MakeNcclBackend(BackendInit{&ctx.config, *gloo});
+        ASSERT_FALSE(b.ok());
+        EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
+        EXPECT_NE(b.status().message().find("ranks 0 and 1 both use GPU"), std::string::npos)
+            << b.status();
+        EXPECT_NE(b.status().message().find("KHOROVOD_GPU_SHARE=1"), std::string::npos)
+            << b.status();
+      },
+      opts);
 }
 
 }  // namespace

@@ -3,13 +3,14 @@
 // symbol availability. The libraries are real shared objects
 // (nccl_fixture_library.cc built per NCCL version under test) opened with
 // dlopen exactly as a real libnccl is.
+#include "backend/nccl/nccl_library.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
-#include "backend/nccl/nccl_library.h"
 #include "backend/nccl/nccl_reform.h"
 #include "khorovod/backend_info.h"
 
@@ -77,22 +78,27 @@ TEST(NcclLibrary, GrowSymbolInAnOldVersionIsNotUsed) {
 TEST(NcclLibrary, RefusesOldOrIncompleteLibraries) {
   auto old = NcclLibrary::Open(Fixture("nccl_fixture_2_26"));
   ASSERT_FALSE(old.ok());
-  EXPECT_NE(old.status().message().find("2.26.5, older than 2.27"), std::string::npos) << old.status().message();
+  EXPECT_NE(old.status().message().find("2.26.5, older than 2.27"), std::string::npos)
+      << old.status().message();
   auto broken = NcclLibrary::Open(Fixture("nccl_fixture_noallreduce"));
   ASSERT_FALSE(broken.ok());
-  EXPECT_NE(broken.status().message().find("lacks ncclAllReduce"), std::string::npos) << broken.status().message();
+  EXPECT_NE(broken.status().message().find("lacks ncclAllReduce"), std::string::npos)
+      << broken.status().message();
   auto missing = NcclLibrary::Load("/nonexistent/libnccl.so.2");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("KHOROVOD_NCCL_LIBRARY=/nonexistent/libnccl.so.2"), std::string::npos)
+  EXPECT_NE(missing.status().message().find("KHOROVOD_NCCL_LIBRARY=/nonexistent/libnccl.so.2"),
+            std::string::npos)
       << missing.status().message();
 }
 
 TEST(NcclLibrary, SearchOrderOverrideThenLinkerThenWheels) {
-  EXPECT_EQ(NcclSearchOrder("/x/libnccl.so.2", {{"PYTHONPATH", "/y"}}), std::vector<std::string>{"/x/libnccl.so.2"});
+  EXPECT_EQ(NcclSearchOrder("/x/libnccl.so.2", {{"PYTHONPATH", "/y"}}),
+            std::vector<std::string>{"/x/libnccl.so.2"});
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "kh_nccl_search";
   std::filesystem::create_directories(dir / "nvidia/nccl/lib");
   const std::string wheel = (dir / "nvidia/nccl/lib/libnccl.so.2").string();
-  std::filesystem::copy_file(Fixture("nccl_fixture_2_32"), wheel, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(Fixture("nccl_fixture_2_32"), wheel,
+                             std::filesystem::copy_options::overwrite_existing);
   auto order = NcclSearchOrder("", {{"PYTHONPATH", "/nonexistent:" + dir.string()}});
   ASSERT_GE(order.size(), 2u);
   EXPECT_EQ(order[0], "libnccl.so.2");
@@ -109,7 +115,8 @@ TEST(DescribeBackend, ReportsTheLoadedNccl) {
   EXPECT_EQ(info->at("grow"), "1");
   config.nccl_library = Fixture("nccl_fixture_2_26");
   EXPECT_FALSE(DescribeBackend("nccl", config).ok());
-  EXPECT_EQ(DescribeBackend("no-such-backend", config).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DescribeBackend("no-such-backend", config).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // --- PlanReform -------------------------------------------------------------
@@ -161,15 +168,18 @@ TEST(PlanReform, JoinersGrowWhereTheLibraryCan) {
   ReformPlan p = PlanReform({Old(7, 0, 2), Old(7, 1, 2), New()});
   EXPECT_EQ(p.path, ReformPath::kGrow);
   EXPECT_EQ(p.survivors, 2);
-  EXPECT_EQ(PlanReform({Old(7, 0, 2, true, false), Old(7, 1, 2, true, false), New(true, false)}).path,
-            ReformPath::kInit);
+  EXPECT_EQ(
+      PlanReform({Old(7, 0, 2, true, false), Old(7, 1, 2, true, false), New(true, false)}).path,
+      ReformPath::kInit);
   EXPECT_EQ(PlanReform({Old(7, 0, 3), Old(7, 2, 3), New()}).path, ReformPath::kShrinkGrow);
 }
 
 TEST(PlanReform, OrderOrHistoryMismatchInits) {
   EXPECT_EQ(PlanReform({Old(7, 1, 2), Old(7, 0, 2)}).path, ReformPath::kInit) << "reordered";
-  EXPECT_EQ(PlanReform({Old(7, 0, 2), New(), Old(7, 1, 2)}).path, ReformPath::kInit) << "newcomer in the middle";
-  EXPECT_EQ(PlanReform({New(), Old(7, 0, 2)}).path, ReformPath::kInit) << "new rank 0 is a newcomer";
+  EXPECT_EQ(PlanReform({Old(7, 0, 2), New(), Old(7, 1, 2)}).path, ReformPath::kInit)
+      << "newcomer in the middle";
+  EXPECT_EQ(PlanReform({New(), Old(7, 0, 2)}).path, ReformPath::kInit)
+      << "new rank 0 is a newcomer";
   EXPECT_EQ(PlanReform({Old(7, 0, 2), Old(8, 1, 2)}).path, ReformPath::kInit) << "two histories";
   ReformMember a = Old(7, 0, 2), b = Old(7, 1, 2);
   a.broken = 1;

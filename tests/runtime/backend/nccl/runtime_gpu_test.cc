@@ -24,7 +24,8 @@ using testing::RankOptions;
 bool GpuNodes(int n, std::string* why) {
   for (int i = 0; i < n; ++i) {
     if (access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) != 0) {
-      *why = "needs " + std::to_string(n) + " GPU(s) (/dev/nvidia" + std::to_string(i) + " missing)";
+      *why =
+          "needs " + std::to_string(n) + " GPU(s) (/dev/nvidia" + std::to_string(i) + " missing)";
       return false;
     }
   }
@@ -43,7 +44,8 @@ class DeviceFloats {
   }
   // Owns its memory: moved, never copied (a copy in a growing vector would
   // free the memory the runtime is still given).
-  DeviceFloats(DeviceFloats&& other) noexcept : p_(std::exchange(other.p_, nullptr)), n_(other.n_) {}
+  DeviceFloats(DeviceFloats&& other) noexcept
+      : p_(std::exchange(other.p_, nullptr)), n_(other.n_) {}
   DeviceFloats(const DeviceFloats&) = delete;
   DeviceFloats& operator=(const DeviceFloats&) = delete;
   DeviceFloats& operator=(DeviceFloats&&) = delete;
@@ -51,7 +53,8 @@ class DeviceFloats {
     if (p_) (void)cudaFree(p_);
   }
   TensorView view(int device) const {
-    return TensorView{p_, DataType::kFloat32, {static_cast<int64_t>(n_)}, Device{DeviceKind::kCUDA, device}};
+    return TensorView{
+        p_, DataType::kFloat32, {static_cast<int64_t>(n_)}, Device{DeviceKind::kCUDA, device}};
   }
   std::vector<float> Download() const { return DownloadFrom(p_, n_); }
   static std::vector<float> DownloadFrom(const void* p, size_t n) {
@@ -76,11 +79,12 @@ void EveryCollective(Runtime& rt, const RankContext& ctx, int device) {
   const float r = static_cast<float>(ctx.rank + 1);
   // Fused: two small, one large (in place), scaled: sum * 0.5 * 4.
   std::vector<DeviceFloats> ts;
-  for (size_t len : {size_t{3}, size_t{1000}, size_t{50000}}) ts.emplace_back(std::vector<float>(len, r));
+  for (size_t len : {size_t{3}, size_t{1000}, size_t{50000}})
+    ts.emplace_back(std::vector<float>(len, r));
   std::vector<Handle> hs;
   for (size_t i = 0; i < ts.size(); ++i) {
-    hs.push_back(rt.allreduce_async("ar." + std::to_string(i), ts[i].view(device), ts[i].view(device),
-                                    {ReduceOp::kSum, 0.5, 4.0}));
+    hs.push_back(rt.allreduce_async("ar." + std::to_string(i), ts[i].view(device),
+                                    ts[i].view(device), {ReduceOp::kSum, 0.5, 4.0}));
   }
   const float sum = n * (n + 1) / 2;
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -96,8 +100,10 @@ void EveryCollective(Runtime& rt, const RankContext& ctx, int device) {
   ASSERT_TRUE(rt.allgather("ag", in.view(device), &gathered).ok());
   ASSERT_EQ(gathered.device, (Device{DeviceKind::kCUDA, device}));
   ASSERT_TRUE(IsDevicePointer(gathered.data()));
-  auto g = DeviceFloats::DownloadFrom(gathered.data(), static_cast<size_t>(gathered.num_elements()));
-  for (int k = 0; k < ctx.size; ++k) ASSERT_EQ(g[static_cast<size_t>(k) * 17], static_cast<float>(k + 1));
+  auto g =
+      DeviceFloats::DownloadFrom(gathered.data(), static_cast<size_t>(gathered.num_elements()));
+  for (int k = 0; k < ctx.size; ++k)
+    ASSERT_EQ(g[static_cast<size_t>(k) * 17], static_cast<float>(k + 1));
   DeviceFloats rs(std::vector<float>(static_cast<size_t>(ctx.size) * 2, r));
   TensorView rsv = rs.view(device);
   rsv.shape = {ctx.size, 2};
@@ -109,7 +115,8 @@ void EveryCollective(Runtime& rt, const RankContext& ctx, int device) {
   ASSERT_TRUE(rt.alltoall("a2a", rsv, &a2a).ok());
   ASSERT_TRUE(IsDevicePointer(a2a.data()));
   auto a = DeviceFloats::DownloadFrom(a2a.data(), static_cast<size_t>(a2a.num_elements()));
-  for (int k = 0; k < ctx.size; ++k) ASSERT_EQ(a[static_cast<size_t>(k) * 2], static_cast<float>(k + 1));
+  for (int k = 0; k < ctx.size; ++k)
+    ASSERT_EQ(a[static_cast<size_t>(k) * 2], static_cast<float>(k + 1));
   DeviceFloats b(std::vector<float>(9, r));
   ASSERT_TRUE(rt.broadcast("bc", b.view(device), {ctx.size - 1}).ok());
   for (float v : b.Download()) ASSERT_EQ(v, n);
@@ -122,14 +129,17 @@ TEST(RuntimeGpu, NcclOneRankEveryCollective) {
   RankOptions opts;
   opts.deadline = std::chrono::seconds(120);
   opts.env = {{"KHOROVOD_GPU_OPERATIONS", "nccl"}};
-  KH_RUN_RANKS(1, [](Runtime& rt, const RankContext& ctx) {
-    EveryCollective(rt, ctx, 0);
-    // A scaling NCCL cannot fold into one factor fails that operation only.
-    DeviceFloats t(std::vector<float>(4, 1));
-    Status s = rt.allreduce("max.scaled", t.view(0), t.view(0), {ReduceOp::kMax, 2.0, 1.0});
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
-    ASSERT_TRUE(rt.allreduce("after", t.view(0), t.view(0), {ReduceOp::kSum}).ok());
-  }, opts);
+  KH_RUN_RANKS(
+      1,
+      [](Runtime& rt, const RankContext& ctx) {
+        EveryCollective(rt, ctx, 0);
+        // A scaling NCCL cannot fold into one factor fails that operation only.
+        DeviceFloats t(std::vector<float>(4, 1));
+        Status s = rt.allreduce("max.scaled", t.view(0), t.view(0), {ReduceOp::kMax, 2.0, 1.0});
+        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+        ASSERT_TRUE(rt.allreduce("after", t.view(0), t.view(0), {ReduceOp::kSum}).ok());
+      },
+      opts);
 }
 
 TEST(RuntimeGpu, StagingThreeProcessesShareOneGpu) {
@@ -138,7 +148,8 @@ TEST(RuntimeGpu, StagingThreeProcessesShareOneGpu) {
   RankOptions opts;
   opts.deadline = std::chrono::seconds(120);
   opts.env = {{"KHOROVOD_GPU_OPERATIONS", "staging"}, {"KHOROVOD_GPU_DEVICE", "0"}};
-  KH_RUN_RANKS(3, [](Runtime& rt, const RankContext& ctx) { EveryCollective(rt, ctx, 0); }, opts);
+  KH_RUN_RANKS(
+      3, [](Runtime& rt, const RankContext& ctx) { EveryCollective(rt, ctx, 0); }, opts);
 }
 
 // n ranks, one GPU each where there are n, else all on GPU 0 through
@@ -155,15 +166,18 @@ TEST_P(RuntimeNcclRanks, EveryCollectiveAndANewSession) {
   opts.env = {{"KHOROVOD_GPU_OPERATIONS", "nccl"}};
   const bool share = !GpuNodes(n, &why);
   if (share) opts.env.insert({{"KHOROVOD_GPU_SHARE", "1"}, {"KHOROVOD_GPU_DEVICE", "0"}});
-  KH_RUN_RANKS(n, [share](Runtime& rt, const RankContext& ctx) {
-    const int device = share ? 0 : ctx.rank;
-    EveryCollective(rt, ctx, device);
-    ASSERT_TRUE(rt.shutdown().ok());
-    Config next = ctx.config;
-    next.job_id += "-2";
-    ASSERT_TRUE(rt.init(next).ok());
-    EveryCollective(rt, ctx, device);
-  }, opts);
+  KH_RUN_RANKS(
+      n,
+      [share](Runtime& rt, const RankContext& ctx) {
+        const int device = share ? 0 : ctx.rank;
+        EveryCollective(rt, ctx, device);
+        ASSERT_TRUE(rt.shutdown().ok());
+        Config next = ctx.config;
+        next.job_id += "-2";
+        ASSERT_TRUE(rt.init(next).ok());
+        EveryCollective(rt, ctx, device);
+      },
+      opts);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, RuntimeNcclRanks, ::testing::Values(2, 4),

@@ -27,8 +27,8 @@ using std::chrono::milliseconds;
 
 using khorovod::testing::LoopbackWorld;
 
-std::unique_ptr<ControlChannel> Channel(const std::shared_ptr<gloo::Context>& world, milliseconds timeout,
-                                        bool spin) {
+std::unique_ptr<ControlChannel> Channel(const std::shared_ptr<gloo::Context>& world,
+                                        milliseconds timeout, bool spin) {
   auto channel = ShmControlChannel::Connect(world, timeout, spin);
   EXPECT_TRUE(channel.ok()) << channel.status();
   EXPECT_TRUE(channel.ok() && *channel) << "the segment could not be joined";
@@ -60,7 +60,9 @@ struct Case {
   bool spin;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.ranks << " ranks, " << (c.spin ? "spinning" : "sleeping"); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.ranks << " ranks, " << (c.spin ? "spinning" : "sleeping");
+}
 
 std::string Name(const ::testing::TestParamInfo<Case>& info) {
   return std::to_string(info.param.ranks) + "ranks" + (info.param.spin ? "Spinning" : "Sleeping");
@@ -85,7 +87,8 @@ TEST_P(ShmControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
       ASSERT_EQ(all.size(), words * c.ranks);
       for (int r = 0; r < c.ranks; ++r)
         for (size_t i = 0; i < words; ++i)
-          ASSERT_EQ(all[r * words + i], Word(r, round, i)) << "round " << round << " rank " << r << " word " << i;
+          ASSERT_EQ(all[r * words + i], Word(r, round, i))
+              << "round " << round << " rank " << r << " word " << i;
       if (round % 11 == 10) {
         std::vector<std::string> gathered;
         ASSERT_TRUE(channel->GatherToRoot("rank" + std::to_string(rank), &gathered).ok());
@@ -102,8 +105,8 @@ TEST_P(ShmControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
 }
 
 // A channel whose first round, with every rank, succeeded.
-std::unique_ptr<ControlChannel> AfterOneRound(const std::shared_ptr<gloo::Context>& world, milliseconds timeout,
-                                              bool spin) {
+std::unique_ptr<ControlChannel> AfterOneRound(const std::shared_ptr<gloo::Context>& world,
+                                              milliseconds timeout, bool spin) {
   auto channel = Channel(world, timeout, spin);
   if (!channel) return nullptr;
   std::vector<uint64_t> mine{uint64_t(world->rank)}, all;
@@ -154,7 +157,8 @@ TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsTheWaitOnAPeerThatNeverArriv
     auto channel = AfterOneRound(world, milliseconds(60'000), c.spin);
     ASSERT_TRUE(channel);
     if (rank == 0) {  // stays attached and alive, and never arrives again
-      for (int i = 0; i < 3000 && done.load() < c.ranks - 1; ++i) std::this_thread::sleep_for(milliseconds(10));
+      for (int i = 0; i < 3000 && done.load() < c.ranks - 1; ++i)
+        std::this_thread::sleep_for(milliseconds(10));
       return;
     }
     // Abandoned while (most likely) already waiting; abandoned before the
@@ -170,8 +174,8 @@ TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsTheWaitOnAPeerThatNeverArriv
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ShmControlChannelTest,
-                         ::testing::Values(Case{2, true}, Case{3, true}, Case{4, true}, Case{2, false},
-                                           Case{4, false}),
+                         ::testing::Values(Case{2, true}, Case{3, true}, Case{4, true},
+                                           Case{2, false}, Case{4, false}),
                          Name);
 
 }  // namespace

@@ -37,8 +37,8 @@ struct Harness {
 Harness* harness = nullptr;
 
 [[noreturn]] void Fail(const std::string& what, const std::string& path, const std::string& body) {
-  std::fprintf(stderr, "rendezvous fuzzer: %s\n  path: %s\n  body: %s\n", what.c_str(), path.c_str(),
-               body.substr(0, 400).c_str());
+  std::fprintf(stderr, "rendezvous fuzzer: %s\n  path: %s\n  body: %s\n", what.c_str(),
+               path.c_str(), body.substr(0, 400).c_str());
   std::abort();
 }
 
@@ -57,7 +57,8 @@ std::string PathFor(uint8_t endpoint, uint8_t pick) {
       return "/v1/jobs/" + job + "/workers/" + name + "/" + verbs[(pick >> 3) % 4];
     case 4:
     case 5:
-      return "/v1/jobs/" + job + "/generations/" + std::to_string((pick >> 3) % 3) + "/kv/" + kv[(pick >> 5) % 4];
+      return "/v1/jobs/" + job + "/generations/" + std::to_string((pick >> 3) % 3) + "/kv/" +
+             kv[(pick >> 5) % 4];
     case 6:
       return "/v1/jobs/" + job;
     default:
@@ -99,7 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = PathFor(data[0] & 0x0f, data[1]);
   const bool bad_token = (data[0] & 0x80) != 0;
   const std::string body(reinterpret_cast<const char*>(data) + 3, size - 3);
-  httplib::Headers headers{{"Authorization", std::string("Bearer ") + (bad_token ? "wrong" : kToken)}};
+  httplib::Headers headers{
+      {"Authorization", std::string("Bearer ") + (bad_token ? "wrong" : kToken)}};
   auto send = [&]() -> httplib::Result {
     switch (data[2] % 8) {
       case 0:
@@ -120,7 +122,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (res->status >= 400) {
     const auto parsed = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_object() || !parsed.contains("error") || !parsed["error"].is_string()) {
-      Fail("error " + std::to_string(res->status) + " without a JSON error body: " + res->body, path, body);
+      Fail("error " + std::to_string(res->status) + " without a JSON error body: " + res->body,
+           path, body);
     }
   }
   return 0;

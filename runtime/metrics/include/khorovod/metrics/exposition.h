@@ -6,7 +6,8 @@
 //
 //   prometheus::Registry reg;
 //   prometheus::Histogram& seconds = metrics::GetHistogram(reg, "x_duration_seconds", "Latency.",
-//                                                          metrics::ExponentialBuckets(0.001, 2, 12));
+//                                                          metrics::ExponentialBuckets(0.001, 2,
+//                                                          12));
 //   metrics::GetCounter(reg, "x_total", "Things.", {{"kind", "a"}}).Increment();
 //   metrics::ScrapeCollector computed([] {      // families computed at scrape time
 //     prometheus::MetricFamily f = metrics::GaugeFamily("x_queue_depth", "Queued items.");
@@ -37,12 +38,6 @@
 // function must be safe to call from the serving threads.
 #pragma once
 
-#include <functional>
-#include <initializer_list>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -50,6 +45,12 @@
 #include <prometheus/labels.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
+
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace khorovod::metrics {
 
@@ -59,12 +60,13 @@ inline constexpr const char* kContentType = "text/plain; version=0.0.4; charset=
 // `count` bounds: start, start*factor, start*factor^2, ...
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
 
-prometheus::Counter& GetCounter(prometheus::Registry& registry, const std::string& name, const std::string& help,
-                                const prometheus::Labels& labels = {});
-prometheus::Gauge& GetGauge(prometheus::Registry& registry, const std::string& name, const std::string& help,
-                            const prometheus::Labels& labels = {});
-prometheus::Histogram& GetHistogram(prometheus::Registry& registry, const std::string& name, const std::string& help,
-                                    const std::vector<double>& bounds, const prometheus::Labels& labels = {});
+prometheus::Counter& GetCounter(prometheus::Registry& registry, const std::string& name,
+                                const std::string& help, const prometheus::Labels& labels = {});
+prometheus::Gauge& GetGauge(prometheus::Registry& registry, const std::string& name,
+                            const std::string& help, const prometheus::Labels& labels = {});
+prometheus::Histogram& GetHistogram(prometheus::Registry& registry, const std::string& name,
+                                    const std::string& help, const std::vector<double>& bounds,
+                                    const prometheus::Labels& labels = {});
 
 std::string Render(std::initializer_list<const prometheus::Collectable*> sources);
 
@@ -83,7 +85,8 @@ class ScrapeCollector : public prometheus::Collectable {
 prometheus::MetricFamily GaugeFamily(std::string name, std::string help);
 prometheus::MetricFamily CounterFamily(std::string name, std::string help);
 // One sample of a gauge or counter family.
-void AddSample(prometheus::MetricFamily& family, double value, const prometheus::Labels& labels = {});
+void AddSample(prometheus::MetricFamily& family, double value,
+               const prometheus::Labels& labels = {});
 // A family with a single unlabelled sample.
 prometheus::MetricFamily Gauge(std::string name, std::string help, double value);
 prometheus::MetricFamily Counter(std::string name, std::string help, double value);
