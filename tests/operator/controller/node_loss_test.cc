@@ -95,6 +95,17 @@ class NodeLossPlanTest : public ::testing::Test {
     in.now = now_;
     return PlanJob(in);
   }
+  // The plan waits for the bound: nothing deleted, looked at again in `wait`,
+  // and the NodeLost condition says what will happen (`says`).
+  static void ExpectWaiting(const JobPlan& plan, seconds wait, const std::string& says) {
+    EXPECT_TRUE(plan.delete_pods.empty());
+    ASSERT_TRUE(plan.requeue_after);
+    EXPECT_EQ(*plan.requeue_after, wait) << "looked at again when the bound expires";
+    const Condition* c = Find(plan.status, "NodeLost");
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->status, "True");
+    EXPECT_NE(c->message.find(says), std::string::npos) << c->message;
+  }
   static const Condition* Find(const HorovodJobStatus& s, const std::string& type) {
     for (const auto& c : s.conditions)
       if (c.type == type) return &c;
@@ -108,14 +119,8 @@ TEST_F(NodeLossPlanTest, TheDefaultBoundIs30Seconds) { EXPECT_EQ(job_.spec.run_p
 
 TEST_F(NodeLossPlanTest, BeforeTheBoundTheJobWaitsAndSaysWhen) {
   JobPlan plan = Plan({Pod(0, "n0"), Pod(1, "n1"), Pod(2, "n2")}, {{"n0", {}}, {"n1", Lost(10)}, {"n2", {}}});
-  EXPECT_TRUE(plan.delete_pods.empty());
-  ASSERT_TRUE(plan.requeue_after);
-  EXPECT_EQ(*plan.requeue_after, seconds(20)) << "looked at again when the bound expires";
-  const Condition* c = Find(plan.status, "NodeLost");
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->status, "True");
-  EXPECT_NE(c->message.find("node n1 lost (Ready=Unknown (NodeStatusUnknown))"), std::string::npos) << c->message;
-  EXPECT_NE(c->message.find("j-worker-1 will be force-deleted and replaced at"), std::string::npos) << c->message;
+  ExpectWaiting(plan, seconds(20), "node n1 lost (Ready=Unknown (NodeStatusUnknown))");
+  ExpectWaiting(plan, seconds(20), "j-worker-1 will be force-deleted and replaced at");
   EXPECT_EQ(std::count_if(plan.events.begin(), plan.events.end(),
                           [](const PlannedEvent& e) { return e.reason == "NodeLost"; }),
             1);
@@ -192,13 +197,7 @@ TEST_F(NodeLossPlanTest, FinishedSurvivorsWaitForALostNodesWorkerOnlyUntilTheBou
   std::vector<Json> pods = {done(0, "n0"), done(1, "n2"), Pod(2, "n1")};
   JobPlan before = Plan(pods, {{"n0", {}}, {"n1", Lost(4)}, {"n2", {}}});
   EXPECT_EQ(before.status.phase, JobPhase::kRunning) << "still completing";
-  EXPECT_TRUE(before.delete_pods.empty());
-  ASSERT_TRUE(before.requeue_after);
-  EXPECT_EQ(*before.requeue_after, seconds(26)) << "looked at again when the bound expires";
-  const Condition* c = Find(before.status, "NodeLost");
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->status, "True");
-  EXPECT_NE(c->message.find("j-worker-2 will be force-deleted at"), std::string::npos) << c->message;
+  ExpectWaiting(before, seconds(26), "j-worker-2 will be force-deleted at");
 
   job_.status = before.status;
   JobPlan after = Plan(pods, {{"n0", {}}, {"n1", Lost(31)}, {"n2", {}}});
