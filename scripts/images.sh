@@ -244,14 +244,20 @@ free_bytes() { df --output=avail -B1 "$1" | tail -1 | tr -d ' '; }
 # holds the image podman has under that name (same image ID, kept as a label).
 load() {
   ctr --address "$SOCK" version >/dev/null 2>&1 || die "the node's containerd is not running ($SOCK); run scripts/real-node.sh up"
-  local name id have size free
+  local name id have size free target labels labelled
   rm -rf "$save_tmp"; mkdir -p "$save_tmp"
   trap 'rm -rf "$save_tmp"' EXIT
   for name in "$@"; do
     id=$(podman image inspect --format '{{.Id}}' "$name" 2>/dev/null) || die "no image $name (build it first)"
-    have=$(ctr --address "$SOCK" -n k8s.io images ls "name==$name" 2>/dev/null | awk 'NR>1 {print $NF}' \
-           | tr ',' '\n' | sed -n 's/^dev.khorovod.id=//p')
-    [ "$have" = "$id" ] && continue
+    # Loaded already: the label names this image and the record still points
+    # where it pointed when labelled (a store shared by several checkouts may
+    # have had another image imported under the name since: ctr keeps the
+    # labels of a record whose target an import replaces).
+    read -r target labels < <(ctr --address "$SOCK" -n k8s.io images ls "name==$name" 2>/dev/null |
+                                awk 'NR>1 {print $3, $NF}') || true
+    have=$(tr ',' '\n' <<<"${labels:-}" | sed -n 's/^dev.khorovod.id=//p')
+    labelled=$(tr ',' '\n' <<<"${labels:-}" | sed -n 's/^dev.khorovod.target=//p')
+    [ "$have" = "$id" ] && [ -n "${target:-}" ] && [ "$labelled" = "$target" ] && continue
     size=$(podman image inspect --format '{{.Size}}' "$name")
     free=$(free_bytes "$save_tmp")
     # The archive, and room for containerd to store what it does not hold yet.
@@ -272,7 +278,8 @@ load() {
       | ctr --address "$SOCK" -n k8s.io images import - >/dev/null \
       || die "importing $name into containerd failed ($(free_bytes "$save_tmp") bytes free on $save_tmp)"
     rm -rf "${save_tmp:?}"/*
-    ctr --address "$SOCK" -n k8s.io images label "$full" "dev.khorovod.id=$id" >/dev/null
+    target=$(ctr --address "$SOCK" -n k8s.io images ls "name==$full" 2>/dev/null | awk 'NR>1 {print $3}')
+    ctr --address "$SOCK" -n k8s.io images label "$full" "dev.khorovod.id=$id" "dev.khorovod.target=$target" >/dev/null
   done
 }
 

@@ -42,6 +42,7 @@ struct Options {
   uint64_t seed = 1;
   int log_every = 25;
   int64_t fail_at_step = 0;  // 0: never
+  double train_seconds = 0;  // 0: no time limit, --steps alone
 };
 
 TensorView View(std::vector<float>& v) {
@@ -66,6 +67,20 @@ void PrintPlacement(const khorovod::Runtime& rt) {
               rt.local_rank(), rt.local_size(), rt.cross_rank(), rt.cross_size(),
               device && *device ? device : "none");
   std::fflush(stdout);
+}
+
+// --train-seconds: whether the job has trained long enough, by the longest
+// any rank has trained (its own clock since it began: a replacement that
+// joined late does not hold the others back). A max-allreduce, so every rank
+// gets the same answer and all stop at the same step.
+khorovod::StatusOr<bool> TrainedLongEnough(khorovod::Runtime& rt, std::chrono::steady_clock::time_point started,
+                                           double limit) {
+  float seconds = std::chrono::duration<float>(std::chrono::steady_clock::now() - started).count();
+  TensorView sv{&seconds, DataType::kFloat32, {1}, {}};
+  khorovod::AllreduceOptions longest;
+  longest.op = khorovod::ReduceOp::kMax;
+  KH_RETURN_IF_ERROR(rt.allreduce("trained_seconds", sv, sv, longest));
+  return seconds >= limit;
 }
 
 // An elastic worker that came to join after another one finished training
@@ -105,7 +120,8 @@ int Train(const Options& o) {
                 rt.size(), data.size(), o.batch_size, initial_loss);
   }
 
-  auto window_start = std::chrono::steady_clock::now();
+  const auto started = std::chrono::steady_clock::now();
+  auto window_start = started;
   int64_t window_samples = 0;
   Status trained = khorovod::elastic::run(rt, state, [&]() -> Status {
     while (step < o.steps) {
@@ -140,6 +156,16 @@ int Train(const Options& o) {
         }
         window_start = now;
         window_samples = 0;
+        if (o.train_seconds > 0) {
+          khorovod::StatusOr<bool> enough = TrainedLongEnough(rt, started, o.train_seconds);
+          if (!enough.ok()) return enough.status();
+          if (*enough) {
+            if (rt.rank() == 0)
+              std::printf("stopping after step %" PRId64 ": trained %.0f s (--train-seconds)\n", step,
+                          o.train_seconds);
+            break;
+          }
+        }
       }
     }
     return Status::Ok();
@@ -183,6 +209,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", o.log_every, "steps between progress lines")->check(CLI::PositiveNumber);
   app.add_option("--fail-at-step", o.fail_at_step,
                  "rank 1 kills itself right after committing this step (elastic demo)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--train-seconds", o.train_seconds,
+                 "stop, on every rank at the same step, at the first progress line after any rank trained this long "
+                 "(--steps still caps it)")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   return Train(o);

@@ -46,6 +46,24 @@ struct Planner {
 // A phase either completes the plan (true) or passes on to the next.
 using Phase = bool (*)(Planner&);
 
+bool Planned(const Planner& p, const std::string& uid) {
+  return std::any_of(p.plan.delete_pods.begin(), p.plan.delete_pods.end(),
+                     [&](const PodDeletion& d) { return d.uid == uid; });
+}
+
+// Each pod is deleted once. A later phase that deletes a pod already planned
+// (a failed worker on a lost node) gives the reason, which is about the pod
+// itself; a forced deletion stays forced.
+void PlanDeletion(Planner& p, PodDeletion d) {
+  for (PodDeletion& planned : p.plan.delete_pods) {
+    if (planned.uid != d.uid) continue;
+    planned.reason = std::move(d.reason);
+    planned.force = planned.force || d.force;
+    return;
+  }
+  p.plan.delete_pods.push_back(std::move(d));
+}
+
 // Status fields that follow from what is observed, whatever the phase.
 void Observe(Planner& p) {
   HorovodJobStatus& st = p.st();
@@ -90,20 +108,15 @@ void Observe(Planner& p) {
 // cleanPodPolicy and ttlSecondsAfterFinished, for a finished job.
 void CleanUpFinished(Planner& p) {
   const CleanPodPolicy policy = p.spec.run_policy.clean_pod_policy;
-  auto planned = [&](const std::string& uid) {
-    for (const auto& d : p.plan.delete_pods)
-      if (d.uid == uid) return true;
-    return false;
-  };
   for (const auto& pod : p.pods) {
-    if (pod.deleting || planned(pod.uid)) continue;
+    if (pod.deleting || Planned(p, pod.uid)) continue;
     if (policy == CleanPodPolicy::kAll || (policy == CleanPodPolicy::kRunning && pod.live()))
       p.plan.delete_pods.push_back(
           {pod.name, pod.uid, "job finished (cleanPodPolicy " + std::string(ToString(policy)) + ")"});
   }
   if (p.in.rendezvous && policy != CleanPodPolicy::kNone) {
     PodView r = View(*p.in.rendezvous);
-    if (!r.deleting) p.plan.delete_pods.push_back({r.name, r.uid, "job finished"});
+    if (!r.deleting && !Planned(p, r.uid)) p.plan.delete_pods.push_back({r.name, r.uid, "job finished"});
   }
   if (!p.spec.run_policy.ttl_seconds_after_finished) return;
   std::chrono::system_clock::time_point done;
@@ -180,14 +193,18 @@ bool PlanCompletion(Planner& p) {
   HorovodJobStatus& st = p.st();
   if (st.succeeded == 0) return false;
   // A worker never scheduled (e.g. short of GPUs) will not train any more:
-  // delete it rather than wait for it.
-  int unscheduled = 0;
+  // delete it rather than wait for it. Nor is a worker of a lost node
+  // waited for once PlanLostNodes force-deletes it: its kubelet will never
+  // report it finished.
+  int training = 0;
   for (const auto& pod : p.pods) {
-    if (pod.deleting || pod.phase != "Pending" || !pod.node.empty()) continue;
-    p.plan.delete_pods.push_back({pod.name, pod.uid, "training finished before it was scheduled"});
-    unscheduled++;
+    if (pod.deleting || !pod.live() || Planned(p, pod.uid)) continue;
+    if (pod.phase == "Pending" && pod.node.empty())
+      p.plan.delete_pods.push_back({pod.name, pod.uid, "training finished before it was scheduled"});
+    else
+      training++;
   }
-  if (st.active == unscheduled)
+  if (training == 0)
     return Finish(p, true, "JobSucceeded", "training finished: " + to_string(st.succeeded) + " worker(s) exited 0");
   SetCondition(st, cond::kRunning, true, "Completing", "a worker exited 0; waiting for the others to finish", p.now);
   return true;
@@ -234,7 +251,7 @@ bool PlanFailures(Planner& p) {
     if (pod.disrupted && !pod.gpu_failed()) {
       // Evicted or preempted: the cluster stopped it (after it left at a
       // commit, docs/elastic.md); replaced, not counted against backoffLimit.
-      p.plan.delete_pods.push_back({pod.name, pod.uid, "worker disrupted (" + exit + ")"});
+      PlanDeletion(p, {pod.name, pod.uid, "worker disrupted (" + exit + ")"});
       p.plan.events.push_back({"Normal", "WorkerDisrupted",
                                "worker " + pod.name + " was stopped by the cluster (" + exit +
                                    (pod.reason.empty() ? "" : ", " + pod.reason) + "); replacing it"});
@@ -257,7 +274,7 @@ bool PlanFailures(Planner& p) {
                         " restarts exceed backoffLimit " + to_string(policy.backoff_limit));
     }
     if (pod.gpu_failed() && !counted.count(pod.uid)) AvoidNode(p, pod, "GPU failure of " + pod.name + " (" + exit + ")");
-    p.plan.delete_pods.push_back({pod.name, pod.uid, "worker failed (" + exit + ")"});
+    PlanDeletion(p, {pod.name, pod.uid, "worker failed (" + exit + ")"});
     // The restart number keeps each failure its own event: the recorder
     // writes identical events once per window, and `kubectl describe`
     // should show three failures of one index as three.
@@ -272,15 +289,20 @@ bool PlanFailures(Planner& p) {
 }
 
 // Pods bound to a lost node: force-deleted once the node has been lost for
-// nodeLossTimeoutSeconds (job_plan.h, phase 6b). Never completes the plan.
+// nodeLossTimeoutSeconds (job_plan.h, phase 5). Runs before the completion
+// phase, which must not wait for a worker whose kubelet is gone. Never
+// completes the plan.
 bool PlanLostNodes(Planner& p) {
   const auto timeout = std::chrono::seconds(p.spec.run_policy.node_loss_timeout_seconds);
+  // Once a worker exited 0 training is over: nothing is replaced.
+  const bool over = p.st().succeeded > 0;
   std::vector<PodView> pods = p.pods;
   if (p.in.rendezvous) pods.push_back(View(*p.in.rendezvous));
   std::map<std::string, std::vector<std::string>> waiting, replaced;  // node -> pod names
   for (const PodView& pod : pods) {
     auto node = p.in.nodes.find(pod.node);
-    if (pod.node.empty() || node == p.in.nodes.end() || !node->second.lost || !node->second.since) continue;
+    if (pod.node.empty() || pod.succeeded() || node == p.in.nodes.end() || !node->second.lost || !node->second.since)
+      continue;
     const auto due = *node->second.since + timeout;
     if (p.in.now < due) {
       waiting[pod.node].push_back(pod.name);
@@ -289,10 +311,8 @@ bool PlanLostNodes(Planner& p) {
       continue;
     }
     replaced[pod.node].push_back(pod.name);
-    auto planned = std::find_if(p.plan.delete_pods.begin(), p.plan.delete_pods.end(),
-                                [&](const PodDeletion& d) { return d.uid == pod.uid; });
-    if (planned != p.plan.delete_pods.end()) planned->force = true;
-    else p.plan.delete_pods.push_back({pod.name, pod.uid, "node " + pod.node + " lost", true});
+    PlanDeletion(p, {pod.name, pod.uid, "node " + pod.node + " lost", true});
+    if (over) continue;
     if (pod.index >= 0) p.being_replaced.insert(pod.index);
     AvoidNode(p, pod, "node lost (" + node->second.why + ")");
   }
@@ -306,13 +326,13 @@ bool PlanLostNodes(Planner& p) {
     const NodeHealth& h = p.in.nodes.at(node);
     const std::string due = FormatTime(*h.since + timeout);
     message += (message.empty() ? "" : "; ") + ("node " + node + " lost (" + h.why + ") since " +
-                                                FormatTime(*h.since) + ": " + names(list) +
-                                                " will be force-deleted and replaced at " + due);
+                                                FormatTime(*h.since) + ": " + names(list) + " will be force-deleted" +
+                                                (over ? "" : " and replaced") + " at " + due);
   }
   for (const auto& [node, list] : replaced) {
     const std::string text = "node " + node + " lost (" + p.in.nodes.at(node).why + ") for " +
                              to_string(timeout.count()) + " s (nodeLossTimeoutSeconds): force-deleting " + names(list) +
-                             " and replacing them on other nodes";
+                             (over ? " (training is over: not replaced)" : " and replacing them on other nodes");
     p.plan.events.push_back({"Warning", "NodeLost", text});
     message += (message.empty() ? "" : "; ") + text;
   }
@@ -438,7 +458,7 @@ JobPlan PlanJob(const PlanInput& input) {
   Planner p(input);
   Observe(p);
   for (Phase phase :
-       {PlanFinished, PlanInvalidSpec, PlanSuspend, PlanDeadline, PlanCompletion, PlanFailures, PlanLostNodes})
+       {PlanFinished, PlanInvalidSpec, PlanSuspend, PlanDeadline, PlanLostNodes, PlanCompletion, PlanFailures})
     if (phase(p)) return std::move(p.plan);
   PlanScaling(p);
   PlanConditions(p);

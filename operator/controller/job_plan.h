@@ -14,12 +14,26 @@
 //                 startTime. A job queued in Kueue is held the same way
 //                 until its Workload is admitted, and again once evicted.
 //   4. deadline   activeDeadlineSeconds after startTime fails the job.
-//   5. completion once any worker exited 0 training is over: nothing is
+//   5. lost nodes a worker (or the rendezvous pod) bound to a node that is
+//                 NotReady/Unknown or tainted unreachable/not-ready
+//                 (controller/node_health.h) for runPolicy.
+//                 nodeLossTimeoutSeconds is force-deleted (grace period 0:
+//                 the kubelet that would confirm a normal deletion is gone)
+//                 and, like any missing index, re-created; the node goes on
+//                 status.avoidedNodes for nodeCooldownSeconds so the
+//                 replacement lands elsewhere. Not counted in restartCount
+//                 (the program did not fail). Condition NodeLost and events
+//                 NodeLost say which node, since when and when its workers
+//                 are replaced; the job is looked at again at that time.
+//                 Before completion: a job whose other workers finished
+//                 waits for a lost node's worker only until that bound.
+//   6. completion once any worker exited 0 training is over: nothing is
 //                 created or replaced, workers not yet scheduled are deleted
 //                 (they would never train), and the job is Succeeded when no
-//                 other worker is Pending or Running. (All ranks of a
+//                 other worker is Pending or Running (a lost node's worker
+//                 being force-deleted does not count). (All ranks of a
 //                 khorovod job finish their last step together.)
-//   6. failures   a worker whose GPU failed (exit code kGpuErrorExitCode,
+//   7. failures   a worker whose GPU failed (exit code kGpuErrorExitCode,
 //                 or a device its pod status reports Unhealthy, even while
 //                 it runs) counts as failed, is retried under every
 //                 restartPolicy but Never, and puts its node on
@@ -33,24 +47,14 @@
 //                 worker the cluster stopped (DisruptionTarget condition,
 //                 reason Evicted or Preempting) is replaced without being
 //                 counted, under every restartPolicy (event WorkerDisrupted).
-//   6b. lost nodes a worker (or the rendezvous pod) bound to a node that is
-//                 NotReady/Unknown or tainted unreachable/not-ready
-//                 (controller/node_health.h) for runPolicy.
-//                 nodeLossTimeoutSeconds is force-deleted (grace period 0:
-//                 the kubelet that would confirm a normal deletion is gone)
-//                 and, like any missing index, re-created; the node goes on
-//                 status.avoidedNodes for nodeCooldownSeconds so the
-//                 replacement lands elsewhere. Not counted in restartCount
-//                 (the program did not fail). Condition NodeLost and events
-//                 NodeLost say which node, since when and when its workers
-//                 are replaced; the job is looked at again at that time.
-//   7. scaling    desired workers = spec.replicas (at most the worker count
+//                 On a lost node its deletion stays forced.
+//   8. scaling    desired workers = spec.replicas (at most the worker count
 //                 Kueue admitted, for a queued job): missing indices in
 //                 [0, desired) are created, indices >= desired deleted,
 //                 highest first; a failed rendezvous pod is re-created. A
 //                 worker still unscheduled whose affinity excludes a node no
 //                 longer avoided is deleted, to be re-created without it.
-//   8. conditions Running/Restarting/Scaling/Unschedulable and the phase. A worker counts
+//   9. conditions Running/Restarting/Scaling/Unschedulable and the phase. A worker counts
 //                 toward readyReplicas only when Running, Ready and not
 //                 terminating.
 // On finishing, cleanPodPolicy decides which pods are deleted; after

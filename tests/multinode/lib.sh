@@ -10,20 +10,48 @@ MN_NODES=${KHOROVOD_CLUSTER_NODES:-3}
 # heartbeat timeout (3 s) and settle (0.3 s), plus a new ring's setup on a
 # loaded 2-core machine;
 REFORM_BOUND=${MULTINODE_REFORM_BOUND:-15}
-# a lost worker is replaced on a healthy node within the node controller's
-# grace period for a silent kubelet (40 s) plus the operator's reaction, well
-# before the 300 s taint eviction (issue 30: "without waiting for the default
-# 5-minute taint eviction").
-REPLACE_BOUND=${MULTINODE_REPLACE_BOUND:-90}
+# a lost worker is replaced on a healthy node within: the node controller's
+# grace for a silent kubelet (scripts/real-cluster.sh, 30 s here) counted
+# from the last lease renewal, plus its 5 s monitor period, plus the job's
+# nodeLossTimeoutSeconds (MN_NODE_LOSS_TIMEOUT), plus the replacement's
+# creation, scheduling and container start (15 s on a loaded 2-core machine):
+# 60 s, well before the 300 s taint eviction (issue 30: "without waiting for
+# the default 5-minute taint eviction"). Evicted and preempted workers are
+# replaced within the same bound.
+MN_NODE_LOSS_TIMEOUT=10
+MN_MONITOR_GRACE=${KHOROVOD_CLUSTER_NODE_MONITOR_GRACE:-30s}
+MN_MONITOR_GRACE=${MN_MONITOR_GRACE%s}
+REPLACE_BOUND=${MULTINODE_REPLACE_BOUND:-$((MN_MONITOR_GRACE + 5 + MN_NODE_LOSS_TIMEOUT + 15))}
 
-# mjob NAME REPLICAS MIN STEPS spread|plain: the job manifest.
+# mjob NAME REPLICAS MIN STEPS spread|plain [SECONDS]: the job manifest; with
+# SECONDS the trainer stops after that much training (--train-seconds), STEPS
+# is then only a cap.
 mjob() {
   local spread=""
   [ "$5" = spread ] && spread='topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {khorovod.dev/job-name: '"$1"', khorovod.dev/role: worker}}}]'
-  sed -e "s/NAME/$1/" -e "s/REPLICAS/$2/g" -e "s/MIN$/$3/" -e "s/STEPS/$4/" -e "s|SPREAD|$spread|" "$here/job.yaml"
+  sed -e "s/NAME/$1/" -e "s/REPLICAS/$2/g" -e "s/MIN$/$3/" -e "s/STEPS/$4/" -e "s|SPREAD|$spread|" \
+      -e "s/TRAIN_SECONDS/${6:-0}/" -e "s/NODE_LOSS_TIMEOUT/$MN_NODE_LOSS_TIMEOUT/" "$here/job.yaml"
 }
 new_ns() { k create namespace "$1" >/dev/null; wait_for 30 k get serviceaccount default -n "$1"; }
 node_index() { echo "${1##*-n}"; }
+# pods_up SELECTOR NS [FIELD_SELECTOR]: the names of the pods matching, but
+# not those on a node marked down (mark_down): the API server's reads of a
+# cut node's kubelet (logs, the pod proxy) wait for their timeout, which
+# would slow every poll of the survivors.
+pods_up() {
+  local p node down; down=" $(cat "$work/down-nodes" 2>/dev/null | tr '\n' ' ') "
+  while read -r p node; do
+    [ -n "$p" ] && [[ $down != *" $node "* ]] && echo "$p"
+  done < <(k get pods -n "$2" -l "$1" ${3:+--field-selector "$3"} \
+             -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.nodeName}{"\n"}{end}' 2>/dev/null)
+  return 0
+}
+# job_logs (tests/realnode/lib.sh) without the pods of nodes marked down.
+job_logs() {  # job ns
+  local p
+  for p in $(pods_up "khorovod.dev/job-name=$1" "$2"); do k logs -n "$2" "$p" --all-containers 2>/dev/null; done
+  return 0
+}
 # "POD NODE" for each worker pod (not deleting) of a job.
 worker_nodes() {
   k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
@@ -59,7 +87,7 @@ reformed() { resumes "$1" "$2" | awk -v w="$3" -v s="$4" '$1 == w && $2 >= s {f 
 # the time stamp the kubelet gave rank 0's first such "ring re-formed" line.
 reform_delay() {
   local p stamp
-  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" -o name 2>/dev/null); do
+  for p in $(pods_up "khorovod.dev/job-name=$1,khorovod.dev/role=worker" "$2"); do
     stamp=$(k logs -n "$2" "$p" --timestamps 2>/dev/null |
       awk -v w="$3" -v s="$4" '$2 == "ring" && $3 == "re-formed:" && $6 == w";" && $NF >= s {print $1; exit}')
     [ -n "$stamp" ] && break
@@ -115,11 +143,27 @@ EOF
 # server's pod proxy: "POD NAME{LABELS} VALUE" for the metrics matching REGEX.
 worker_metrics() {  # job ns regex
   local p
-  for p in $(k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
-               --field-selector status.phase=Running -o name 2>/dev/null); do
-    # Bounded: the proxy to a pod on a lost node waits for its dial timeout,
-    # and the survivors may finish meanwhile.
-    k get --raw "/api/v1/namespaces/$2/pods/${p#pod/}:9400/proxy/metrics" --request-timeout=5s 2>/dev/null |
-      grep -E "^($3)" | sed "s|^|${p#pod/} |"
+  # Bounded: the survivors may finish meanwhile.
+  for p in $(pods_up "khorovod.dev/job-name=$1,khorovod.dev/role=worker" "$2" status.phase=Running); do
+    k get --raw "/api/v1/namespaces/$2/pods/$p:9400/proxy/metrics" --request-timeout=5s 2>/dev/null |
+      grep -E "^($3)" | sed "s|^|$p |"
   done
+}
+
+# replacement_delay JOB NS NODE T0_EPOCH: seconds from T0_EPOCH to the Ready
+# time (the kubelet's, whole seconds) of the last worker created after T0 on
+# a node other than NODE; fails when there is none yet.
+replacement_delay() {
+  k get pods -n "$2" -l "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
+    -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{.metadata.creationTimestamp}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\n"}{end}' |
+    python3 -c '
+import sys, datetime as d
+node, t0 = sys.argv[1], float(sys.argv[2])
+ts = lambda s: d.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+best = None
+for line in sys.stdin:
+    f = line.split()
+    if len(f) == 4 and f[0] != node and f[2] == "True" and ts(f[1]) >= int(t0):
+        best = max(best or 0, ts(f[3]) - t0)
+sys.exit(1) if best is None else print(f"{best:.0f}")' "$3" "$4"
 }

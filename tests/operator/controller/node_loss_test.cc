@@ -1,4 +1,4 @@
-// Lost nodes (job_plan.h phase 6b, controller/node_health.h): a worker bound
+// Lost nodes (job_plan.h phase 5, controller/node_health.h): a worker bound
 // to a NotReady/Unknown or unreachable node is force-deleted after
 // runPolicy.nodeLossTimeoutSeconds and replaced off that node.
 #include <gtest/gtest.h>
@@ -95,6 +95,17 @@ class NodeLossPlanTest : public ::testing::Test {
     in.now = now_;
     return PlanJob(in);
   }
+  // The plan waits for the bound: nothing deleted, looked at again in `wait`,
+  // and the NodeLost condition says what will happen (`says`).
+  static void ExpectWaiting(const JobPlan& plan, seconds wait, const std::string& says) {
+    EXPECT_TRUE(plan.delete_pods.empty());
+    ASSERT_TRUE(plan.requeue_after);
+    EXPECT_EQ(*plan.requeue_after, wait) << "looked at again when the bound expires";
+    const Condition* c = Find(plan.status, "NodeLost");
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->status, "True");
+    EXPECT_NE(c->message.find(says), std::string::npos) << c->message;
+  }
   static const Condition* Find(const HorovodJobStatus& s, const std::string& type) {
     for (const auto& c : s.conditions)
       if (c.type == type) return &c;
@@ -108,14 +119,8 @@ TEST_F(NodeLossPlanTest, TheDefaultBoundIs30Seconds) { EXPECT_EQ(job_.spec.run_p
 
 TEST_F(NodeLossPlanTest, BeforeTheBoundTheJobWaitsAndSaysWhen) {
   JobPlan plan = Plan({Pod(0, "n0"), Pod(1, "n1"), Pod(2, "n2")}, {{"n0", {}}, {"n1", Lost(10)}, {"n2", {}}});
-  EXPECT_TRUE(plan.delete_pods.empty());
-  ASSERT_TRUE(plan.requeue_after);
-  EXPECT_EQ(*plan.requeue_after, seconds(20)) << "looked at again when the bound expires";
-  const Condition* c = Find(plan.status, "NodeLost");
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->status, "True");
-  EXPECT_NE(c->message.find("node n1 lost (Ready=Unknown (NodeStatusUnknown))"), std::string::npos) << c->message;
-  EXPECT_NE(c->message.find("j-worker-1 will be force-deleted and replaced at"), std::string::npos) << c->message;
+  ExpectWaiting(plan, seconds(20), "node n1 lost (Ready=Unknown (NodeStatusUnknown))");
+  ExpectWaiting(plan, seconds(20), "j-worker-1 will be force-deleted and replaced at");
   EXPECT_EQ(std::count_if(plan.events.begin(), plan.events.end(),
                           [](const PlannedEvent& e) { return e.reason == "NodeLost"; }),
             1);
@@ -176,6 +181,40 @@ TEST_F(NodeLossPlanTest, AFailedWorkerOnALostNodeIsCountedOnceAndForceDeleted) {
   EXPECT_TRUE(plan.delete_pods[0].force);
   EXPECT_EQ(plan.delete_pods[0].reason, "worker failed (exit code 137)");
   EXPECT_EQ(plan.status.restart_count, 1);
+}
+
+// The survivors finished training while a worker sat on a crashed node: the
+// job must not wait for a kubelet that will never report that worker done
+// (on the real cluster the job stayed Completing, with no NodeLost, until the
+// 5-minute taint eviction).
+TEST_F(NodeLossPlanTest, FinishedSurvivorsWaitForALostNodesWorkerOnlyUntilTheBound) {
+  auto done = [&](int index, const std::string& node) {
+    Json pod = Pod(index, node);
+    pod["status"] = {{"phase", "Succeeded"},
+                     {"containerStatuses", Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}})}};
+    return pod;
+  };
+  std::vector<Json> pods = {done(0, "n0"), done(1, "n2"), Pod(2, "n1")};
+  JobPlan before = Plan(pods, {{"n0", {}}, {"n1", Lost(4)}, {"n2", {}}});
+  EXPECT_EQ(before.status.phase, JobPhase::kRunning) << "still completing";
+  ExpectWaiting(before, seconds(26), "j-worker-2 will be force-deleted at");
+
+  job_.status = before.status;
+  JobPlan after = Plan(pods, {{"n0", {}}, {"n1", Lost(31)}, {"n2", {}}});
+  ASSERT_EQ(after.delete_pods.size(), 1u);
+  EXPECT_EQ(after.delete_pods[0].name, "j-worker-2");
+  EXPECT_TRUE(after.delete_pods[0].force);
+  EXPECT_EQ(after.status.phase, JobPhase::kSucceeded);
+  EXPECT_TRUE(after.create_workers.empty()) << "training is over: nothing replaced";
+  EXPECT_TRUE(after.status.avoided_nodes.empty());
+  EXPECT_TRUE(std::any_of(after.events.begin(), after.events.end(), [](const PlannedEvent& e) {
+    return e.reason == "NodeLost" && e.message.find("force-deleting j-worker-2 (training is over: not replaced)") !=
+                                         std::string::npos;
+  }));
+  // A finished worker on a lost node holds nothing: it is left alone.
+  JobPlan finished_there = Plan({done(0, "n1"), Pod(1, "n0")}, {{"n0", {}}, {"n1", Lost(60)}});
+  EXPECT_TRUE(finished_there.delete_pods.empty());
+  EXPECT_EQ(finished_there.status.phase, JobPhase::kRunning);
 }
 
 TEST_F(NodeLossPlanTest, AnEvictedOrPreemptedWorkerIsReplacedWithoutCountingAFailure) {

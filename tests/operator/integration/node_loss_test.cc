@@ -50,7 +50,14 @@ class NodeLossTest : public ::testing::Test {
     Json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node_}}}, {"spec", {{"unschedulable", true}}}};
     auto r = cluster_->admin().Post("/api/v1/nodes", node);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    Json n = r.value();
+    SetNodeReady(ready, ago);
+  }
+  // What the node lifecycle controller writes: Ready=Unknown since `ago`
+  // before now, or Ready=True.
+  void SetNodeReady(bool ready, std::chrono::seconds ago = std::chrono::seconds(0)) {
+    auto got = cluster_->admin().Get("/api/v1/nodes/" + node_);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    Json n = got.value();
     const std::string since = Rfc3339(std::chrono::system_clock::now() - ago);
     n["status"] = {{"conditions", Json::array({{{"type", "Ready"}, {"status", ready ? "True" : "Unknown"},
                                                 {"reason", ready ? "KubeletReady" : "NodeStatusUnknown"},
@@ -134,6 +141,46 @@ TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedEl
                     &events);
   EXPECT_NE(events.find("force-deleting"), std::string::npos) << events;
   ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("False", 0) == 0; }, 20s)) << Condition("NodeLost");
+}
+
+// The order of the real cluster's run: the workers run, the survivors
+// finish training, then the node controller marks the lost node. The job does not wait
+// for the lost worker past nodeLossTimeoutSeconds: it is force-deleted, not
+// replaced, and the job succeeds.
+TEST_F(NodeLossTest, SurvivorsThatFinishedDoNotWaitForALostNodesWorker) {
+  op_ = std::make_unique<OperatorProcess>(
+      *cluster_, std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds", "30"},
+      ns_ + "-op");
+  Json job = {{"apiVersion", "khorovod.dev/v1alpha1"}, {"kind", "HorovodJob"}, {"metadata", {{"name", "nl"}}},
+              {"spec", {{"replicas", 3}, {"minReplicas", 2}, {"maxReplicas", 3},
+                        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}, {"cleanPodPolicy", "None"}}},
+                        {"worker", {{"template", {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
+  ASSERT_TRUE(cluster_->admin().Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job).ok());
+  ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-2").is_object(); }, 30s));
+  CreateLostNode(0s, /*ready=*/true);
+  // All on one node, so that no worker is unscheduled (deleted once one
+  // exited 0); a finished worker on a lost node is left alone.
+  for (const char* pod : {"nl-worker-0", "nl-worker-1", "nl-worker-2"}) Bind(pod);
+  for (const char* pod : {"nl-worker-0", "nl-worker-1"}) ASSERT_TRUE(cluster_->SetPodStatus(ns_, pod, "Succeeded", false, 0));
+  ASSERT_TRUE(WaitFor([&] { return Condition("Running").find("waiting for the others") != std::string::npos; }, 20s))
+      << Job().dump();
+  SetNodeReady(false);
+  const auto lost_at = std::chrono::steady_clock::now();
+
+  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("True", 0) == 0; }, 20s)) << Job().dump();
+  ASSERT_TRUE(WaitFor([&] { return Job()["status"].value("phase", "") == "Succeeded"; }, 30s)) << Job().dump();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at).count();
+  EXPECT_GE(took, 3.0) << "not before nodeLossTimeoutSeconds (4 s, whole seconds in the node's timestamps)";
+  EXPECT_LT(took, 20.0);
+  ASSERT_TRUE(WaitFor([&] { return !Pod("nl-worker-2").is_object(); }, 10s)) << "force-deleted: " << Pod("nl-worker-2").dump();
+  std::this_thread::sleep_for(2s);
+  EXPECT_FALSE(Pod("nl-worker-2").is_object()) << "training is over: not replaced";
+  EXPECT_TRUE(Pod("nl-worker-0").is_object()) << "a finished worker is no lost node's business";
+  std::string events;
+  cluster_->Kubectl({"-n", ns_, "get", "events", "--field-selector", "reason=NodeLost", "-o",
+                     "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"},
+                    &events);
+  EXPECT_NE(events.find("force-deleting nl-worker-2 (training is over: not replaced)"), std::string::npos) << events;
 }
 
 TEST_F(NodeLossTest, WithoutNodeWatchingTheOperatorLeavesLostNodesToTheTaintEviction) {
