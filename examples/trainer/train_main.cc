@@ -9,10 +9,9 @@
 // with the state broadcast from the new rank 0. At the end every rank
 // reports a checksum of its weights and rank 0 checks they all agree.
 #include <CLI/CLI.hpp>
-
-#include <csignal>
 #include <chrono>
 #include <cinttypes>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -63,9 +62,10 @@ int Fail(const char* what, const Status& s) {
 // real-node GPU test checks each process's device against its local rank.
 void PrintPlacement(const khorovod::Runtime& rt) {
   const char* device = std::getenv("CUDA_VISIBLE_DEVICES");
-  std::printf("placement: rank %d local_rank %d local_size %d cross_rank %d cross_size %d device %s\n", rt.rank(),
-              rt.local_rank(), rt.local_size(), rt.cross_rank(), rt.cross_size(),
-              device && *device ? device : "none");
+  std::printf(
+      "placement: rank %d local_rank %d local_size %d cross_rank %d cross_size %d device %s\n",
+      rt.rank(), rt.local_rank(), rt.local_size(), rt.cross_rank(), rt.cross_size(),
+      device && *device ? device : "none");
   std::fflush(stdout);
 }
 
@@ -73,7 +73,8 @@ void PrintPlacement(const khorovod::Runtime& rt) {
 // any rank has trained (its own clock since it began: a replacement that
 // joined late does not hold the others back). A max-allreduce, so every rank
 // gets the same answer and all stop at the same step.
-khorovod::StatusOr<bool> TrainedLongEnough(khorovod::Runtime& rt, std::chrono::steady_clock::time_point started,
+khorovod::StatusOr<bool> TrainedLongEnough(khorovod::Runtime& rt,
+                                           std::chrono::steady_clock::time_point started,
                                            double limit) {
   float seconds = std::chrono::duration<float>(std::chrono::steady_clock::now() - started).count();
   TensorView sv{&seconds, DataType::kFloat32, {1}, {}};
@@ -86,7 +87,8 @@ khorovod::StatusOr<bool> TrainedLongEnough(khorovod::Runtime& rt, std::chrono::s
 // An elastic worker that came to join after another one finished training
 // (docs/elastic.md, "Late joiners"): the job is done, so this one exits 0.
 int LateForTheEnd(const Status& s) {
-  std::printf("trainer: the job finished before this worker joined; exiting (%s)\n", s.message().c_str());
+  std::printf("trainer: the job finished before this worker joined; exiting (%s)\n",
+              s.message().c_str());
   return 0;
 }
 
@@ -149,9 +151,9 @@ int Train(const Options& o) {
         const auto now = std::chrono::steady_clock::now();
         const double seconds = std::chrono::duration<double>(now - window_start).count();
         if (rt.rank() == 0) {
-          std::printf("step %4" PRId64 "/%d  loss %.4f  accuracy %.3f  %.0f samples/s  world %d\n", step,
-                      o.steps, metrics[0], metrics[1], window_samples / std::max(seconds, 1e-9),
-                      rt.size());
+          std::printf("step %4" PRId64 "/%d  loss %.4f  accuracy %.3f  %.0f samples/s  world %d\n",
+                      step, o.steps, metrics[0], metrics[1],
+                      window_samples / std::max(seconds, 1e-9), rt.size());
           std::fflush(stdout);
         }
         window_start = now;
@@ -161,8 +163,8 @@ int Train(const Options& o) {
           if (!enough.ok()) return enough.status();
           if (*enough) {
             if (rt.rank() == 0)
-              std::printf("stopping after step %" PRId64 ": trained %.0f s (--train-seconds)\n", step,
-                          o.train_seconds);
+              std::printf("stopping after step %" PRId64 ": trained %.0f s (--train-seconds)\n",
+                          step, o.train_seconds);
             break;
           }
         }
@@ -171,7 +173,8 @@ int Train(const Options& o) {
     return Status::Ok();
   });
   if (!trained.ok()) {
-    return trained.code() == StatusCode::kJobFinished ? LateForTheEnd(trained) : Fail("training", trained);
+    return trained.code() == StatusCode::kJobFinished ? LateForTheEnd(trained)
+                                                      : Fail("training", trained);
   }
 
   const auto final_eval = model.Evaluate(data);
@@ -182,7 +185,8 @@ int Train(const Options& o) {
   const int size = rt.size();
   bool agree = true;
   for (int r = 0; r < size; ++r) agree = agree && all.data_as<int64_t>()[r] == checksum;
-  std::printf("rank %d parameters checksum %016" PRIx64 "\n", rt.rank(), static_cast<uint64_t>(checksum));
+  std::printf("rank %d parameters checksum %016" PRIx64 "\n", rt.rank(),
+              static_cast<uint64_t>(checksum));
   if (rt.rank() == 0) {
     std::printf("final loss %.4f (initial %.4f), accuracy %.3f over all %" PRId64 " samples\n",
                 final_eval.loss, initial_loss, final_eval.accuracy, data.size());
@@ -200,18 +204,21 @@ int main(int argc, char** argv) {
   CLI::App app{"khorovod example trainer: data-parallel SGD on a synthetic data set"};
   Options o;
   app.add_option("--steps", o.steps, "training steps")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", o.batch_size, "samples per rank per step")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", o.batch_size, "samples per rank per step")
+      ->check(CLI::PositiveNumber);
   app.add_option("--lr", o.lr, "learning rate")->check(CLI::PositiveNumber);
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--hidden", o.hidden, "hidden units")->check(CLI::PositiveNumber);
   app.add_option("--samples", o.samples, "data set size")->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "data and initialisation seed");
-  app.add_option("--log-every", o.log_every, "steps between progress lines")->check(CLI::PositiveNumber);
+  app.add_option("--log-every", o.log_every, "steps between progress lines")
+      ->check(CLI::PositiveNumber);
   app.add_option("--fail-at-step", o.fail_at_step,
                  "rank 1 kills itself right after committing this step (elastic demo)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--train-seconds", o.train_seconds,
-                 "stop, on every rank at the same step, at the first progress line after any rank trained this long "
+                 "stop, on every rank at the same step, at the first progress line after any rank "
+                 "trained this long "
                  "(--steps still caps it)")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);

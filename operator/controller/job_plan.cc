@@ -1,9 +1,9 @@
 #include "controller/job_plan.h"
 
 #include <algorithm>
-#include <map>
 #include <ctime>
 #include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -22,12 +22,17 @@ using std::to_string;
 // being built.
 struct Planner {
   explicit Planner(const PlanInput& input)
-      : in(input), job(*input.job), spec(input.job->spec), now(FormatTime(input.now)),
-        desired(input.admission && input.admission->admitted ? std::min(spec.replicas, input.admission->workers)
-                                                             : spec.replicas) {
+      : in(input),
+        job(*input.job),
+        spec(input.job->spec),
+        now(FormatTime(input.now)),
+        desired(input.admission && input.admission->admitted
+                    ? std::min(spec.replicas, input.admission->workers)
+                    : spec.replicas) {
     plan.status = job.status;
     for (const auto& w : in.workers) pods.push_back(View(w));
-    std::sort(pods.begin(), pods.end(), [](const PodView& a, const PodView& b) { return a.index > b.index; });
+    std::sort(pods.begin(), pods.end(),
+              [](const PodView& a, const PodView& b) { return a.index > b.index; });
   }
   HorovodJobStatus& st() { return plan.status; }
 
@@ -35,12 +40,12 @@ struct Planner {
   const HorovodJob& job;
   const HorovodJobSpec& spec;
   const std::string now;
-  const int desired;               // spec.replicas, capped by Kueue's admitted worker count
-  std::vector<PodView> pods;       // highest worker index first
+  const int desired;          // spec.replicas, capped by Kueue's admitted worker count
+  std::vector<PodView> pods;  // highest worker index first
   JobPlan plan;
-  std::set<int> being_replaced;    // indices of failed workers deleted by this plan
-  int surplus = 0;                 // workers above the size deleted by this plan
-  bool surplus_present = false;    // workers above the size still live (terminating included)
+  std::set<int> being_replaced;  // indices of failed workers deleted by this plan
+  int surplus = 0;               // workers above the size deleted by this plan
+  bool surplus_present = false;  // workers above the size still live (terminating included)
 };
 
 // A phase either completes the plan (true) or passes on to the next.
@@ -70,7 +75,8 @@ void Observe(Planner& p) {
   st.observed_generation = p.job.generation;
   if (p.in.rendezvous_generation) st.rendezvous_generation = p.in.rendezvous_generation;
   st.selector = WorkerSelector(p.job);
-  SetCondition(st, cond::kCreated, true, "HorovodJobCreated", "HorovodJob " + p.job.name + " is created", p.now);
+  SetCondition(st, cond::kCreated, true, "HorovodJobCreated",
+               "HorovodJob " + p.job.name + " is created", p.now);
   st.replicas = st.ready_replicas = st.active = st.failed = st.succeeded = 0;
   std::set<std::string> observed;
   for (const auto& pod : p.pods) {
@@ -101,7 +107,8 @@ void Observe(Planner& p) {
                 avoided.end());
   // A counted pod that is gone can never be seen again: forget its UID.
   auto& counted = st.counted_failures;
-  counted.erase(std::remove_if(counted.begin(), counted.end(), [&](const std::string& uid) { return !observed.count(uid); }),
+  counted.erase(std::remove_if(counted.begin(), counted.end(),
+                               [&](const std::string& uid) { return !observed.count(uid); }),
                 counted.end());
 }
 
@@ -112,18 +119,22 @@ void CleanUpFinished(Planner& p) {
     if (pod.deleting || Planned(p, pod.uid)) continue;
     if (policy == CleanPodPolicy::kAll || (policy == CleanPodPolicy::kRunning && pod.live()))
       p.plan.delete_pods.push_back(
-          {pod.name, pod.uid, "job finished (cleanPodPolicy " + std::string(ToString(policy)) + ")"});
+          {pod.name, pod.uid,
+           "job finished (cleanPodPolicy " + std::string(ToString(policy)) + ")"});
   }
   if (p.in.rendezvous && policy != CleanPodPolicy::kNone) {
     PodView r = View(*p.in.rendezvous);
-    if (!r.deleting && !Planned(p, r.uid)) p.plan.delete_pods.push_back({r.name, r.uid, "job finished"});
+    if (!r.deleting && !Planned(p, r.uid))
+      p.plan.delete_pods.push_back({r.name, r.uid, "job finished"});
   }
   if (!p.spec.run_policy.ttl_seconds_after_finished) return;
   std::chrono::system_clock::time_point done;
   if (!kube::ParseTime(p.st().completion_time, done)) return;
   auto expiry = done + std::chrono::seconds(*p.spec.run_policy.ttl_seconds_after_finished);
-  if (p.in.now >= expiry) p.plan.delete_job = true;
-  else p.plan.requeue_after = std::chrono::ceil<std::chrono::seconds>(expiry - p.in.now);
+  if (p.in.now >= expiry)
+    p.plan.delete_job = true;
+  else
+    p.plan.requeue_after = std::chrono::ceil<std::chrono::seconds>(expiry - p.in.now);
 }
 
 // Moves the job to its final phase; always completes the plan.
@@ -161,7 +172,8 @@ bool PlanSuspend(Planner& p) {
       if (!r.deleting) p.plan.delete_pods.push_back({r.name, r.uid, "job suspended"});
     }
     const std::string reason = p.spec.run_policy.suspend ? "Suspended" : "WaitingForAdmission";
-    const std::string why = p.spec.run_policy.suspend ? "spec.runPolicy.suspend is true" : p.in.admission->message;
+    const std::string why =
+        p.spec.run_policy.suspend ? "spec.runPolicy.suspend is true" : p.in.admission->message;
     if (!IsTrue(st, cond::kSuspended))
       p.plan.events.push_back({"Normal", reason, "HorovodJob suspended: " + why});
     SetCondition(st, cond::kSuspended, true, reason, why, p.now);
@@ -184,7 +196,8 @@ bool PlanDeadline(Planner& p) {
   if (!limit || !kube::ParseTime(p.st().start_time, started)) return false;
   auto deadline = started + std::chrono::seconds(*limit);
   if (p.in.now >= deadline)
-    return Finish(p, false, "DeadlineExceeded", "the job ran longer than activeDeadlineSeconds=" + to_string(*limit));
+    return Finish(p, false, "DeadlineExceeded",
+                  "the job ran longer than activeDeadlineSeconds=" + to_string(*limit));
   p.plan.requeue_after = std::chrono::ceil<std::chrono::seconds>(deadline - p.in.now);
   return false;
 }
@@ -200,20 +213,24 @@ bool PlanCompletion(Planner& p) {
   for (const auto& pod : p.pods) {
     if (pod.deleting || !pod.live() || Planned(p, pod.uid)) continue;
     if (pod.phase == "Pending" && pod.node.empty())
-      p.plan.delete_pods.push_back({pod.name, pod.uid, "training finished before it was scheduled"});
+      p.plan.delete_pods.push_back(
+          {pod.name, pod.uid, "training finished before it was scheduled"});
     else
       training++;
   }
   if (training == 0)
-    return Finish(p, true, "JobSucceeded", "training finished: " + to_string(st.succeeded) + " worker(s) exited 0");
-  SetCondition(st, cond::kRunning, true, "Completing", "a worker exited 0; waiting for the others to finish", p.now);
+    return Finish(p, true, "JobSucceeded",
+                  "training finished: " + to_string(st.succeeded) + " worker(s) exited 0");
+  SetCondition(st, cond::kRunning, true, "Completing",
+               "a worker exited 0; waiting for the others to finish", p.now);
   return true;
 }
 
 bool Retryable(const PodView& pod, RestartPolicy policy) {
   if (policy == RestartPolicy::kNever) return false;
   if (policy == RestartPolicy::kOnFailure || pod.gpu_failed()) return true;
-  if (pod.reason == "Evicted" || pod.reason == "Preempting" || pod.reason == "DeadlineExceeded") return true;
+  if (pod.reason == "Evicted" || pod.reason == "Preempting" || pod.reason == "DeadlineExceeded")
+    return true;
   return pod.exit_code < 0 || pod.exit_code >= 128;
 }
 
@@ -233,11 +250,15 @@ void AvoidNode(Planner& p, const PodView& pod, const std::string& reason) {
   if (pod.node.empty() || cooldown <= 0) return;
   const std::string until = FormatTime(p.in.now + std::chrono::seconds(cooldown));
   auto& avoided = p.st().avoided_nodes;
-  auto it = std::find_if(avoided.begin(), avoided.end(), [&](const AvoidedNode& n) { return n.node == pod.node; });
-  if (it != avoided.end()) *it = {pod.node, until, reason};
-  else avoided.push_back({pod.node, until, reason});
-  p.plan.events.push_back({"Warning", "NodeAvoided",
-                           reason + " on node " + pod.node + ": new workers avoid " + pod.node + " until " + until});
+  auto it = std::find_if(avoided.begin(), avoided.end(),
+                         [&](const AvoidedNode& n) { return n.node == pod.node; });
+  if (it != avoided.end())
+    *it = {pod.node, until, reason};
+  else
+    avoided.push_back({pod.node, until, reason});
+  p.plan.events.push_back(
+      {"Warning", "NodeAvoided",
+       reason + " on node " + pod.node + ": new workers avoid " + pod.node + " until " + until});
 }
 
 bool PlanFailures(Planner& p) {
@@ -254,14 +275,16 @@ bool PlanFailures(Planner& p) {
       PlanDeletion(p, {pod.name, pod.uid, "worker disrupted (" + exit + ")"});
       p.plan.events.push_back({"Normal", "WorkerDisrupted",
                                "worker " + pod.name + " was stopped by the cluster (" + exit +
-                                   (pod.reason.empty() ? "" : ", " + pod.reason) + "); replacing it"});
+                                   (pod.reason.empty() ? "" : ", " + pod.reason) +
+                                   "); replacing it"});
       p.being_replaced.insert(pod.index);
       continue;
     }
     if (!Retryable(pod, policy.restart_policy))
       return Finish(p, false, "WorkerFailed",
-                    "worker " + pod.name + " failed with " + exit + (pod.reason.empty() ? "" : " (" + pod.reason + ")") +
-                        "; restartPolicy " + ToString(policy.restart_policy) + " does not retry it");
+                    "worker " + pod.name + " failed with " + exit +
+                        (pod.reason.empty() ? "" : " (" + pod.reason + ")") + "; restartPolicy " +
+                        ToString(policy.restart_policy) + " does not retry it");
     if (!counted.count(pod.uid)) {
       new_failures++;
       p.plan.counted_failures.push_back(pod.uid);
@@ -270,18 +293,21 @@ bool PlanFailures(Planner& p) {
     if (st.restart_count + new_failures > policy.backoff_limit) {
       st.restart_count += new_failures;
       return Finish(p, false, "BackoffLimitExceeded",
-                    "worker " + pod.name + " failed (" + exit + "); " + to_string(st.restart_count) +
-                        " restarts exceed backoffLimit " + to_string(policy.backoff_limit));
+                    "worker " + pod.name + " failed (" + exit + "); " +
+                        to_string(st.restart_count) + " restarts exceed backoffLimit " +
+                        to_string(policy.backoff_limit));
     }
-    if (pod.gpu_failed() && !counted.count(pod.uid)) AvoidNode(p, pod, "GPU failure of " + pod.name + " (" + exit + ")");
+    if (pod.gpu_failed() && !counted.count(pod.uid))
+      AvoidNode(p, pod, "GPU failure of " + pod.name + " (" + exit + ")");
     PlanDeletion(p, {pod.name, pod.uid, "worker failed (" + exit + ")"});
     // The restart number keeps each failure its own event: the recorder
     // writes identical events once per window, and `kubectl describe`
     // should show three failures of one index as three.
-    p.plan.events.push_back({"Warning", "WorkerFailed",
-                             "worker " + pod.name + " failed (" + exit + (pod.reason.empty() ? "" : ", " + pod.reason) +
-                                 "); replacing it (restart " + to_string(st.restart_count + new_failures) + " of " +
-                                 to_string(policy.backoff_limit) + " allowed)"});
+    p.plan.events.push_back(
+        {"Warning", "WorkerFailed",
+         "worker " + pod.name + " failed (" + exit + (pod.reason.empty() ? "" : ", " + pod.reason) +
+             "); replacing it (restart " + to_string(st.restart_count + new_failures) + " of " +
+             to_string(policy.backoff_limit) + " allowed)"});
     p.being_replaced.insert(pod.index);
   }
   st.restart_count += new_failures;
@@ -301,7 +327,8 @@ bool PlanLostNodes(Planner& p) {
   std::map<std::string, std::vector<std::string>> waiting, replaced;  // node -> pod names
   for (const PodView& pod : pods) {
     auto node = p.in.nodes.find(pod.node);
-    if (pod.node.empty() || pod.succeeded() || node == p.in.nodes.end() || !node->second.lost || !node->second.since)
+    if (pod.node.empty() || pod.succeeded() || node == p.in.nodes.end() || !node->second.lost ||
+        !node->second.since)
       continue;
     const auto due = *node->second.since + timeout;
     if (p.in.now < due) {
@@ -325,14 +352,16 @@ bool PlanLostNodes(Planner& p) {
   for (const auto& [node, list] : waiting) {
     const NodeHealth& h = p.in.nodes.at(node);
     const std::string due = FormatTime(*h.since + timeout);
-    message += (message.empty() ? "" : "; ") + ("node " + node + " lost (" + h.why + ") since " +
-                                                FormatTime(*h.since) + ": " + names(list) + " will be force-deleted" +
-                                                (over ? "" : " and replaced") + " at " + due);
+    message +=
+        (message.empty() ? "" : "; ") +
+        ("node " + node + " lost (" + h.why + ") since " + FormatTime(*h.since) + ": " +
+         names(list) + " will be force-deleted" + (over ? "" : " and replaced") + " at " + due);
   }
   for (const auto& [node, list] : replaced) {
-    const std::string text = "node " + node + " lost (" + p.in.nodes.at(node).why + ") for " +
-                             to_string(timeout.count()) + " s (nodeLossTimeoutSeconds): force-deleting " + names(list) +
-                             (over ? " (training is over: not replaced)" : " and replacing them on other nodes");
+    const std::string text =
+        "node " + node + " lost (" + p.in.nodes.at(node).why + ") for " +
+        to_string(timeout.count()) + " s (nodeLossTimeoutSeconds): force-deleting " + names(list) +
+        (over ? " (training is over: not replaced)" : " and replacing them on other nodes");
     p.plan.events.push_back({"Warning", "NodeLost", text});
     message += (message.empty() ? "" : "; ") + text;
   }
@@ -343,7 +372,8 @@ bool PlanLostNodes(Planner& p) {
       SetCondition(st, cond::kNodeLost, false, "NodesReady", "no worker is on a lost node", p.now);
     return false;
   }
-  if (!waiting.empty() && !IsTrue(st, cond::kNodeLost)) p.plan.events.push_back({"Warning", "NodeLost", message});
+  if (!waiting.empty() && !IsTrue(st, cond::kNodeLost))
+    p.plan.events.push_back({"Warning", "NodeLost", message});
   SetCondition(st, cond::kNodeLost, true, "NodeLost", message, p.now);
   return false;
 }
@@ -366,7 +396,8 @@ void PlanScaling(Planner& p) {
   // A worker waiting to be scheduled away from a node that is no longer
   // avoided would wait needlessly (affinity is immutable): re-create it.
   for (const auto& pod : p.pods) {
-    if (pod.deleting || pod.phase != "Pending" || !pod.node.empty() || pod.index >= desired) continue;
+    if (pod.deleting || pod.phase != "Pending" || !pod.node.empty() || pod.index >= desired)
+      continue;
     for (const auto& node : pod.avoided_nodes) {
       if (std::count(p.plan.avoid_nodes.begin(), p.plan.avoid_nodes.end(), node)) continue;
       p.plan.delete_pods.push_back({pod.name, pod.uid, "node " + node + " is no longer avoided"});
@@ -393,22 +424,29 @@ void PlanConditions(Planner& p) {
   const bool restarting =
       !p.being_replaced.empty() || (IsTrue(st, cond::kRestarting) && st.ready_replicas < desired);
   // Filling a new job is not scaling; changing the size of a running one is.
-  const bool was_running = IsTrue(p.job.status, cond::kRunning) || IsTrue(p.job.status, cond::kScaling);
-  const bool resizing = p.surplus > 0 || (!p.plan.create_workers.empty() && !restarting && was_running);
+  const bool was_running =
+      IsTrue(p.job.status, cond::kRunning) || IsTrue(p.job.status, cond::kScaling);
+  const bool resizing =
+      p.surplus > 0 || (!p.plan.create_workers.empty() && !restarting && was_running);
   // Scaling lasts until the new size is ready, not just while pods are written.
-  const bool scaling =
-      resizing || p.surplus_present || (IsTrue(st, cond::kScaling) && !restarting && st.ready_replicas != desired);
+  const bool scaling = resizing || p.surplus_present ||
+                       (IsTrue(st, cond::kScaling) && !restarting && st.ready_replicas != desired);
   if (!p.being_replaced.empty())
     SetCondition(st, cond::kRestarting, true, "WorkerFailed",
-                 to_string(p.being_replaced.size()) + " worker(s) failed and are being replaced", p.now);
+                 to_string(p.being_replaced.size()) + " worker(s) failed and are being replaced",
+                 p.now);
   else if (!restarting)
-    SetCondition(st, cond::kRestarting, false, "WorkersReady", "no worker is being replaced", p.now);
-  const std::string scaling_message = "scaling workers from " + to_string(st.replicas) + " to " + to_string(desired);
-  if (scaling && !IsTrue(st, cond::kScaling)) p.plan.events.push_back({"Normal", "Scaling", scaling_message});
+    SetCondition(st, cond::kRestarting, false, "WorkersReady", "no worker is being replaced",
+                 p.now);
+  const std::string scaling_message =
+      "scaling workers from " + to_string(st.replicas) + " to " + to_string(desired);
+  if (scaling && !IsTrue(st, cond::kScaling))
+    p.plan.events.push_back({"Normal", "Scaling", scaling_message});
   if (scaling)
     SetCondition(st, cond::kScaling, true, "ReplicasChanged", scaling_message, p.now);
   else
-    SetCondition(st, cond::kScaling, false, "ReplicasReached", to_string(desired) + " worker(s) present", p.now);
+    SetCondition(st, cond::kScaling, false, "ReplicasReached",
+                 to_string(desired) + " worker(s) present", p.now);
   int unschedulable = 0;
   std::string why;
   for (const auto& pod : p.pods) {
@@ -416,26 +454,30 @@ void PlanConditions(Planner& p) {
     if (unschedulable++ == 0) why = pod.name + ": " + pod.unschedulable;
   }
   if (unschedulable > 0) {
-    const std::string message = to_string(unschedulable) + " worker(s) cannot be scheduled (" + why +
-                                "); training runs with " + to_string(st.ready_replicas) + " ready (min " +
-                                to_string(p.spec.min_replicas) + ", desired " + to_string(desired) + ")";
-    if (!IsTrue(st, cond::kUnschedulable)) p.plan.events.push_back({"Warning", "WorkersUnschedulable", message});
+    const std::string message = to_string(unschedulable) + " worker(s) cannot be scheduled (" +
+                                why + "); training runs with " + to_string(st.ready_replicas) +
+                                " ready (min " + to_string(p.spec.min_replicas) + ", desired " +
+                                to_string(desired) + ")";
+    if (!IsTrue(st, cond::kUnschedulable))
+      p.plan.events.push_back({"Warning", "WorkersUnschedulable", message});
     SetCondition(st, cond::kUnschedulable, true, "WorkersUnschedulable", message, p.now);
   } else {
-    SetCondition(st, cond::kUnschedulable, false, "WorkersScheduled", "every worker is scheduled", p.now);
+    SetCondition(st, cond::kUnschedulable, false, "WorkersScheduled", "every worker is scheduled",
+                 p.now);
   }
   const bool running = st.ready_replicas >= p.spec.min_replicas;
   if (running && !IsTrue(st, cond::kRunning))
-    p.plan.events.push_back({"Normal", "Running", to_string(st.ready_replicas) + " worker(s) ready"});
+    p.plan.events.push_back(
+        {"Normal", "Running", to_string(st.ready_replicas) + " worker(s) ready"});
   SetCondition(st, cond::kRunning, running, running ? "WorkersReady" : "WorkersNotReady",
-               to_string(st.ready_replicas) + " of " + to_string(desired) + " worker(s) ready (min " +
-                   to_string(p.spec.min_replicas) + ")",
+               to_string(st.ready_replicas) + " of " + to_string(desired) +
+                   " worker(s) ready (min " + to_string(p.spec.min_replicas) + ")",
                p.now);
   // A job that ran and lost workers below minReplicas (a pod deleted or
   // evicted rather than failed) is restarting, not newly created.
   const JobPhase before = p.job.status.phase;
-  const bool started =
-      before == JobPhase::kRunning || before == JobPhase::kScaling || before == JobPhase::kRestarting;
+  const bool started = before == JobPhase::kRunning || before == JobPhase::kScaling ||
+                       before == JobPhase::kRestarting;
   st.phase = restarting ? JobPhase::kRestarting
              : scaling  ? (running || !started ? JobPhase::kScaling : JobPhase::kRestarting)
              : running  ? JobPhase::kRunning
@@ -457,8 +499,8 @@ std::string FormatTime(std::chrono::system_clock::time_point t) {
 JobPlan PlanJob(const PlanInput& input) {
   Planner p(input);
   Observe(p);
-  for (Phase phase :
-       {PlanFinished, PlanInvalidSpec, PlanSuspend, PlanDeadline, PlanLostNodes, PlanCompletion, PlanFailures})
+  for (Phase phase : {PlanFinished, PlanInvalidSpec, PlanSuspend, PlanDeadline, PlanLostNodes,
+                      PlanCompletion, PlanFailures})
     if (phase(p)) return std::move(p.plan);
   PlanScaling(p);
   PlanConditions(p);

@@ -75,30 +75,30 @@
 namespace khorovod::op {
 
 struct PlannedEvent {
-  std::string type;    // "Normal" | "Warning"
+  std::string type;  // "Normal" | "Warning"
   std::string reason;
   std::string message;
 };
 
 struct PodDeletion {
   std::string name;
-  std::string uid;     // precondition: delete only this incarnation
+  std::string uid;  // precondition: delete only this incarnation
   std::string reason;
   bool force = false;  // grace period 0: the pod's node is lost
 };
 
 struct JobPlan {
-  std::vector<int> create_workers;               // indices, ascending
-  std::vector<PodDeletion> delete_pods;          // workers highest index first, then others
-  bool ensure_rendezvous = false;                // rendezvous pod, services and secret must exist
-  bool recreate_rendezvous = false;              // the rendezvous pod failed: delete it
+  std::vector<int> create_workers;       // indices, ascending
+  std::vector<PodDeletion> delete_pods;  // workers highest index first, then others
+  bool ensure_rendezvous = false;        // rendezvous pod, services and secret must exist
+  bool recreate_rendezvous = false;      // the rendezvous pod failed: delete it
   // Failed pod UIDs this plan counted as restarts: the status must be stored
   // (it lists them in countedFailures) before those pods are deleted.
   std::vector<std::string> counted_failures;
   HorovodJobStatus status;
   std::vector<PlannedEvent> events;
-  bool delete_job = false;                       // TTL after finishing expired
-  std::vector<std::string> avoid_nodes;          // new worker pods must not land on these
+  bool delete_job = false;               // TTL after finishing expired
+  std::vector<std::string> avoid_nodes;  // new worker pods must not land on these
   std::optional<std::chrono::seconds> requeue_after;
 };
 
@@ -106,17 +106,17 @@ struct JobPlan {
 // with how many workers at most.
 struct AdmissionGate {
   bool admitted = false;
-  int32_t workers = 0;    // the admitted worker count
-  std::string message;    // why the job is held
+  int32_t workers = 0;  // the admitted worker count
+  std::string message;  // why the job is held
 };
 
 struct PlanInput {
   const HorovodJob* job = nullptr;
-  std::vector<Json> workers;        // worker pods owned by the job
-  std::optional<Json> rendezvous;   // the rendezvous pod, if it exists
+  std::vector<Json> workers;            // worker pods owned by the job
+  std::optional<Json> rendezvous;       // the rendezvous pod, if it exists
   std::vector<FieldError> spec_errors;  // decoding and Validate(job) errors: the job cannot run
   std::optional<int64_t> rendezvous_generation;  // last read from the rendezvous server, if any
-  std::optional<AdmissionGate> admission;  // set only for a job queued in Kueue
+  std::optional<AdmissionGate> admission;        // set only for a job queued in Kueue
   // Health of the nodes the job's pods are bound to (empty when the operator
   // does not watch nodes: then lost nodes are left to the taint eviction).
   std::map<std::string, NodeHealth> nodes;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2154  # sets what the scenarios read; root, work, here: set by the sourcing script
 # Helpers of the multi-node scenarios (sourced by tests/multinode/scenarios.sh):
 # the job manifest, where a job's pods run, the victim node of a disruption,
 # the workers' own step lines, and a sampler of how many workers really run.

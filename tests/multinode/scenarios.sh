@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # root, work, here: set by the script that sources this one
 # The multi-node scenarios of issue 30 (sourced by tests/multinode/story.sh):
 # a job spread over the nodes; a node crashed; a node's network cut; drain,
 # preemption and scaling of one job. Each disruption asserts, from the API

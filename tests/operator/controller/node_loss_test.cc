@@ -15,12 +15,15 @@ namespace {
 using Clock = std::chrono::system_clock;
 using std::chrono::seconds;
 
-Json NodeJson(const std::string& ready, const std::string& since, const Json& taints = Json::array()) {
+Json NodeJson(const std::string& ready, const std::string& since,
+              const Json& taints = Json::array()) {
   return {{"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}},
           {"spec", {{"taints", taints}, {"podCIDR", "10.0.0.0/24"}}},
           {"status",
            {{"conditions", Json::array({{{"type", "MemoryPressure"}, {"status", "False"}},
-                                        {{"type", "Ready"}, {"status", ready}, {"reason", "NodeStatusUnknown"},
+                                        {{"type", "Ready"},
+                                         {"status", ready},
+                                         {"reason", "NodeStatusUnknown"},
                                          {"lastTransitionTime", since}}})},
             {"images", Json::array({"big"})}}}};
 }
@@ -36,7 +39,9 @@ TEST(NodeHealth, ReadyNotTrueOrTheTaintsMeanLostSinceTheEarliestMark) {
   EXPECT_EQ(FormatTime(*unknown.since), "2026-11-27T10:00:00Z");
   // A taint added before the condition's transition moves "since" earlier;
   // a taint alone (Ready still True) is enough.
-  Json taint = Json::array({{{"key", kTaintUnreachable}, {"effect", "NoExecute"}, {"timeAdded", "2026-11-27T09:59:00Z"}}});
+  Json taint = Json::array({{{"key", kTaintUnreachable},
+                             {"effect", "NoExecute"},
+                             {"timeAdded", "2026-11-27T09:59:00Z"}}});
   NodeHealth both = NodeHealthOf(NodeJson("Unknown", "2026-11-27T10:00:00Z", taint));
   EXPECT_EQ(FormatTime(*both.since), "2026-11-27T09:59:00Z");
   NodeHealth tainted = NodeHealthOf(NodeJson("True", "2026-11-27T10:00:00Z", taint));
@@ -50,8 +55,9 @@ TEST(NodeHealth, ReadyNotTrueOrTheTaintsMeanLostSinceTheEarliestMark) {
 }
 
 TEST(NodeHealth, TheCacheKeepsOnlyWhatTheHealthIsReadFrom) {
-  Json taints = Json::array({{{"key", kTaintNotReady}, {"effect", "NoSchedule"}, {"timeAdded", "2026-11-27T09:59:00Z"}},
-                             {{"key", "other"}, {"effect", "NoSchedule"}}});
+  Json taints = Json::array(
+      {{{"key", kTaintNotReady}, {"effect", "NoSchedule"}, {"timeAdded", "2026-11-27T09:59:00Z"}},
+       {{"key", "other"}, {"effect", "NoSchedule"}}});
   Json node = NodeJson("False", "2026-11-27T10:00:00Z", taints);
   Json cached = CachedNode(node);
   EXPECT_FALSE(cached["metadata"].contains("labels"));
@@ -82,11 +88,15 @@ class NodeLossPlanTest : public ::testing::Test {
     pod["metadata"]["uid"] = "uid-" + std::to_string(index);
     if (terminating) pod["metadata"]["deletionTimestamp"] = FormatTime(now_ - seconds(100));
     pod["spec"]["nodeName"] = node;
-    pod["status"] = {{"phase", "Running"}, {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})}};
+    pod["status"] = {{"phase", "Running"},
+                     {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}})}};
     return pod;
   }
-  NodeHealth Lost(int seconds_ago) { return {true, now_ - seconds(seconds_ago), "Ready=Unknown (NodeStatusUnknown)"}; }
-  JobPlan Plan(std::vector<Json> workers, std::map<std::string, NodeHealth> nodes, std::optional<Json> rdzv = {}) {
+  NodeHealth Lost(int seconds_ago) {
+    return {true, now_ - seconds(seconds_ago), "Ready=Unknown (NodeStatusUnknown)"};
+  }
+  JobPlan Plan(std::vector<Json> workers, std::map<std::string, NodeHealth> nodes,
+               std::optional<Json> rdzv = {}) {
     PlanInput in;
     in.job = &job_;
     in.workers = std::move(workers);
@@ -115,10 +125,13 @@ class NodeLossPlanTest : public ::testing::Test {
   Clock::time_point now_;
 };
 
-TEST_F(NodeLossPlanTest, TheDefaultBoundIs30Seconds) { EXPECT_EQ(job_.spec.run_policy.node_loss_timeout_seconds, 30); }
+TEST_F(NodeLossPlanTest, TheDefaultBoundIs30Seconds) {
+  EXPECT_EQ(job_.spec.run_policy.node_loss_timeout_seconds, 30);
+}
 
 TEST_F(NodeLossPlanTest, BeforeTheBoundTheJobWaitsAndSaysWhen) {
-  JobPlan plan = Plan({Pod(0, "n0"), Pod(1, "n1"), Pod(2, "n2")}, {{"n0", {}}, {"n1", Lost(10)}, {"n2", {}}});
+  JobPlan plan =
+      Plan({Pod(0, "n0"), Pod(1, "n1"), Pod(2, "n2")}, {{"n0", {}}, {"n1", Lost(10)}, {"n2", {}}});
   ExpectWaiting(plan, seconds(20), "node n1 lost (Ready=Unknown (NodeStatusUnknown))");
   ExpectWaiting(plan, seconds(20), "j-worker-1 will be force-deleted and replaced at");
   EXPECT_EQ(std::count_if(plan.events.begin(), plan.events.end(),
@@ -137,14 +150,17 @@ TEST_F(NodeLossPlanTest, AfterTheBoundItsWorkersAreForceDeletedAndTheNodeAvoided
     EXPECT_TRUE(d.force) << d.name;
     EXPECT_EQ(d.reason, "node n1 lost") << d.name;
   }
-  EXPECT_EQ(plan.delete_pods.back().name, RendezvousName(job_)) << "the rendezvous pod of a lost node is re-created too";
+  EXPECT_EQ(plan.delete_pods.back().name, RendezvousName(job_))
+      << "the rendezvous pod of a lost node is re-created too";
   EXPECT_EQ(plan.status.restart_count, 0) << "a lost node is not the program's failure";
   ASSERT_EQ(plan.status.avoided_nodes.size(), 1u);
   EXPECT_EQ(plan.status.avoided_nodes[0].node, "n1");
   EXPECT_EQ(plan.avoid_nodes, (std::vector<std::string>{"n1"}));
   EXPECT_EQ(plan.status.phase, JobPhase::kRestarting);
   bool event = std::any_of(plan.events.begin(), plan.events.end(), [](const PlannedEvent& e) {
-    return e.reason == "NodeLost" && e.message.find("force-deleting j-worker-2, j-worker-1, j-rendezvous") != std::string::npos;
+    return e.reason == "NodeLost" &&
+           e.message.find("force-deleting j-worker-2, j-worker-1, j-rendezvous") !=
+               std::string::npos;
   });
   EXPECT_TRUE(event);
   // The pods gone, the missing indices are re-created away from n1.
@@ -167,15 +183,18 @@ TEST_F(NodeLossPlanTest, ZeroMeansAtOnceAndAHealthyOrUnknownTimeNodeIsLeftAlone)
   NodeHealth no_time{true, std::nullopt, "Ready=False"};
   JobPlan untimed = Plan({Pod(0, "n1"), Pod(1, "n2")}, {{"n1", no_time}, {"n2", {}}});
   EXPECT_TRUE(untimed.delete_pods.empty()) << "without a time the taint eviction decides";
-  EXPECT_EQ(Find(untimed.status, "NodeLost"), nullptr) << "no condition on jobs that never lost a node";
+  EXPECT_EQ(Find(untimed.status, "NodeLost"), nullptr)
+      << "no condition on jobs that never lost a node";
   JobPlan unwatched = Plan({Pod(0, "n1")}, {});
   EXPECT_TRUE(unwatched.delete_pods.empty());
 }
 
 TEST_F(NodeLossPlanTest, AFailedWorkerOnALostNodeIsCountedOnceAndForceDeleted) {
   Json failed = Pod(0, "n1");
-  failed["status"] = {{"phase", "Failed"},
-                      {"containerStatuses", Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 137}}}}}}})}};
+  failed["status"] = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 137}}}}}}})}};
   JobPlan plan = Plan({failed, Pod(1, "n0")}, {{"n1", Lost(60)}, {"n0", {}}});
   ASSERT_EQ(plan.delete_pods.size(), 1u);
   EXPECT_TRUE(plan.delete_pods[0].force);
@@ -190,8 +209,10 @@ TEST_F(NodeLossPlanTest, AFailedWorkerOnALostNodeIsCountedOnceAndForceDeleted) {
 TEST_F(NodeLossPlanTest, FinishedSurvivorsWaitForALostNodesWorkerOnlyUntilTheBound) {
   auto done = [&](int index, const std::string& node) {
     Json pod = Pod(index, node);
-    pod["status"] = {{"phase", "Succeeded"},
-                     {"containerStatuses", Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}})}};
+    pod["status"] = {
+        {"phase", "Succeeded"},
+        {"containerStatuses",
+         Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}})}};
     return pod;
   };
   std::vector<Json> pods = {done(0, "n0"), done(1, "n2"), Pod(2, "n1")};
@@ -208,8 +229,9 @@ TEST_F(NodeLossPlanTest, FinishedSurvivorsWaitForALostNodesWorkerOnlyUntilTheBou
   EXPECT_TRUE(after.create_workers.empty()) << "training is over: nothing replaced";
   EXPECT_TRUE(after.status.avoided_nodes.empty());
   EXPECT_TRUE(std::any_of(after.events.begin(), after.events.end(), [](const PlannedEvent& e) {
-    return e.reason == "NodeLost" && e.message.find("force-deleting j-worker-2 (training is over: not replaced)") !=
-                                         std::string::npos;
+    return e.reason == "NodeLost" &&
+           e.message.find("force-deleting j-worker-2 (training is over: not replaced)") !=
+               std::string::npos;
   }));
   // A finished worker on a lost node holds nothing: it is left alone.
   JobPlan finished_there = Plan({done(0, "n1"), Pod(1, "n0")}, {{"n0", {}}, {"n1", Lost(60)}});
@@ -220,14 +242,18 @@ TEST_F(NodeLossPlanTest, FinishedSurvivorsWaitForALostNodesWorkerOnlyUntilTheBou
 TEST_F(NodeLossPlanTest, AnEvictedOrPreemptedWorkerIsReplacedWithoutCountingAFailure) {
   job_.spec.run_policy.restart_policy = RestartPolicy::kNever;
   Json evicted = Pod(1, "n0");
-  evicted["status"] = {{"phase", "Failed"},
-                       {"conditions", Json::array({{{"type", "DisruptionTarget"}, {"status", "True"},
-                                                     {"reason", "EvictionByEvictionAPI"}}})},
-                       {"containerStatuses", Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 143}}}}}}})}};
+  evicted["status"] = {
+      {"phase", "Failed"},
+      {"conditions", Json::array({{{"type", "DisruptionTarget"},
+                                   {"status", "True"},
+                                   {"reason", "EvictionByEvictionAPI"}}})},
+      {"containerStatuses",
+       Json::array({{{"name", "c"}, {"state", {{"terminated", {{"exitCode", 143}}}}}}})}};
   Json pressured = Pod(2, "n0");
   pressured["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
   JobPlan plan = Plan({Pod(0, "n0"), evicted, pressured}, {{"n0", {}}});
-  EXPECT_NE(plan.status.phase, JobPhase::kFailed) << "restartPolicy Never is about the program's failures";
+  EXPECT_NE(plan.status.phase, JobPhase::kFailed)
+      << "restartPolicy Never is about the program's failures";
   EXPECT_EQ(plan.status.restart_count, 0);
   ASSERT_EQ(plan.delete_pods.size(), 2u);
   EXPECT_EQ(plan.delete_pods[0].reason, "worker disrupted (exit code -1)");
@@ -238,10 +264,11 @@ TEST_F(NodeLossPlanTest, AnEvictedOrPreemptedWorkerIsReplacedWithoutCountingAFai
 
 TEST(DisruptionBudget, KeepsTheWorkersAtMinReplicas) {
   std::vector<FieldError> errors;
-  HorovodJob job = DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "j", "namespace": "ns", "uid": "u"},
+  HorovodJob job =
+      DecodeHorovodJob(Json::parse(R"({"metadata": {"name": "j", "namespace": "ns", "uid": "u"},
     "spec": {"replicas": 4, "minReplicas": 3, "maxReplicas": 6,
              "worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}})"),
-                                    errors);
+                       errors);
   Json pdb = BuildDisruptionBudget(job);
   EXPECT_EQ(pdb["apiVersion"], "policy/v1");
   EXPECT_EQ(pdb["metadata"]["name"], "j");

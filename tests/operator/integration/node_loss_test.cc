@@ -47,7 +47,10 @@ class NodeLossTest : public ::testing::Test {
   // A Node whose kubelet stopped reporting `ago` before now (or, with
   // `ready`, one that reports fine).
   void CreateLostNode(std::chrono::seconds ago, bool ready = false) {
-    Json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node_}}}, {"spec", {{"unschedulable", true}}}};
+    Json node = {{"apiVersion", "v1"},
+                 {"kind", "Node"},
+                 {"metadata", {{"name", node_}}},
+                 {"spec", {{"unschedulable", true}}}};
     auto r = cluster_->admin().Post("/api/v1/nodes", node);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     SetNodeReady(ready, ago);
@@ -59,17 +62,23 @@ class NodeLossTest : public ::testing::Test {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     Json n = got.value();
     const std::string since = Rfc3339(std::chrono::system_clock::now() - ago);
-    n["status"] = {{"conditions", Json::array({{{"type", "Ready"}, {"status", ready ? "True" : "Unknown"},
-                                                {"reason", ready ? "KubeletReady" : "NodeStatusUnknown"},
-                                                {"message", "set by the test"},
-                                                {"lastHeartbeatTime", since}, {"lastTransitionTime", since}}})}};
+    n["status"] = {
+        {"conditions", Json::array({{{"type", "Ready"},
+                                     {"status", ready ? "True" : "Unknown"},
+                                     {"reason", ready ? "KubeletReady" : "NodeStatusUnknown"},
+                                     {"message", "set by the test"},
+                                     {"lastHeartbeatTime", since},
+                                     {"lastTransitionTime", since}}})}};
     auto s = cluster_->admin().Put("/api/v1/nodes/" + node_ + "/status", n);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
   }
   void Bind(const std::string& pod) {
-    Json binding = {{"apiVersion", "v1"}, {"kind", "Binding"}, {"metadata", {{"name", pod}}},
+    Json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", pod}}},
                     {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node_}}}};
-    auto r = cluster_->admin().Post("/api/v1/namespaces/" + ns_ + "/pods/" + pod + "/binding", binding);
+    auto r =
+        cluster_->admin().Post("/api/v1/namespaces/" + ns_ + "/pods/" + pod + "/binding", binding);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(cluster_->SetPodStatus(ns_, pod, "Running", true));
   }
@@ -78,7 +87,8 @@ class NodeLossTest : public ::testing::Test {
     return r.ok() ? r.value() : Json();
   }
   Json Job() {
-    auto r = cluster_->admin().Get("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs/nl");
+    auto r =
+        cluster_->admin().Get("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs/nl");
     return r.ok() ? r.value() : Json();
   }
   std::string Condition(const std::string& type) {
@@ -94,13 +104,25 @@ class NodeLossTest : public ::testing::Test {
 
 TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedElsewhere) {
   op_ = std::make_unique<OperatorProcess>(
-      *cluster_, std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds", "30"},
+      *cluster_,
+      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
+                               "30"},
       ns_ + "-op");
-  Json job = {{"apiVersion", "khorovod.dev/v1alpha1"}, {"kind", "HorovodJob"}, {"metadata", {{"name", "nl"}}},
-              {"spec", {{"replicas", 3}, {"minReplicas", 2}, {"maxReplicas", 3},
-                        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}}},
-                        {"worker", {{"template", {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin().Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job).ok());
+  Json job = {
+      {"apiVersion", "khorovod.dev/v1alpha1"},
+      {"kind", "HorovodJob"},
+      {"metadata", {{"name", "nl"}}},
+      {"spec",
+       {{"replicas", 3},
+        {"minReplicas", 2},
+        {"maxReplicas", 3},
+        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}}},
+        {"worker",
+         {{"template",
+           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
+  ASSERT_TRUE(cluster_->admin()
+                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
+                  .ok());
   ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-2").is_object(); }, 30s));
   EXPECT_EQ(Job()["spec"]["runPolicy"]["nodeLossTimeoutSeconds"], 4);
 
@@ -108,13 +130,15 @@ TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedEl
   const auto lost_at = std::chrono::steady_clock::now();
   Bind("nl-worker-1");
   Bind("nl-worker-2");
-  const std::string uid1 = Pod("nl-worker-1")["metadata"]["uid"], uid2 = Pod("nl-worker-2")["metadata"]["uid"];
+  const std::string uid1 = Pod("nl-worker-1")["metadata"]["uid"],
+                    uid2 = Pod("nl-worker-2")["metadata"]["uid"];
   // Worker 2 is being deleted the ordinary way (as the taint eviction would):
   // without a kubelet to confirm, it stays Terminating.
   ASSERT_TRUE(cluster_->admin().Delete("/api/v1/namespaces/" + ns_ + "/pods/nl-worker-2").ok());
   EXPECT_TRUE(Pod("nl-worker-2")["metadata"].contains("deletionTimestamp"));
 
-  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("True", 0) == 0; }, 20s)) << Job().dump();
+  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("True", 0) == 0; }, 20s))
+      << Job().dump();
   EXPECT_NE(Condition("NodeLost").find("node " + node_ + " lost (Ready=Unknown"), std::string::npos)
       << Condition("NodeLost");
 
@@ -122,17 +146,22 @@ TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedEl
     Json p = Pod(name);
     return p.is_object() && p["metadata"]["uid"] != old_uid;
   };
-  ASSERT_TRUE(WaitFor([&] { return replaced("nl-worker-1", uid1) && replaced("nl-worker-2", uid2); }, 30s))
-      << Pod("nl-worker-1").dump() << "\n" << Pod("nl-worker-2").dump();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at).count();
-  EXPECT_GE(took, 3.0) << "not before nodeLossTimeoutSeconds (4 s, whole seconds in the node's timestamps)";
+  ASSERT_TRUE(
+      WaitFor([&] { return replaced("nl-worker-1", uid1) && replaced("nl-worker-2", uid2); }, 30s))
+      << Pod("nl-worker-1").dump() << "\n"
+      << Pod("nl-worker-2").dump();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at).count();
+  EXPECT_GE(took, 3.0)
+      << "not before nodeLossTimeoutSeconds (4 s, whole seconds in the node's timestamps)";
   EXPECT_LT(took, 20.0);
   // The replacements must not land on the lost node.
   Json p = Pod("nl-worker-1");
   EXPECT_NE(p["spec"]["affinity"].dump().find(node_), std::string::npos) << p["spec"].dump();
   EXPECT_EQ(p["metadata"]["annotations"]["khorovod.dev/avoided-nodes"], node_);
   Json status = Job()["status"];
-  EXPECT_EQ(status.value("restartCount", 0), 0) << "a lost node is not counted against backoffLimit";
+  EXPECT_EQ(status.value("restartCount", 0), 0)
+      << "a lost node is not counted against backoffLimit";
   ASSERT_EQ(status["avoidedNodes"].size(), 1u) << status.dump();
   EXPECT_EQ(status["avoidedNodes"][0]["node"], node_);
   std::string events;
@@ -140,7 +169,8 @@ TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedEl
                      "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"},
                     &events);
   EXPECT_NE(events.find("force-deleting"), std::string::npos) << events;
-  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("False", 0) == 0; }, 20s)) << Condition("NodeLost");
+  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("False", 0) == 0; }, 20s))
+      << Condition("NodeLost");
 }
 
 // The order of the real cluster's run: the workers run, the survivors
@@ -149,30 +179,50 @@ TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedEl
 // replaced, and the job succeeds.
 TEST_F(NodeLossTest, SurvivorsThatFinishedDoNotWaitForALostNodesWorker) {
   op_ = std::make_unique<OperatorProcess>(
-      *cluster_, std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds", "30"},
+      *cluster_,
+      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
+                               "30"},
       ns_ + "-op");
-  Json job = {{"apiVersion", "khorovod.dev/v1alpha1"}, {"kind", "HorovodJob"}, {"metadata", {{"name", "nl"}}},
-              {"spec", {{"replicas", 3}, {"minReplicas", 2}, {"maxReplicas", 3},
-                        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}, {"cleanPodPolicy", "None"}}},
-                        {"worker", {{"template", {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin().Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job).ok());
+  Json job = {
+      {"apiVersion", "khorovod.dev/v1alpha1"},
+      {"kind", "HorovodJob"},
+      {"metadata", {{"name", "nl"}}},
+      {"spec",
+       {{"replicas", 3},
+        {"minReplicas", 2},
+        {"maxReplicas", 3},
+        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}, {"cleanPodPolicy", "None"}}},
+        {"worker",
+         {{"template",
+           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
+  ASSERT_TRUE(cluster_->admin()
+                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
+                  .ok());
   ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-2").is_object(); }, 30s));
   CreateLostNode(0s, /*ready=*/true);
   // All on one node, so that no worker is unscheduled (deleted once one
   // exited 0); a finished worker on a lost node is left alone.
   for (const char* pod : {"nl-worker-0", "nl-worker-1", "nl-worker-2"}) Bind(pod);
-  for (const char* pod : {"nl-worker-0", "nl-worker-1"}) ASSERT_TRUE(cluster_->SetPodStatus(ns_, pod, "Succeeded", false, 0));
-  ASSERT_TRUE(WaitFor([&] { return Condition("Running").find("waiting for the others") != std::string::npos; }, 20s))
+  for (const char* pod : {"nl-worker-0", "nl-worker-1"})
+    ASSERT_TRUE(cluster_->SetPodStatus(ns_, pod, "Succeeded", false, 0));
+  ASSERT_TRUE(WaitFor(
+      [&] { return Condition("Running").find("waiting for the others") != std::string::npos; },
+      20s))
       << Job().dump();
   SetNodeReady(false);
   const auto lost_at = std::chrono::steady_clock::now();
 
-  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("True", 0) == 0; }, 20s)) << Job().dump();
-  ASSERT_TRUE(WaitFor([&] { return Job()["status"].value("phase", "") == "Succeeded"; }, 30s)) << Job().dump();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at).count();
-  EXPECT_GE(took, 3.0) << "not before nodeLossTimeoutSeconds (4 s, whole seconds in the node's timestamps)";
+  ASSERT_TRUE(WaitFor([&] { return Condition("NodeLost").rfind("True", 0) == 0; }, 20s))
+      << Job().dump();
+  ASSERT_TRUE(WaitFor([&] { return Job()["status"].value("phase", "") == "Succeeded"; }, 30s))
+      << Job().dump();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - lost_at).count();
+  EXPECT_GE(took, 3.0)
+      << "not before nodeLossTimeoutSeconds (4 s, whole seconds in the node's timestamps)";
   EXPECT_LT(took, 20.0);
-  ASSERT_TRUE(WaitFor([&] { return !Pod("nl-worker-2").is_object(); }, 10s)) << "force-deleted: " << Pod("nl-worker-2").dump();
+  ASSERT_TRUE(WaitFor([&] { return !Pod("nl-worker-2").is_object(); }, 10s))
+      << "force-deleted: " << Pod("nl-worker-2").dump();
   std::this_thread::sleep_for(2s);
   EXPECT_FALSE(Pod("nl-worker-2").is_object()) << "training is over: not replaced";
   EXPECT_TRUE(Pod("nl-worker-0").is_object()) << "a finished worker is no lost node's business";
@@ -180,18 +230,30 @@ TEST_F(NodeLossTest, SurvivorsThatFinishedDoNotWaitForALostNodesWorker) {
   cluster_->Kubectl({"-n", ns_, "get", "events", "--field-selector", "reason=NodeLost", "-o",
                      "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"},
                     &events);
-  EXPECT_NE(events.find("force-deleting nl-worker-2 (training is over: not replaced)"), std::string::npos) << events;
+  EXPECT_NE(events.find("force-deleting nl-worker-2 (training is over: not replaced)"),
+            std::string::npos)
+      << events;
 }
 
 TEST_F(NodeLossTest, WithoutNodeWatchingTheOperatorLeavesLostNodesToTheTaintEviction) {
   op_ = std::make_unique<OperatorProcess>(
       *cluster_,
-      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds", "30", "--watch-nodes=false"},
+      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
+                               "30", "--watch-nodes=false"},
       ns_ + "-op");
-  Json job = {{"apiVersion", "khorovod.dev/v1alpha1"}, {"kind", "HorovodJob"}, {"metadata", {{"name", "nl"}}},
-              {"spec", {{"replicas", 2}, {"runPolicy", {{"nodeLossTimeoutSeconds", 0}}},
-                        {"worker", {{"template", {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin().Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job).ok());
+  Json job = {
+      {"apiVersion", "khorovod.dev/v1alpha1"},
+      {"kind", "HorovodJob"},
+      {"metadata", {{"name", "nl"}}},
+      {"spec",
+       {{"replicas", 2},
+        {"runPolicy", {{"nodeLossTimeoutSeconds", 0}}},
+        {"worker",
+         {{"template",
+           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
+  ASSERT_TRUE(cluster_->admin()
+                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
+                  .ok());
   ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-1").is_object(); }, 30s));
   CreateLostNode(120s);
   Bind("nl-worker-1");
@@ -205,12 +267,24 @@ TEST_F(NodeLossTest, WithoutNodeWatchingTheOperatorLeavesLostNodesToTheTaintEvic
 // budget follows minReplicas.
 TEST_F(NodeLossTest, TheDisruptionBudgetKeepsEvictionsAboveMinReplicas) {
   op_ = std::make_unique<OperatorProcess>(
-      *cluster_, std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds", "30"},
+      *cluster_,
+      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
+                               "30"},
       ns_ + "-op");
-  Json job = {{"apiVersion", "khorovod.dev/v1alpha1"}, {"kind", "HorovodJob"}, {"metadata", {{"name", "nl"}}},
-              {"spec", {{"replicas", 3}, {"minReplicas", 2}, {"maxReplicas", 3},
-                        {"worker", {{"template", {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin().Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job).ok());
+  Json job = {
+      {"apiVersion", "khorovod.dev/v1alpha1"},
+      {"kind", "HorovodJob"},
+      {"metadata", {{"name", "nl"}}},
+      {"spec",
+       {{"replicas", 3},
+        {"minReplicas", 2},
+        {"maxReplicas", 3},
+        {"worker",
+         {{"template",
+           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
+  ASSERT_TRUE(cluster_->admin()
+                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
+                  .ok());
   const std::string pdb_path = "/apis/policy/v1/namespaces/" + ns_ + "/poddisruptionbudgets/nl";
   ASSERT_TRUE(WaitFor([&] { return cluster_->admin().Get(pdb_path).ok(); }, 30s));
   Json pdb = cluster_->admin().Get(pdb_path).value();
@@ -223,10 +297,14 @@ TEST_F(NodeLossTest, TheDisruptionBudgetKeepsEvictionsAboveMinReplicas) {
     auto r = cluster_->admin().Get(pdb_path);
     return r.ok() ? r.value()["status"].value("disruptionsAllowed", -1) : -1;
   };
-  ASSERT_TRUE(WaitFor([&] { return allowed() == 1; }, 30s)) << cluster_->admin().Get(pdb_path).value().dump();
+  ASSERT_TRUE(WaitFor([&] { return allowed() == 1; }, 30s))
+      << cluster_->admin().Get(pdb_path).value().dump();
   auto evict = [&](const std::string& pod) {
-    Json eviction = {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", pod}, {"namespace", ns_}}}};
-    return cluster_->admin().Post("/api/v1/namespaces/" + ns_ + "/pods/" + pod + "/eviction", eviction);
+    Json eviction = {{"apiVersion", "policy/v1"},
+                     {"kind", "Eviction"},
+                     {"metadata", {{"name", pod}, {"namespace", ns_}}}};
+    return cluster_->admin().Post("/api/v1/namespaces/" + ns_ + "/pods/" + pod + "/eviction",
+                                  eviction);
   };
   auto first = evict("nl-worker-0");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -238,10 +316,12 @@ TEST_F(NodeLossTest, TheDisruptionBudgetKeepsEvictionsAboveMinReplicas) {
 
   // minReplicas follows the spec: the budget is patched.
   Json patch = {{"spec", {{"minReplicas", 1}}}};
-  auto r = cluster_->admin().Patch("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs/nl", patch.dump(),
-                                   kube::PatchType::kMerge);
+  auto r =
+      cluster_->admin().Patch("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs/nl",
+                              patch.dump(), kube::PatchType::kMerge);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_TRUE(WaitFor([&] { return cluster_->admin().Get(pdb_path).value()["spec"]["minAvailable"] == 1; }, 30s));
+  ASSERT_TRUE(WaitFor(
+      [&] { return cluster_->admin().Get(pdb_path).value()["spec"]["minAvailable"] == 1; }, 30s));
 }
 
 }  // namespace
