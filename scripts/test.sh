@@ -2,6 +2,8 @@
 # The whole test suite, exactly as CI runs it (.ci/run calls this script).
 # Stages, in this order: what users run first, the deep checks last.
 #   deps                 Debian packages (scripts/install-deps.sh)
+#   lint                 the gates: clang-format, ruff (check and format)
+#                        and shellcheck (tests/lint/run.sh; --fix formats)
 #   k8s-tools            every cluster tool, from one Go module graph
 #                        (scripts/k8s-tools.sh; cached in ~/.cache/khorovod/k8s)
 #   realnode             the user's story on a real node: images from a
@@ -43,7 +45,7 @@
 # "suite: N passed, M failed, K skipped".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 suite_start=$SECONDS
 suite_budget_min=${KHOROVOD_SUITE_BUDGET_MIN:-85}
 cache=${KHOROVOD_CACHE:-$HOME/.cache/khorovod}
@@ -101,6 +103,14 @@ prefetch_row() {
   stage_t0=$((SECONDS - $(cat "$logdir/prefetch.secs" 2>/dev/null || echo 0)))
   stage_end_counts 0 0 >/dev/null
 }
+
+# ---- lint: the formatter and linter gates, before anything is built.
+if wanted lint; then
+  stage_begin lint warm
+  compgen -G "$cache/venv-ruff-*/bin/ruff" >/dev/null || stage_cache=cold
+  bash tests/lint/run.sh 2>&1 | tee "$logdir/lint.log"
+  stage_end_script "$logdir/lint.log"
+fi
 
 # ---- k8s-tools: every stage below that runs a cluster needs them.
 stage_begin k8s-tools warm

@@ -327,7 +327,7 @@ class ElasticPolicy {
   std::map<int, int> local_of_;
   std::string first_failure_;  // the first worker that failed, for the job's failure line // worker
                                // id -> its slot on its host
-  std::set<int> stopping_;  // SIGTERMed because their host went away
+  std::set<int> stopping_;     // SIGTERMed because their host went away
   std::set<std::string> reported_unusable_;
   std::string last_error_;
   std::optional<Clock::time_point> empty_since_;
