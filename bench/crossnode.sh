@@ -166,7 +166,10 @@ synthetic() {
   local example=${HOROVOD_EXAMPLE:-$HOME/.cache/khorovod/horovod-examples/0.28.1/pytorch_synthetic_benchmark.py}
   [ -f "$example" ] || die "no $example (Horovod's examples/pytorch/pytorch_synthetic_benchmark.py at v0.28.1)"
   # torchvision's models, for this benchmark only (not in install-deps.sh).
-  python3 -c 'import torchvision' 2>/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torchvision >/dev/null ||
+  # Checked with Debian's interpreter, the one the workers run (a python3
+  # earlier on PATH, e.g. pyenv's, never sees Debian's package).
+  /usr/bin/python3 -c 'import torchvision' 2>/dev/null ||
+    DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -qq python3-torchvision >/dev/null ||
     die "python3-torchvision could not be installed"
   build
   local hvd_python; hvd_python=$("$root/scripts/horovod-wheel.sh" | tail -1)
