@@ -164,7 +164,10 @@ scenario_slots() {
   local ns=slots job=slots
   k create namespace "$ns" >/dev/null
   wait_for 30 k get serviceaccount default -n "$ns"
-  sed -e "s/STEPS/$((STEPS / 2))/" -e "s/FAIL_AT/300/" "$here/slots-job.yaml" | k apply -n "$ns" -f - >/dev/null
+  # Long enough that the operator sees the dead slot's pod fail before the
+  # other pod's slots finish training: on a quiet machine 2000 steps took
+  # 8 s, the job succeeded first and the failure was never reported.
+  sed -e "s/STEPS/$((STEPS * 5))/" -e "s/FAIL_AT/300/" "$here/slots-job.yaml" | k apply -n "$ns" -f - >/dev/null
   expect "$job: 2 pods with 2 slots each Running" 180 at_least_running "$job" "$ns" 2 || { dump_job "$job" "$ns"; return 1; }
   slot_failed() { events_of "$job" "$ns" | matches -E "WorkerFailed: worker $job-worker-[01] failed \(exit code 137"; }
   expect "the pod whose slot died failed with the slot's status 137 (not success)" 240 slot_failed \
