@@ -22,6 +22,7 @@ Thread-safety: as _async_ops (mpi_ops).
 
 import torch
 
+from . import _async_data_ops as data_ops
 from . import _async_ops as ops
 from .compression import Compression
 
@@ -158,7 +159,7 @@ def _own_rows(grad, rows, process_set):
     """This rank's rows of a gradient over the concatenation of every member's
     ``rows`` rows (the gather of row counts runs on every member)."""
     counts = ops.synchronize(
-        ops.allgather_async(torch.tensor([rows], dtype=torch.int64), process_set=process_set)
+        data_ops.allgather_async(torch.tensor([rows], dtype=torch.int64), process_set=process_set)
     )
     offset = int(counts[: ops.process_sets.set_rank(ops.process_sets.resolve(process_set))].sum())
     return grad.narrow(0, offset, rows)
@@ -169,7 +170,7 @@ class _Allgather(torch.autograd.Function):
     def forward(ctx, tensor, name, process_set):
         ctx.rows = tensor.shape[0] if tensor.dim() else 0
         ctx.process_set = process_set
-        return ops.synchronize(ops.allgather_async(tensor, name=name, process_set=process_set))
+        return ops.synchronize(data_ops.allgather_async(tensor, name=name, process_set=process_set))
 
     @staticmethod
     def backward(ctx, grad):
@@ -190,7 +191,7 @@ class _GroupedAllgather(torch.autograd.Function):
         ctx.process_set = process_set
         return tuple(
             ops.synchronize(
-                ops.grouped_allgather_async(list(tensors), name, process_set=process_set)
+                data_ops.grouped_allgather_async(list(tensors), name, process_set=process_set)
             )
         )
 
@@ -216,7 +217,7 @@ class _Broadcast(torch.autograd.Function):
         ctx.root_rank = root_rank
         ctx.process_set = process_set
         return ops.synchronize(
-            ops.broadcast_async(tensor, root_rank, name=name, process_set=process_set)
+            data_ops.broadcast_async(tensor, root_rank, name=name, process_set=process_set)
         )
 
     @staticmethod
@@ -237,7 +238,7 @@ class _Alltoall(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, splits, name, process_set):
         out, received = ops.synchronize(
-            ops.alltoall_async(
+            data_ops.alltoall_async(
                 tensor,
                 splits if splits is not None else _equal_splits(tensor, process_set),
                 name=name,
@@ -288,7 +289,7 @@ class _Reducescatter(torch.autograd.Function):
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
         ctx.args = (op, prescale, postscale, process_set)
         return ops.synchronize(
-            ops.reducescatter_async(
+            data_ops.reducescatter_async(
                 tensor,
                 name=name,
                 op=op,
@@ -332,7 +333,7 @@ class _GroupedReducescatter(torch.autograd.Function):
         ctx.args = (op, prescale, postscale, process_set)
         return tuple(
             ops.synchronize(
-                ops.grouped_reducescatter_async(
+                data_ops.grouped_reducescatter_async(
                     list(tensors), name, op, prescale, postscale, process_set=process_set
                 )
             )
