@@ -70,14 +70,14 @@ double TimeMs(cudaStream_t stream, int reps, int iters, F body) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  int reps = 11, iters = 20;
+// --reps N --iters N; false (after saying why) on anything else.
+static bool ParseArgs(int argc, char** argv, int& reps, int& iters) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
     if (value <= 0) {
       std::fprintf(stderr, "%s needs a positive integer\n", flag.c_str());
-      return 2;
+      return false;
     }
     if (flag == "--reps")
       reps = value;
@@ -85,9 +85,15 @@ int main(int argc, char** argv) {
       iters = value;
     else {
       std::fprintf(stderr, "usage: %s [--reps N] [--iters N]\n", argv[0]);
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+int main(int argc, char** argv) {
+  int reps = 11, iters = 20;
+  if (!ParseArgs(argc, argv, reps, iters)) return 2;
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
     std::fprintf(stderr, "no usable GPU: %s\n",

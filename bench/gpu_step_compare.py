@@ -53,7 +53,7 @@ def sync(dev):
         torch.cuda.synchronize(dev)
 
 
-def main():
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="resnet50", choices=["resnet50", "mlp"])
     p.add_argument("--batch", type=int, default=32)
@@ -62,7 +62,44 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--port", type=int, default=int(os.environ.get("KH_BENCH_PORT", "29533")))
     p.add_argument("--json", default="")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def report(args, times, n, dev):
+    """Rank 0's lines (and JSON): each measure's median and spread, and the
+    overlap of communication with the backward pass."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    out = {
+        "ranks": n,
+        "model": args.model,
+        "batch": args.batch,
+        "device": str(dev),
+        "torch": torch.__version__,
+        "step_ms": med,
+    }
+    for k in times:
+        s = sorted(times[k])
+        print(
+            f"step-ms: {k} ranks={n} median={med[k]:.2f} p10={s[len(s) // 10]:.2f} "
+            f"p90={s[(len(s) * 9) // 10]:.2f} n={len(s)}",
+            flush=True,
+        )
+    for v in ("khorovod", "ddp"):
+        c = med[f"comm-{v}"]
+        ov = max(0.0, min(1.0, (med["local"] + c - med[v]) / c)) if c > 0 else 0.0
+        out[f"overlap_{v}"] = ov
+        print(
+            f"overlap: {v} ranks={n} {ov:.2f} (step {med[v]:.2f} ms, local {med['local']:.2f}, "
+            f"comm alone {c:.2f})",
+            flush=True,
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+def main():
+    args = parse_args()
 
     cuda = torch.cuda.is_available()
     if cuda:
@@ -141,35 +178,8 @@ def main():
                 work[k](k)
                 sync(dev)
                 times[k].append((time.perf_counter() - t0) * 1e3)
-    med = {k: statistics.median(v) for k, v in times.items()}
     if r == 0:
-        out = {
-            "ranks": n,
-            "model": args.model,
-            "batch": args.batch,
-            "device": str(dev),
-            "torch": torch.__version__,
-            "step_ms": med,
-        }
-        for k in work:
-            s = sorted(times[k])
-            print(
-                f"step-ms: {k} ranks={n} median={med[k]:.2f} p10={s[len(s) // 10]:.2f} "
-                f"p90={s[(len(s) * 9) // 10]:.2f} n={len(s)}",
-                flush=True,
-            )
-        for v in ("khorovod", "ddp"):
-            c = med[f"comm-{v}"]
-            ov = max(0.0, min(1.0, (med["local"] + c - med[v]) / c)) if c > 0 else 0.0
-            out[f"overlap_{v}"] = ov
-            print(
-                f"overlap: {v} ranks={n} {ov:.2f} (step {med[v]:.2f} ms, local {med['local']:.2f}, "
-                f"comm alone {c:.2f})",
-                flush=True,
-            )
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(out, f, indent=1)
+        report(args, times, n, dev)
     dist.destroy_process_group()
     hvd.shutdown()
 

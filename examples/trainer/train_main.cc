@@ -92,6 +92,18 @@ int LateForTheEnd(const Status& s) {
   return 0;
 }
 
+// --train-seconds: whether every rank stops after this step (rank 0 says so).
+khorovod::StatusOr<bool> TimeIsUp(khorovod::Runtime& rt,
+                                  std::chrono::steady_clock::time_point started, const Options& o,
+                                  int64_t step) {
+  if (o.train_seconds <= 0) return false;
+  khorovod::StatusOr<bool> enough = TrainedLongEnough(rt, started, o.train_seconds);
+  if (enough.ok() && *enough && rt.rank() == 0)
+    std::printf("stopping after step %" PRId64 ": trained %.0f s (--train-seconds)\n", step,
+                o.train_seconds);
+  return enough;
+}
+
 int Train(const Options& o) {
   khorovod::Runtime rt;
   if (Status s = rt.init(); !s.ok()) {
@@ -158,16 +170,9 @@ int Train(const Options& o) {
         }
         window_start = now;
         window_samples = 0;
-        if (o.train_seconds > 0) {
-          khorovod::StatusOr<bool> enough = TrainedLongEnough(rt, started, o.train_seconds);
-          if (!enough.ok()) return enough.status();
-          if (*enough) {
-            if (rt.rank() == 0)
-              std::printf("stopping after step %" PRId64 ": trained %.0f s (--train-seconds)\n",
-                          step, o.train_seconds);
-            break;
-          }
-        }
+        khorovod::StatusOr<bool> time_up = TimeIsUp(rt, started, o, step);
+        if (!time_up.ok()) return time_up.status();
+        if (*time_up) break;
       }
     }
     return Status::Ok();

@@ -226,23 +226,6 @@ bool PlanCompletion(Planner& p) {
   return true;
 }
 
-bool Retryable(const PodView& pod, RestartPolicy policy) {
-  if (policy == RestartPolicy::kNever) return false;
-  if (policy == RestartPolicy::kOnFailure || pod.gpu_failed()) return true;
-  if (pod.reason == "Evicted" || pod.reason == "Preempting" || pod.reason == "DeadlineExceeded")
-    return true;
-  return pod.exit_code < 0 || pod.exit_code >= 128;
-}
-
-// What failed, for messages: the exit code, or the Unhealthy devices of a
-// worker that still runs.
-std::string FailureText(const PodView& pod) {
-  if (pod.failed()) return "exit code " + to_string(pod.exit_code);
-  std::string ids;
-  for (const auto& id : pod.unhealthy_gpus) ids += (ids.empty() ? "" : ", ") + id;
-  return "GPU " + ids + " Unhealthy";
-}
-
 // Keeps the job's new workers off `pod`'s node for the cooldown (extended if
 // the node is avoided already): after a GPU failure there, or a lost node.
 void AvoidNode(Planner& p, const PodView& pod, const std::string& reason) {

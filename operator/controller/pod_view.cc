@@ -46,4 +46,24 @@ PodView View(const Json& pod) {
   return v;
 }
 
+// Whether restartPolicy lets the operator replace the failed `pod`: Never
+// never, OnFailure always, ExitCode (Horovod's elastic choice) for a signal,
+// an eviction, a deadline or a GPU failure.
+bool Retryable(const PodView& pod, RestartPolicy policy) {
+  if (policy == RestartPolicy::kNever) return false;
+  if (policy == RestartPolicy::kOnFailure || pod.gpu_failed()) return true;
+  if (pod.reason == "Evicted" || pod.reason == "Preempting" || pod.reason == "DeadlineExceeded")
+    return true;
+  return pod.exit_code < 0 || pod.exit_code >= 128;
+}
+
+// What failed, for messages: the exit code, or the Unhealthy devices of a
+// worker that still runs.
+std::string FailureText(const PodView& pod) {
+  if (pod.failed()) return "exit code " + std::to_string(pod.exit_code);
+  std::string ids;
+  for (const auto& id : pod.unhealthy_gpus) ids += (ids.empty() ? "" : ", ") + id;
+  return "GPU " + ids + " Unhealthy";
+}
+
 }  // namespace khorovod::op

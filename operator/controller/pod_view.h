@@ -41,4 +41,10 @@ struct PodView {
 
 PodView View(const Json& pod);
 
+// Whether restartPolicy lets a failed worker be replaced (pod_view.cc).
+bool Retryable(const PodView& pod, RestartPolicy policy);
+// What failed, for messages: the exit code, or the Unhealthy devices of a
+// worker that still runs.
+std::string FailureText(const PodView& pod);
+
 }  // namespace khorovod::op
