@@ -82,6 +82,26 @@ class NodeLossTest : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(cluster_->SetPodStatus(ns_, pod, "Running", true));
   }
+  // The operator under test, on this namespace (node watching unless
+  // `extra` turns it off).
+  void StartOperator(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"--namespace",      ns_, "--lease-namespace", ns_,
+                                  "--resync-seconds", "30"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    op_ = std::make_unique<OperatorProcess>(*cluster_, args, ns_ + "-op");
+  }
+  // Job "nl" with `spec` plus a one-container worker template.
+  void CreateJob(Json spec) {
+    spec["worker"] = {
+        {"template", {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}};
+    Json job = {{"apiVersion", "khorovod.dev/v1alpha1"},
+                {"kind", "HorovodJob"},
+                {"metadata", {{"name", "nl"}}},
+                {"spec", spec}};
+    ASSERT_TRUE(cluster_->admin()
+                    .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
+                    .ok());
+  }
   Json Pod(const std::string& name) {
     auto r = cluster_->admin().Get("/api/v1/namespaces/" + ns_ + "/pods/" + name);
     return r.ok() ? r.value() : Json();
@@ -103,26 +123,11 @@ class NodeLossTest : public ::testing::Test {
 };
 
 TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedElsewhere) {
-  op_ = std::make_unique<OperatorProcess>(
-      *cluster_,
-      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
-                               "30"},
-      ns_ + "-op");
-  Json job = {
-      {"apiVersion", "khorovod.dev/v1alpha1"},
-      {"kind", "HorovodJob"},
-      {"metadata", {{"name", "nl"}}},
-      {"spec",
-       {{"replicas", 3},
-        {"minReplicas", 2},
-        {"maxReplicas", 3},
-        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}}},
-        {"worker",
-         {{"template",
-           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin()
-                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
-                  .ok());
+  StartOperator();
+  CreateJob({{"replicas", 3},
+             {"minReplicas", 2},
+             {"maxReplicas", 3},
+             {"runPolicy", {{"nodeLossTimeoutSeconds", 4}}}});
   ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-2").is_object(); }, 30s));
   EXPECT_EQ(Job()["spec"]["runPolicy"]["nodeLossTimeoutSeconds"], 4);
 
@@ -178,26 +183,11 @@ TEST_F(NodeLossTest, WorkersOfALostNodeAreForceDeletedAfterTheBoundAndReplacedEl
 // for the lost worker past nodeLossTimeoutSeconds: it is force-deleted, not
 // replaced, and the job succeeds.
 TEST_F(NodeLossTest, SurvivorsThatFinishedDoNotWaitForALostNodesWorker) {
-  op_ = std::make_unique<OperatorProcess>(
-      *cluster_,
-      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
-                               "30"},
-      ns_ + "-op");
-  Json job = {
-      {"apiVersion", "khorovod.dev/v1alpha1"},
-      {"kind", "HorovodJob"},
-      {"metadata", {{"name", "nl"}}},
-      {"spec",
-       {{"replicas", 3},
-        {"minReplicas", 2},
-        {"maxReplicas", 3},
-        {"runPolicy", {{"nodeLossTimeoutSeconds", 4}, {"cleanPodPolicy", "None"}}},
-        {"worker",
-         {{"template",
-           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin()
-                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
-                  .ok());
+  StartOperator();
+  CreateJob({{"replicas", 3},
+             {"minReplicas", 2},
+             {"maxReplicas", 3},
+             {"runPolicy", {{"nodeLossTimeoutSeconds", 4}, {"cleanPodPolicy", "None"}}}});
   ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-2").is_object(); }, 30s));
   CreateLostNode(0s, /*ready=*/true);
   // All on one node, so that no worker is unscheduled (deleted once one
@@ -236,24 +226,8 @@ TEST_F(NodeLossTest, SurvivorsThatFinishedDoNotWaitForALostNodesWorker) {
 }
 
 TEST_F(NodeLossTest, WithoutNodeWatchingTheOperatorLeavesLostNodesToTheTaintEviction) {
-  op_ = std::make_unique<OperatorProcess>(
-      *cluster_,
-      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
-                               "30", "--watch-nodes=false"},
-      ns_ + "-op");
-  Json job = {
-      {"apiVersion", "khorovod.dev/v1alpha1"},
-      {"kind", "HorovodJob"},
-      {"metadata", {{"name", "nl"}}},
-      {"spec",
-       {{"replicas", 2},
-        {"runPolicy", {{"nodeLossTimeoutSeconds", 0}}},
-        {"worker",
-         {{"template",
-           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin()
-                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
-                  .ok());
+  StartOperator({"--watch-nodes=false"});
+  CreateJob({{"replicas", 2}, {"runPolicy", {{"nodeLossTimeoutSeconds", 0}}}});
   ASSERT_TRUE(WaitFor([&] { return Pod("nl-worker-1").is_object(); }, 30s));
   CreateLostNode(120s);
   Bind("nl-worker-1");
@@ -266,25 +240,8 @@ TEST_F(NodeLossTest, WithoutNodeWatchingTheOperatorLeavesLostNodesToTheTaintEvic
 // (minAvailable = minReplicas) holds to replicas - minReplicas at a time; the
 // budget follows minReplicas.
 TEST_F(NodeLossTest, TheDisruptionBudgetKeepsEvictionsAboveMinReplicas) {
-  op_ = std::make_unique<OperatorProcess>(
-      *cluster_,
-      std::vector<std::string>{"--namespace", ns_, "--lease-namespace", ns_, "--resync-seconds",
-                               "30"},
-      ns_ + "-op");
-  Json job = {
-      {"apiVersion", "khorovod.dev/v1alpha1"},
-      {"kind", "HorovodJob"},
-      {"metadata", {{"name", "nl"}}},
-      {"spec",
-       {{"replicas", 3},
-        {"minReplicas", 2},
-        {"maxReplicas", 3},
-        {"worker",
-         {{"template",
-           {{"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "i"}}})}}}}}}}}}};
-  ASSERT_TRUE(cluster_->admin()
-                  .Post("/apis/khorovod.dev/v1alpha1/namespaces/" + ns_ + "/horovodjobs", job)
-                  .ok());
+  StartOperator();
+  CreateJob({{"replicas", 3}, {"minReplicas", 2}, {"maxReplicas", 3}});
   const std::string pdb_path = "/apis/policy/v1/namespaces/" + ns_ + "/poddisruptionbudgets/nl";
   ASSERT_TRUE(WaitFor([&] { return cluster_->admin().Get(pdb_path).ok(); }, 30s));
   Json pdb = cluster_->admin().Get(pdb_path).value();
