@@ -133,14 +133,17 @@ def _check_adasum(tensors, op, ps):
         return
     if ps:
         raise NotImplementedError("Adasum does not support non-global process sets yet.")
-    size = CONTEXT.runtime().size()
-    if size & (size - 1):
-        raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")
+    runtime = CONTEXT.runtime()
     for t in tensors:
-        if t.is_cuda:
+        # CUDA tensors: Horovod's NCCL semantics, Adasum across hosts of the
+        # hosts' sums (runtime core/device_adasum.h); hosts with different
+        # rank counts are refused by the runtime, which sees every host.
+        hosts = runtime.cross_size() if t.is_cuda else runtime.size()
+        if hosts & (hosts - 1):
             raise NotImplementedError(
-                "khorovod: Adasum reduces host (CPU) tensors only; move "
-                "the tensor to the CPU or use op=Average"
+                "Running GPU Adasum with non-power of 2 nodes is not supported yet."
+                if t.is_cuda
+                else "Running Adasum with non-power of 2 ranks is not supported yet."
             )
         if t.dtype not in (torch.float16, torch.float32, torch.float64):
             raise ValueError(

@@ -105,6 +105,13 @@ class DeviceOps {
   virtual StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) = 0;
   virtual Status Copy(void* dst, const void* src, size_t bytes) = 0;
   virtual Status Zero(void* dst, size_t bytes) = 0;
+  // Between host memory and the backend's device, for the work only the
+  // host computes (core/device_adasum.h). ToHost returns once the bytes are
+  // on the host (it waits for the device work queued before it); ToDevice
+  // may return before they arrive, and the host buffer must live until
+  // Flush() (the caller's buffer may be pageable).
+  virtual Status ToHost(void* host, const void* device, size_t bytes) = 0;
+  virtual Status ToDevice(void* device, const void* host, size_t bytes) = 0;
   // The spans (packed as for AllreduceSpans; in place) become
   //   postscale * reduce(prescale * span over ranks),
   // kAverage dividing the reduction by the world size: scaling and

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enforce.h"
 #include "common/half.h"
 
 namespace khorovod {
@@ -50,6 +51,13 @@ void ScaledAdd(void* data, const void* other, size_t count, DataType dtype, doub
   }
 }
 
+// The weight of a vector with squared norm `sq` in a pair whose dot product
+// is `dot`; 1 below sqrt(DBL_MIN), where the quotient means nothing.
+double Coefficient(double dot, double sq) {
+  static const double kTiny = std::sqrt(DBL_MIN);
+  return sq >= kTiny ? 1.0 - dot / sq * 0.5 : 1.0;
+}
+
 // Sends `send` elements from `send_at` to `peer` and receives `recv`
 // elements from it into `recv_at`: an Alltoallv in which every other count
 // is zero, so any backend's collective serves as the pairwise exchange.
@@ -85,12 +93,10 @@ Status ReduceLevel(Backend& backend, std::byte* base, std::vector<std::byte>& sc
   }
   KH_RETURN_IF_ERROR(
       backend.Allreduce(sums.data(), sums.data(), sums.size(), DataType::kFloat64, ReduceOp::kSum));
-  static const double kTiny = std::sqrt(DBL_MIN);
   const double dot = slot[0];
   const double own_sq = lower ? slot[1] : slot[2], other_sq = lower ? slot[2] : slot[1];
-  const double c_own = own_sq >= kTiny ? 1.0 - dot / own_sq * 0.5 : 1.0;
-  const double c_other = other_sq >= kTiny ? 1.0 - dot / other_sq * 0.5 : 1.0;
-  ScaledAdd(base + keep.offset * esize, scratch.data(), keep.count, dtype, c_own, c_other);
+  ScaledAdd(base + keep.offset * esize, scratch.data(), keep.count, dtype, Coefficient(dot, own_sq),
+            Coefficient(dot, other_sq));
   *mine = keep;
   return Status::Ok();
 }
@@ -137,6 +143,26 @@ Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtyp
     mine = parent;
   }
   return Status::Ok();
+}
+
+void AdasumTree(const std::vector<void*>& vectors, size_t count, DataType dtype) {
+  const size_t n = vectors.size();
+  KH_ENFORCE(n > 0 && (n & (n - 1)) == 0, "AdasumTree needs a power-of-two number of vectors");
+  KH_ENFORCE(AdasumSupports(dtype), "AdasumTree: unsupported dtype");
+  for (size_t stride = 1; stride < n; stride <<= 1) {
+    for (size_t i = 0; i < n; i += 2 * stride) {
+      void* a = vectors[i];
+      const void* b = vectors[i + stride];
+      double dot = 0.0, aa = 0.0, bb = 0.0;
+      for (size_t k = 0; k < count; ++k) {
+        const double x = Load(a, k, dtype), y = Load(b, k, dtype);
+        dot += x * y;
+        aa += x * x;
+        bb += y * y;
+      }
+      ScaledAdd(a, b, count, dtype, Coefficient(dot, aa), Coefficient(dot, bb));
+    }
+  }
 }
 
 }  // namespace khorovod

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "backend/backend.h"
 #include "khorovod/dtype.h"
@@ -38,5 +39,15 @@ bool AdasumSupports(DataType dtype);
 // the backend returns them.
 Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtype, int rank,
                        int size);
+
+// Horovod's tree of pairwise combinations, computed locally over whole
+// vectors: vectors[i] and vectors[i + 1] combine into vectors[i] for even i,
+// then vectors[i] and vectors[i + 2] for i a multiple of 4, and so on; the
+// result is left in vectors[0] (the others are overwritten). It is the
+// reduction AdasumAllreduce distributes, with the same arithmetic (dot
+// products in double, each pair combined in the element type), so equal
+// inputs give equal bytes on every rank. `vectors.size()` must be a power of
+// two and `dtype` supported (enforced).
+void AdasumTree(const std::vector<void*>& vectors, size_t count, DataType dtype);
 
 }  // namespace khorovod

@@ -6,6 +6,7 @@
 #include "common/enforce.h"
 #include "common/reduce_kernels.h"
 #include "core/adasum.h"
+#include "core/device_adasum.h"
 #include "core/eager_allreduce.h"
 #include "core/fusion.h"
 
@@ -19,15 +20,16 @@ void CopyBytes(void* dst, const void* src, size_t bytes) {
 
 }  // namespace
 
-Executor::Executor(int rank, int size, size_t fusion_threshold, Backend* backend,
+Executor::Executor(const Placement& placement, size_t fusion_threshold, Backend* backend,
                    DeviceBackend* device, TensorQueue* queue, WorkerMetrics* metrics,
                    Timeline* timeline)
-    : rank_(rank),
-      size_(size),
+    : placement_(placement),
+      rank_(placement.rank),
+      size_(placement.size),
       fusion_threshold_(fusion_threshold),
       backend_(backend),
       device_(device),
-      device_reducer_(rank, size, fusion_threshold),
+      device_reducer_(placement.rank, placement.size, fusion_threshold),
       queue_(queue),
       metrics_(metrics),
       timeline_(timeline) {}
@@ -224,7 +226,13 @@ Status Executor::RunAllreduce(const std::vector<const Response*>& group, Negotia
   if (!backend.ok())
     s = backend.status();
   else if (DeviceOps* device = (*backend)->device_ops()) {
-    s = device_reducer_.Allreduce(*device, group, ops, &packed_at, &reduced_at);
+    if (head.reduce_op == ReduceOp::kAdasum) {  // never fused (core/fusion.cc)
+      packed_at = std::chrono::steady_clock::now();
+      s = DeviceAdasum(*device, *backend_, placement_, head, ops.front(), adasum_scratch_);
+      reduced_at = std::chrono::steady_clock::now();
+    } else {
+      s = device_reducer_.Allreduce(*device, group, ops, &packed_at, &reduced_at);
+    }
   } else {
     s = ReduceOnHost(group, ops, &packed_at, &reduced_at);
   }

@@ -33,6 +33,7 @@
 #include "core/device_reduce.h"
 #include "core/negotiator.h"
 #include "core/tensor_queue.h"
+#include "khorovod/placement.h"
 #include "observability/timeline.h"
 #include "observability/worker_metrics.h"
 
@@ -40,9 +41,12 @@ namespace khorovod {
 
 class Executor {
  public:
+  // `placement`: this rank in the group the backend spans (a process set's
+  // executor has only rank and size; device Adasum reads the hosts).
   // `device` may be null: device responses then fail.
-  Executor(int rank, int size, size_t fusion_threshold, Backend* backend, DeviceBackend* device,
-           TensorQueue* queue, WorkerMetrics* metrics = nullptr, Timeline* timeline = nullptr);
+  Executor(const Placement& placement, size_t fusion_threshold, Backend* backend,
+           DeviceBackend* device, TensorQueue* queue, WorkerMetrics* metrics = nullptr,
+           Timeline* timeline = nullptr);
 
   Status Execute(const std::vector<Response>& responses, Negotiator& negotiator);
   // Completes allreduces whose contributions all came with the negotiation
@@ -68,6 +72,7 @@ class Executor {
   void TraceOp(const PendingOp& op, Timeline::Clock::time_point start,
                Timeline::Clock::time_point end);
 
+  Placement placement_;
   int rank_;
   int size_;
   size_t fusion_threshold_;
@@ -76,6 +81,7 @@ class Executor {
   DeviceReducer device_reducer_;
   TensorQueue* queue_;
   std::vector<std::byte> fusion_buffer_;
+  std::vector<std::byte> adasum_scratch_;  // device Adasum's host copy
   WorkerMetrics* metrics_;
   Timeline* timeline_;
 };

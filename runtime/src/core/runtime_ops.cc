@@ -69,14 +69,12 @@ PendingOp MakeOp(OpType type, const std::string& name, const TensorView& input) 
   return op;
 }
 
-// Adasum runs on the host, in the global set, for 16/32/64-bit floats
-// (core/adasum.h); the power-of-two size is checked where it runs, since an
-// elastic world may change size before then.
+// Adasum runs in the global set, for 16/32/64-bit floats (host tensors:
+// core/adasum.h, device tensors: core/device_adasum.h); the power-of-two
+// sizes are checked where it runs, since an elastic world may change size
+// before then.
 Status CheckAdasum(const std::string& name, const TensorView& in, const AllreduceOptions& opts) {
   if (opts.op != ReduceOp::kAdasum) return Status::Ok();
-  if (in.device.kind != DeviceKind::kCPU) {
-    return Status::InvalidArgument("allreduce '" + name + "': Adasum reduces host tensors only");
-  }
   if (opts.process_set != 0) {
     return Status::InvalidArgument("allreduce '" + name +
                                    "': Adasum does not support non-global process sets yet");

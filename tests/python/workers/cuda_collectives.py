@@ -24,6 +24,12 @@ def main():
     assert torch.equal(g[0].cpu(), torch.full((2,), float(sum(range(n)))))
     assert torch.equal(g[1].cpu(), torch.full((70000,), float(n)))
 
+    # op=Adasum: Horovod's NCCL result (Adasum across hosts of the host sums,
+    # divided by the ranks per host); every rank here is on one host, so it
+    # is the average.
+    ad = hvd.allreduce(torch.full((6,), float(r + 1), device=dev), name="adasum", op=hvd.Adasum)
+    assert ad.device == dev and torch.allclose(ad.cpu(), torch.full((6,), total / n))
+
     a = hvd.allgather(torch.full((r + 1, 2), float(r), device=dev), name="gather")
     assert a.device == dev and a.shape == (n * (n + 1) // 2, 2)
     expected = torch.cat([torch.full((k + 1, 2), float(k)) for k in range(n)])

@@ -107,6 +107,18 @@ class NcclBackend final : public Backend, public DeviceOps {
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_->get()));
     return Status::Ok();
   }
+  Status ToHost(void* host, const void* device, size_t bytes) override {
+    KH_RETURN_IF_ERROR(Enter());
+    KH_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_->get()));
+    return comm_->WaitForStream(*stream_, "a copy to the host");
+  }
+  Status ToDevice(void* device, const void* host, size_t bytes) override {
+    KH_RETURN_IF_ERROR(Enter());
+    KH_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_->get()));
+    return Status::Ok();
+  }
   Status Zero(void* dst, size_t bytes) override {
     KH_RETURN_IF_ERROR(Enter());
     KH_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, stream_->get()));

@@ -86,6 +86,14 @@ Status StagingBackend::Zero(void* dst, size_t bytes) {
   return bytes ? copier_->Zero(dst, bytes) : Status::Ok();
 }
 
+Status StagingBackend::ToHost(void* host, const void* device, size_t bytes) {
+  return bytes ? copier_->ToHost(host, device, bytes) : Status::Ok();
+}
+
+Status StagingBackend::ToDevice(void* device, const void* host, size_t bytes) {
+  return bytes ? copier_->ToDevice(device, host, bytes) : Status::Ok();
+}
+
 Status StagingBackend::AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
                                        double prescale, double postscale) {
   // The same arithmetic, in the same order, as the executor's host path.

@@ -68,6 +68,8 @@ class StagingBackend final : public Backend, public DeviceOps {
   StatusOr<std::shared_ptr<void>> Allocate(size_t bytes) override;
   Status Copy(void* dst, const void* src, size_t bytes) override;
   Status Zero(void* dst, size_t bytes) override;
+  Status ToHost(void* host, const void* device, size_t bytes) override;
+  Status ToDevice(void* device, const void* host, size_t bytes) override;
   Status AllreduceScaled(const std::vector<Span>& spans, DataType dtype, ReduceOp op,
                          double prescale, double postscale) override;
   Status Flush() override { return Status::Ok(); }  // every copy is synchronous
