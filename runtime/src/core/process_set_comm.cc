@@ -89,8 +89,8 @@ StatusOr<std::unique_ptr<ProcessSetComm>> ConnectProcessSet(const std::vector<in
     if (!backend.ok()) return backend.status();
     comm->backend = std::move(*backend);
     comm->executor = std::make_unique<Executor>(
-        Placement{.rank = set_rank, .size = set_size}, init.config->fusion_threshold_bytes, comm->backend.get(), nullptr,
-        init.queue, init.metrics, init.timeline);
+        Placement{.rank = set_rank, .size = set_size}, init.config->fusion_threshold_bytes,
+        comm->backend.get(), nullptr, init.queue, init.metrics, init.timeline);
     return comm;
   } catch (const std::exception& e) {
     return Status::Unavailable("could not connect process set " + RankListString(members) + ": " +

@@ -170,9 +170,9 @@ Status RuntimeImpl::StartSession(const Config& config, const Assignment& assignm
   s->channel = s->backend->TakeControlChannel();
   if (!s->channel) s->channel = std::make_unique<GlooControlChannel>(s->context);
   s->negotiator = std::make_unique<Negotiator>(s->config, s->channel.get(), &s->queue);
-  s->executor = std::make_unique<Executor>(config, config.fusion_threshold_bytes,
-                                           s->backend.get(), s->device.get(), &s->queue,
-                                           metrics_.get(), timeline_.get());
+  s->executor =
+      std::make_unique<Executor>(config, config.fusion_threshold_bytes, s->backend.get(),
+                                 s->device.get(), &s->queue, metrics_.get(), timeline_.get());
   s->metrics = metrics_.get();
   s->timeline = timeline_.get();
   s->sets = std::make_shared<ProcessSetTable>(config.rank, config.size);
