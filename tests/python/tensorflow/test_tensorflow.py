@@ -165,7 +165,9 @@ def test_keras_elastic_resumed_epoch_runs_the_remaining_batches(tmp_path, keras)
     assert job.lines("worker-1: simulating a crash in epoch 1 batch 6"), job.output
     epochs = [m.groups() for m in _done(job, EPOCH_LINE)]
     wrong = [e for e in epochs if int(e[3]) != RESUME_STEPS - int(e[2])]
-    assert not wrong, f"epochs that ran other than {RESUME_STEPS} - B batches: {wrong}\n{job.output}"
+    assert not wrong, (
+        f"epochs that ran other than {RESUME_STEPS} - B batches: {wrong}\n{job.output}"
+    )
     # The survivor's resumed epoch 1 (rolled back to the commit before the
     # crash) ran only what was left of it, alone.
     resumed = [e for e in epochs if e[0] == "worker-0" and e[1] == "1" and e[5] == "1"]

@@ -45,7 +45,9 @@ state = hvd.elastic.KerasState(model, batch=0, epoch=0)
 
 
 def on_state_reset():
-    print(f"{me}: reset to epoch {state.epoch} batch {state.batch} at size {hvd.size()}", flush=True)
+    print(
+        f"{me}: reset to epoch {state.epoch} batch {state.batch} at size {hvd.size()}", flush=True
+    )
 
 
 state.register_reset_callbacks([on_state_reset])
@@ -92,7 +94,11 @@ def train(state):
     ):
         target = max(epochs, state.epoch + 1)
         model.fit(
-            dataset, steps_per_epoch=steps, epochs=target - state.epoch, callbacks=callbacks, verbose=0
+            dataset,
+            steps_per_epoch=steps,
+            epochs=target - state.epoch,
+            callbacks=callbacks,
+            verbose=0,
         )
 
 
