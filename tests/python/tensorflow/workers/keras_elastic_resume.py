@@ -103,9 +103,6 @@ def train(state):
 
 
 train(state)
-weights = np.concatenate([w.numpy().ravel() for w in model.weights])
-print(
-    f"{me}: done: rank {hvd.rank()} of {hvd.size()}, epoch {state.epoch}, "
-    f"checksum {float(np.sum(weights)):.6f}",
-    flush=True,
-)
+checksum = sum(float(np.sum(w.numpy())) for w in model.weights)
+done = f"rank {hvd.rank()} of {hvd.size()}, epoch {state.epoch}, checksum {checksum:.6f}"
+print(f"{me}: done: {done}", flush=True)
