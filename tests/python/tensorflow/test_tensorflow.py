@@ -2,7 +2,9 @@
 every collective at 2, 3 and 4 ranks; a Keras script written for Horovod
 (import line changed) at 2 and 4 ranks, under Keras 3 and Keras 2
 (tf-keras); the elastic Keras script with a
-worker killed inside model.fit; a peer killed during a TF allreduce;
+worker killed inside model.fit; the epoch resumed after a reset running
+only its remaining batches (Keras 3 and tf-keras); a peer killed during a
+TF allreduce;
 TensorFlow and torch in one process.
 Run with the interpreter that has TensorFlow (ctest when the build found
 it; the tensorflow suite stage from the pip-installed venv)."""
@@ -119,6 +121,60 @@ def test_keras_elastic_worker_killed_mid_fit(tmp_path, np):
     assert sorted(m.group(1) for m in done) == expected, job.output
     assert len({m.group(4) for m in done}) == 1, "ranks ended with different weights"
     assert (ckpt / "checkpoint.keras").exists()
+
+
+@pytest.mark.parametrize("keras", [3, 2], ids=["keras3", "keras2"])
+def test_keras_update_batch_state_shortens_the_resumed_epoch(keras):
+    """The exact cases in one process: a resumed epoch, one resumed twice,
+    other callbacks' stops kept, no reset."""
+    skip_without_tf_keras(keras)
+    job = run_job(
+        worker("keras_batch_state.py"),
+        np=1,
+        timeout=180,
+        env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"},
+    )
+    assert job.returncode == 0, job.output
+    assert job.lines(f"keras {keras}."), job.output
+    assert job.lines("rank 0: OK"), job.output
+
+
+RESUME_STEPS = 12
+EPOCH_LINE = r"(worker-\d+): epoch (\d+) from batch (\d+) ran (\d+) batches of (\d+) at size (\d)"
+
+
+@pytest.mark.parametrize("keras", [3, 2], ids=["keras3", "keras2"])
+def test_keras_elastic_resumed_epoch_runs_the_remaining_batches(tmp_path, keras):
+    """2 ranks, worker-1 killed at batch 6 of epoch 1, a replacement added:
+    every epoch that resumes at state.batch B runs RESUME_STEPS - B batches
+    (UpdateBatchStateCallback's rule), under Keras 3 and tf-keras."""
+    skip_without_tf_keras(keras)
+    job = run_job(
+        horovod_script(tmp_path, "keras_elastic_resume.py"),
+        3,
+        RESUME_STEPS,
+        1,
+        6,
+        2,
+        np=2,
+        launcher_args=elastic_args(2),
+        timeout=300,
+        env={"TF_USE_LEGACY_KERAS": "1" if keras == 2 else "0"},
+    )
+    assert job.returncode == 0, job.output
+    assert job.lines("worker-1: simulating a crash in epoch 1 batch 6"), job.output
+    epochs = [m.groups() for m in _done(job, EPOCH_LINE)]
+    wrong = [e for e in epochs if int(e[3]) != RESUME_STEPS - int(e[2])]
+    assert not wrong, (
+        f"epochs that ran other than {RESUME_STEPS} - B batches: {wrong}\n{job.output}"
+    )
+    # The survivor's resumed epoch 1 (rolled back to the commit before the
+    # crash) ran only what was left of it, alone.
+    resumed = [e for e in epochs if e[0] == "worker-0" and e[1] == "1" and e[5] == "1"]
+    assert len(resumed) == 1 and 0 < int(resumed[0][2]) < RESUME_STEPS, job.output
+    done = _done(job, r"(worker-\d+): done: rank (\d) of 2, epoch (\d+), checksum (\S+)")
+    assert sorted(m.group(1) for m in done) == ["worker-0", "worker-2"], job.output
+    assert len({m.group(4) for m in done}) == 1, "ranks ended with different weights"
 
 
 def test_peer_killed_during_a_tf_allreduce():
