@@ -39,9 +39,7 @@ def milli_cpu(quantity):
 
 def cpu_request(pod):
     containers = pod["spec"].get("containers", [])
-    return sum(
-        milli_cpu(c.get("resources", {}).get("requests", {}).get("cpu")) for c in containers
-    )
+    return sum(milli_cpu(c.get("resources", {}).get("requests", {}).get("cpu")) for c in containers)
 
 
 def is_job_pod(pod, job, ns, role):
@@ -63,11 +61,7 @@ def plan_for_node(node, pods, job, ns, priority):
         return None
     worker = workers[0]
     margin = cpu_request(worker) - SLACK_MILLI
-    others = [
-        p
-        for p in live
-        if p is not worker and p["spec"].get("priority", 0) < priority
-    ]
+    others = [p for p in live if p is not worker and p["spec"].get("priority", 0) < priority]
     if margin <= 0 or sum(cpu_request(p) for p in others) >= margin:
         return None
     free = milli_cpu(node["status"]["allocatable"]["cpu"]) - sum(cpu_request(p) for p in live)
