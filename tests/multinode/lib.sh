@@ -23,6 +23,9 @@ MN_NODE_LOSS_TIMEOUT=10
 MN_MONITOR_GRACE=${KHOROVOD_CLUSTER_NODE_MONITOR_GRACE:-30s}
 MN_MONITOR_GRACE=${MN_MONITOR_GRACE%s}
 REPLACE_BOUND=${MULTINODE_REPLACE_BOUND:-$((MN_MONITOR_GRACE + 5 + MN_NODE_LOSS_TIMEOUT + 15))}
+# The preemption scenario's PriorityClass: above the jobs' (0), below the
+# add-ons' system-cluster-critical, so CoreDNS is never a victim.
+MN_PREEMPTOR_PRIORITY=1000000
 
 # mjob NAME REPLICAS MIN STEPS spread|plain [SECONDS]: the job manifest; with
 # SECONDS the trainer stops after that much training (--train-seconds), STEPS
@@ -123,21 +126,17 @@ longest_below() {
 mark_down() { echo "$1" >> "$work/down-nodes"; }
 mark_up() { sed -i "/^$1\$/d" "$work/down-nodes"; }
 
-# The CPU a pod needs on NODE to displace exactly one worker: more than is
-# free there, no more than is free once one worker (300m) is gone.
-preemptor_cpu() {
-  local node=$1 alloc used
-  alloc=$(k get node "$node" -o jsonpath='{.status.allocatable.cpu}')
-  used=$(k get pods -A --field-selector "spec.nodeName=$node" \
-    -o jsonpath='{range .items[?(@.status.phase!="Succeeded")]}{range .spec.containers[*]}{.resources.requests.cpu}{" "}{end}{"\n"}{end}')
-  python3 - "$alloc" "$used" <<'EOF'
-import sys
-def milli(q):
-    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
-alloc = milli(sys.argv[1])
-used = sum(milli(q) for q in sys.argv[2].split())
-print(f"{alloc - used + 300 - 20}m")
-EOF
+# preemption_plan JOB NS PRIORITY: "NODE POD CPU": the node where a pod of
+# PRIORITY asking for CPU can only run by preempting POD, its one worker of
+# the job, and nothing else (tests/multinode/preemption_plan.py says why).
+preemption_plan() {
+  local pods nodes rc
+  pods=$(mktemp) nodes=$(mktemp)
+  k get pods -A -o json > "$pods" && k get nodes -o json > "$nodes" &&
+    python3 "$here/preemption_plan.py" "$pods" "$nodes" "$1" "$2" "$3"
+  rc=$?
+  rm -f "$pods" "$nodes"
+  return $rc
 }
 
 # The workers' own metrics (KHOROVOD_METRICS_PORT 9400), through the API

@@ -208,27 +208,71 @@ scenario_evictions() {
 # API (kubectl drain) or preempted by a higher-priority pod; it leaves at a
 # step boundary, and is replaced on another node.
 evict_by() {
-  local how=$1 job=$2 ns=$3 node pod last t0 t0_epoch
-  # A node with one worker of the job, so that the pod followed is the one
-  # the drain or the scheduler's preemption takes.
-  node=$(single_worker_node "$job" "$ns")
-  [ -n "$node" ] || node=$(victim_node "$job" "$ns")
-  [ -n "$node" ] || node=$(worker_nodes "$job" "$ns" | awk '{print $2}' | sort | head -1)
-  pod=$(worker_on "$job" "$ns" "$node")
-  [ -n "$pod" ] || { fail "$job: no worker to $how"; return 1; }
+  local how=$1 job=$2 ns=$3 node pod cpu last t0 t0_epoch
+  if [ "$how" = drain ]; then
+    # A node with one worker of the job: a drain evicts all of them there.
+    node=$(single_worker_node "$job" "$ns")
+    [ -n "$node" ] || node=$(victim_node "$job" "$ns")
+    pod=$(worker_on "$job" "$ns" "$node")
+    [ -n "$pod" ] || { fail "$job: no worker to drain"; return 1; }
+  else
+    within_budget "$job" "$ns" || return 1
+    local plan
+    has_plan() { plan=$(preemption_plan "$job" "$ns" "$MN_PREEMPTOR_PRIORITY"); }
+    if ! wait_for 60 has_plan || ! has_plan; then
+      fail "$job: no node where one worker alone makes room for a preemptor"; worker_nodes "$job" "$ns" | sed 's/^/  | /'; return 1
+    fi
+    read -r node pod cpu <<<"$plan"
+  fi
   follow_logs "$pod" "$ns" "$work/$job-$how-$pod.log"
   last=$(last_step "$job" "$ns"); t0=$SECONDS; t0_epoch=$(date +%s.%N)
-  if [ "$how" = drain ]; then
-    if k drain "$node" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$job,khorovod.dev/role=worker" \
-         --timeout 120s > "$work/drain-$node.log" 2>&1; then
-      ok "$job: kubectl drain $node evicted $pod through the eviction API in $((SECONDS - t0))s"
-    else fail "$job: kubectl drain $node failed: $(tail -3 "$work/drain-$node.log" | tr '\n' ' ')"; k uncordon "$node" >/dev/null; return 1; fi
-  else
-    k apply -f - >/dev/null <<YAML
+  if [ "$how" = drain ]; then drain_worker "$job" "$ns" "$node" "$pod" || return 1
+  else preempt_worker "$job" "$ns" "$node" "$pod" "$cpu" || return 1; fi
+  # The evicted process's last output reaches its log follower within a
+  # moment; wait for that line (bounded) rather than a fixed time.
+  wait_for 15 grep -q 'left the job at a commit' "$work/$job-$how-$pod.log"
+  grep -q 'left the job at a commit' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep 'left the job at a commit' "$work/$job-$how-$pod.log" | tail -1)" \
+    || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
+  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
+  check_rollback "$job" "$ns" "$how"
+  elsewhere() { [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4; }
+  expect "$job: $pod replaced on another node after the $how (within ${REPLACE_BOUND}s)" "$REPLACE_BOUND" elsewhere
+  local ready; ready=$(replacement_delay "$job" "$ns" "$node" "$t0_epoch")
+  echo "  $job: $how recovered in $((SECONDS - t0))s (the replacement Ready ${ready:-?}s after the $how)"
+  if [ "$how" = drain ]; then k uncordon "$node" >/dev/null; else k delete pod preemptor -n "$ns" --wait=false >/dev/null; fi
+  kill "$follow_pid" 2>/dev/null || true
+}
+
+drain_worker() {  # job ns node pod
+  local t0=$SECONDS
+  if k drain "$3" --ignore-daemonsets --delete-emptydir-data --pod-selector "khorovod.dev/job-name=$1,khorovod.dev/role=worker" \
+       --timeout 120s > "$work/drain-$3.log" 2>&1; then
+    ok "$1: kubectl drain $3 evicted $4 through the eviction API in $((SECONDS - t0))s"
+  else fail "$1: kubectl drain $3 failed: $(tail -3 "$work/drain-$3.log" | tr '\n' ' ')"; k uncordon "$3" >/dev/null; return 1; fi
+}
+
+# within_budget JOB NS: the PodDisruptionBudget allows one disruption (the
+# drained worker's replacement is Ready). The scheduler's preemption honours
+# a PDB only as a preference (it picks victims that do not violate one when
+# it can, and preempts anyway when it cannot), so the scenario preempts
+# within the budget, as an operator of a cluster would expect it to.
+within_budget() {
+  allowed() { [ "$(jp pdb -n "$2" -l "khorovod.dev/job-name=$1" -o jsonpath='{.items[0].status.disruptionsAllowed}')" -ge 1 ]; }
+  expect "$1: the PodDisruptionBudget allows one disruption again before the preemption" 90 allowed "$1" "$2"
+}
+
+# preempt_worker JOB NS NODE POD CPU: a pod of higher priority, pinned to
+# NODE and asking for CPU (preemption_plan), runs; the scheduler preempted
+# POD and no other pod: its Preempted events name POD alone, and the job's
+# other workers are all still there.
+preempt_worker() {
+  local job=$1 ns=$2 node=$3 pod=$4 cpu=$5 others o gone=""
+  others=$(worker_nodes "$job" "$ns" | awk -v p="$pod" '$1 != p {print $1}')
+  k apply -f - >/dev/null <<YAML
 apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: mn-preemptor}
-value: 1000000
+value: $MN_PREEMPTOR_PRIORITY
 description: the multi-node stage's preempting pod
 ---
 apiVersion: v1
@@ -242,23 +286,17 @@ spec:
   - name: hold
     image: ghcr.io/khorovod/khorovod-runtime:0.1.0
     command: [sleep, "3600"]
-    resources: {requests: {cpu: $(preemptor_cpu "$node"), memory: 16Mi}}
+    resources: {requests: {cpu: $cpu, memory: 16Mi}}
 YAML
-    preempted() { [ "$(jp pod preemptor -n "$ns" -o jsonpath='{.status.phase}')" = Running ]; }
-    expect "$job: a higher-priority pod on $node preempted $pod and runs" 120 preempted || return 1
-  fi
-  # The evicted process's last output reaches its log follower within a
-  # moment; wait for that line (bounded) rather than a fixed time.
-  wait_for 15 grep -q 'left the job at a commit' "$work/$job-$how-$pod.log"
-  grep -q 'left the job at a commit' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep 'left the job at a commit' "$work/$job-$how-$pod.log" | tail -1)" \
-    || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
-  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
-  check_rollback "$job" "$ns" "$how"
-  elsewhere() { [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4; }
-  expect "$job: $pod replaced on another node after the $how (within ${REPLACE_BOUND}s)" "$REPLACE_BOUND" elsewhere
-  echo "  $job: $how recovered in $((SECONDS - t0))s"
-  if [ "$how" = drain ]; then k uncordon "$node" >/dev/null; else k delete pod preemptor -n "$ns" --wait=false >/dev/null; fi
-  kill "$follow_pid" 2>/dev/null || true
+  preempted() { [ "$(jp pod preemptor -n "$ns" -o jsonpath='{.status.phase}')" = Running ]; }
+  expect "$job: a higher-priority pod asking for $cpu CPU on $node preempted $pod and runs" 120 preempted || return 1
+  local victims; victims=$(k get events -n "$ns" --field-selector reason=Preempted -o jsonpath='{range .items[*]}{.involvedObject.name}{"\n"}{end}' | sort -u)
+  # A pod still there and not being deleted prints its name alone.
+  for o in $others; do
+    [ "$(jp pod "$o" -n "$ns" -o jsonpath='{.metadata.name}{.metadata.deletionTimestamp}')" = "$o" ] || gone+=" $o"
+  done
+  [ "$victims" = "$pod" ] && [ -z "$gone" ] && ok "$job: the scheduler preempted exactly $pod (its Preempted events name it alone; the other workers $(tr '\n' ' ' <<<"$others")still run)" \
+    || fail "$job: the preemption took more or other than $pod: Preempted events for '$(tr '\n' ' ' <<<"$victims")'; other workers gone:${gone:- none}"
 }
 
 # Scaled down to minReplicas, the job allows no disruption: a drain of a
