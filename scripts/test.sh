@@ -29,8 +29,9 @@
 #                        the rendezvous request handlers (its clang build also
 #                        checks the lock annotations: -Wthread-safety)
 #   operator-1.37,       the operator's apiserver tests and the multinode
-#   multinode-1.37       spread scenario again, on Kubernetes 1.37 (every stage
-#                        above runs 1.34); within the budget, like the deep checks
+#   multinode-1.37       spread and node-crash scenarios again, on Kubernetes
+#                        1.37 (every stage above runs 1.34); within the budget,
+#                        like the deep checks
 # Downloads (PyPI wheels, CUDA/NCCL wheels, Debian base images, clang) run in
 # the background while the CPU-bound stages build.
 #
@@ -71,7 +72,7 @@ esac
 
 # Cold figures on the project's 2-core machine (docs/benchmarks.md, "The
 # suite's stages"), used to plan before this machine has measured its own.
-STAGE_DEFAULT_SECS=([multinode]=600 [asan]=600 [tsan]=420 [fuzz]=300 [operator-1.37]=1080 [multinode-1.37]=1380)
+STAGE_DEFAULT_SECS=([multinode]=600 [asan]=600 [tsan]=420 [fuzz]=300 [operator-1.37]=1080 [multinode-1.37]=1500)
 
 # ---- deps (and the background downloads)
 stage_begin deps warm
@@ -327,7 +328,7 @@ if budget_stage multinode-1.37 "$state"; then
   if ! k8s137_tools; then :
   elif build image "${image_build_args[@]}"; then
     stage_cache=$state   # the multinode stage built the images before
-    KHOROVOD_K8S_VERSION=1.37 MULTINODE_SCENARIOS=spread timeout 1800 bash tests/multinode/run.sh build/image 2>&1 |
+    KHOROVOD_K8S_VERSION=1.37 MULTINODE_SCENARIOS="spread node_kill" timeout 1800 bash tests/multinode/run.sh build/image 2>&1 |
       sed -u 's/^multinode: /multinode-1.37: /' | tee "$logdir/multinode-1.37.log"
     stage_end_script "$logdir/multinode-1.37.log"
   else stage_broken "build (image) failed"; fi
