@@ -6,8 +6,8 @@
 #include <gloo/transport/pair.h>
 
 #include <cstring>
-
-#include "backend/gloo/gloo_ops.h"
+#include <exception>
+#include <string>
 
 namespace khorovod::gloo_ops {
 namespace {
@@ -16,6 +16,16 @@ namespace {
 // slot space of their own on each pair (unbound buffers' slots do not
 // collide with them); nothing else in khorovod registers bound buffers.
 constexpr int kSlotBase = 0x6b680;
+
+template <typename Fn>
+Status Guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("gloo ") + what + " failed: " + e.what());
+  }
+}
 
 }  // namespace
 
