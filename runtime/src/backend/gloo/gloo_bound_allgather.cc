@@ -34,8 +34,8 @@ BoundAllgather::BoundAllgather(std::shared_ptr<gloo::Context> ctx, size_t bytes,
 
 BoundAllgather::~BoundAllgather() = default;
 
-StatusOr<std::unique_ptr<BoundAllgather>> BoundAllgather::Create(std::shared_ptr<gloo::Context> ctx,
-                                                                 size_t bytes, int group) {
+StatusOr<std::unique_ptr<BoundAllgather>> BoundAllgather::Create(
+    std::shared_ptr<gloo::Context> ctx, size_t bytes, int group) {
   std::unique_ptr<BoundAllgather> exchange(new BoundAllgather(std::move(ctx), bytes, group));
   KH_RETURN_IF_ERROR(exchange->Register());
   return exchange;
@@ -53,8 +53,7 @@ Status BoundAllgather::Register() {
       for (int peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
         auto& pair = ctx_->getPair(peer);
-        set.send[peer] =
-            pair->createSendBuffer(slot_base_ + parity, set.send_memory.data(), bytes_);
+        set.send[peer] = pair->createSendBuffer(slot_base_ + parity, set.send_memory.data(), bytes_);
         set.recv[peer] = pair->createRecvBuffer(slot_base_ + parity,
                                                 set.recv_memory.data() + bytes_ * peer, bytes_);
       }

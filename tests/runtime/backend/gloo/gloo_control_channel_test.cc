@@ -70,27 +70,26 @@ class GlooControlChannelTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
   const int size = GetParam();
-  OnEveryRank(
-      size, milliseconds(20'000), [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-        GlooControlChannel channel(world);
-        for (int round = 0; round < 400; ++round) {
-          // Mostly the negotiation's size; every 5th round one of seven other
-          // sizes, each repeated, so more sizes repeat than get bound buffers.
-          const size_t words = round % 5 == 4 ? 1 + (round / 5) % 7 * 40 : 131;
-          ASSERT_TRUE(Round(channel, rank, size, round, words));
-          if (round % 11 == 10) {
-            std::vector<std::string> gathered;
-            ASSERT_TRUE(channel.GatherToRoot("rank" + std::to_string(rank), &gathered).ok());
-            if (rank == 0) {
-              ASSERT_EQ(gathered.size(), static_cast<size_t>(size));
-              for (int r = 0; r < size; ++r) EXPECT_EQ(gathered[r], "rank" + std::to_string(r));
-            }
-            std::string answer = rank == 0 ? "answer" + std::to_string(round) : "";
-            ASSERT_TRUE(channel.BroadcastFromRoot(&answer).ok());
-            EXPECT_EQ(answer, "answer" + std::to_string(round));
-          }
+  OnEveryRank(size, milliseconds(20'000), [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    GlooControlChannel channel(world);
+    for (int round = 0; round < 400; ++round) {
+      // Mostly the negotiation's size; every 5th round one of seven other
+      // sizes, each repeated, so more sizes repeat than get bound buffers.
+      const size_t words = round % 5 == 4 ? 1 + (round / 5) % 7 * 40 : 131;
+      ASSERT_TRUE(Round(channel, rank, size, round, words));
+      if (round % 11 == 10) {
+        std::vector<std::string> gathered;
+        ASSERT_TRUE(channel.GatherToRoot("rank" + std::to_string(rank), &gathered).ok());
+        if (rank == 0) {
+          ASSERT_EQ(gathered.size(), static_cast<size_t>(size));
+          for (int r = 0; r < size; ++r) EXPECT_EQ(gathered[r], "rank" + std::to_string(r));
         }
-      });
+        std::string answer = rank == 0 ? "answer" + std::to_string(round) : "";
+        ASSERT_TRUE(channel.BroadcastFromRoot(&answer).ok());
+        EXPECT_EQ(answer, "answer" + std::to_string(round));
+      }
+    }
+  });
 }
 
 // Three rounds of one size: the last one on bound buffers.
@@ -113,17 +112,16 @@ void ExpectNextRoundFailsSoon(ControlChannel& channel) {
 
 TEST_P(GlooControlChannelTest, ARankThatLeavesEndsTheOthersBoundWait) {
   const int size = GetParam();
-  OnEveryRank(size, milliseconds(60'000),
-              [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-                auto channel = std::make_unique<GlooControlChannel>(world);
-                ASSERT_TRUE(OnBoundBuffers(*channel, rank, size));
-                if (rank == size - 1) {  // leaves: its channel and connections close
-                  channel.reset();
-                  AbandonMesh(*world, "test: this rank left");
-                  return;
-                }
-                ExpectNextRoundFailsSoon(*channel);
-              });
+  OnEveryRank(size, milliseconds(60'000), [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    auto channel = std::make_unique<GlooControlChannel>(world);
+    ASSERT_TRUE(OnBoundBuffers(*channel, rank, size));
+    if (rank == size - 1) {  // leaves: its channel and connections close
+      channel.reset();
+      AbandonMesh(*world, "test: this rank left");
+      return;
+    }
+    ExpectNextRoundFailsSoon(*channel);
+  });
 }
 
 // A peer that lives on without arriving (a stopped process): only the
@@ -131,23 +129,22 @@ TEST_P(GlooControlChannelTest, ARankThatLeavesEndsTheOthersBoundWait) {
 TEST_P(GlooControlChannelTest, AbandoningTheWorldEndsTheBoundWaitOnAPeerThatNeverArrives) {
   const int size = GetParam();
   std::atomic<int> done{0};
-  OnEveryRank(size, milliseconds(60'000),
-              [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-                GlooControlChannel channel(world);
-                ASSERT_TRUE(OnBoundBuffers(channel, rank, size));
-                if (rank == 0) {  // stays connected and alive, and never arrives again
-                  for (int i = 0; i < 3000 && done.load() < size - 1; ++i)
-                    std::this_thread::sleep_for(milliseconds(10));
-                  return;
-                }
-                std::thread heartbeat([world] {
-                  std::this_thread::sleep_for(milliseconds(200));
-                  AbandonMesh(*world, "test: a member missed its heartbeats");
-                });
-                ExpectNextRoundFailsSoon(channel);
-                heartbeat.join();
-                done.fetch_add(1);
-              });
+  OnEveryRank(size, milliseconds(60'000), [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+    GlooControlChannel channel(world);
+    ASSERT_TRUE(OnBoundBuffers(channel, rank, size));
+    if (rank == 0) {  // stays connected and alive, and never arrives again
+      for (int i = 0; i < 3000 && done.load() < size - 1; ++i)
+        std::this_thread::sleep_for(milliseconds(10));
+      return;
+    }
+    std::thread heartbeat([world] {
+      std::this_thread::sleep_for(milliseconds(200));
+      AbandonMesh(*world, "test: a member missed its heartbeats");
+    });
+    ExpectNextRoundFailsSoon(channel);
+    heartbeat.join();
+    done.fetch_add(1);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooControlChannelTest, ::testing::Values(2, 3, 5));
