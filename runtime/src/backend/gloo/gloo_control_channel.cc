@@ -2,7 +2,6 @@
 
 #include <gloo/context.h>
 
-#include "backend/gloo/gloo_bound_allgather.h"
 #include "backend/gloo/gloo_ops.h"
 
 namespace khorovod {
@@ -10,22 +9,9 @@ namespace khorovod {
 Status GlooControlChannel::AllgatherWords(const std::vector<uint64_t>& mine,
                                           std::vector<uint64_t>* all) {
   all->resize(mine.size() * ctx_->size);
-  const size_t bytes = mine.size() * sizeof(uint64_t);
-  for (auto& bound : bound_) {
-    if (bound->bytes() == bytes) return bound->Run(mine.data(), all->data());
-  }
   const uint64_t slot = (uint64_t{0x7c} << 56) | (next_slot_++ & ((uint64_t{1} << 56) - 1));
-  KH_RETURN_IF_ERROR(gloo_ops::DirectAllgather(ctx_, mine.data(), bytes, all->data(), slot));
-  // A size exchanged a second time (the negotiation's, round after round)
-  // gets bound buffers for its later calls. Every rank makes the same calls
-  // with the same sizes, so every rank decides alike, in the same order.
-  if (ctx_->size > 1 && bytes > 0 && ++unbound_calls_[bytes] == 2 &&
-      bound_.size() < kMaxBoundSizes) {
-    auto bound = gloo_ops::BoundAllgather::Create(ctx_, bytes, static_cast<int>(bound_.size()));
-    if (!bound.ok()) return bound.status();
-    bound_.push_back(std::move(*bound));
-  }
-  return Status::Ok();
+  return gloo_ops::DirectAllgather(ctx_, mine.data(), mine.size() * sizeof(uint64_t), all->data(),
+                                   slot);
 }
 
 Status GlooControlChannel::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {

@@ -1,18 +1,11 @@
 // GlooControlChannel: the negotiation primitives over a Gloo context.
 //
-// AllgatherWords, the exchange of every negotiation round, runs over bound
-// buffers once a size has been exchanged twice, so a steady-state round
-// sends one message to each peer.
-//
 // Thread-safety: one caller at a time (the runtime's background thread).
 #pragma once
 
-#include <map>
 #include <memory>
-#include <vector>
 
 #include "backend/control_channel.h"
-#include "backend/gloo/gloo_bound_allgather.h"
 
 namespace gloo {
 class Context;
@@ -31,11 +24,6 @@ class GlooControlChannel final : public ControlChannel {
  private:
   std::shared_ptr<gloo::Context> ctx_;
   uint64_t next_slot_ = 0;  // advances identically on every rank
-  // Sizes AllgatherWords exchanged a second time get bound buffers: one
-  // message per peer instead of Gloo's three (backend/gloo/gloo_bound_allgather.h).
-  static constexpr size_t kMaxBoundSizes = 4;
-  std::map<size_t, int> unbound_calls_;  // by size in bytes
-  std::vector<std::unique_ptr<gloo_ops::BoundAllgather>> bound_;
 };
 
 }  // namespace khorovod
