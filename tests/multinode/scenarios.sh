@@ -219,7 +219,7 @@ evict_by() {
     within_budget "$job" "$ns" || return 1
     local plan
     has_plan() { plan=$(preemption_plan "$job" "$ns" "$MN_PREEMPTOR_PRIORITY"); }
-    if ! wait_for 60 has_plan || ! has_plan; then
+    if ! wait_for 60 has_plan; then  # wait_for runs has_plan here: it sets plan
       fail "$job: no node where one worker alone makes room for a preemptor"; worker_nodes "$job" "$ns" | sed 's/^/  | /'; return 1
     fi
     read -r node pod cpu <<<"$plan"

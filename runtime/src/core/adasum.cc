@@ -109,7 +109,7 @@ bool AdasumSupports(DataType dtype) {
 
 Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtype, int rank,
                        int size) {
-  if (size < 1 || (size & (size - 1)) != 0) {
+  if (size < 1 || !PowerOfTwo(static_cast<size_t>(size))) {
     return Status::InvalidArgument(
         "Running Adasum with non-power of 2 ranks is not supported yet (" + std::to_string(size) +
         " ranks)");
@@ -147,7 +147,7 @@ Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtyp
 
 void AdasumTree(const std::vector<void*>& vectors, size_t count, DataType dtype) {
   const size_t n = vectors.size();
-  KH_ENFORCE(n > 0 && (n & (n - 1)) == 0, "AdasumTree needs a power-of-two number of vectors");
+  KH_ENFORCE(PowerOfTwo(n), "AdasumTree needs a power-of-two number of vectors");
   KH_ENFORCE(AdasumSupports(dtype), "AdasumTree: unsupported dtype");
   for (size_t stride = 1; stride < n; stride <<= 1) {
     for (size_t i = 0; i < n; i += 2 * stride) {

@@ -32,6 +32,8 @@ namespace khorovod {
 
 // Whether Adasum can reduce `dtype` (float16, float32, float64).
 bool AdasumSupports(DataType dtype);
+// Whether `n` ranks, hosts or vectors can be paired level by level.
+inline bool PowerOfTwo(size_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 // Reduces `count` elements at `data` in place over the backend's ranks
 // (`rank` of `size`). kInvalidArgument, the same on every rank, when size
@@ -43,7 +45,7 @@ Status AdasumAllreduce(Backend& backend, void* data, size_t count, DataType dtyp
 // Horovod's tree of pairwise combinations, computed locally over whole
 // vectors: vectors[i] and vectors[i + 1] combine into vectors[i] for even i,
 // then vectors[i] and vectors[i + 2] for i a multiple of 4, and so on; the
-// result is left in vectors[0] (the others are overwritten). It is the
+// result is left in vectors[0] (every even-indexed vector is overwritten). It is the
 // reduction AdasumAllreduce distributes, with the same arithmetic (dot
 // products in double, each pair combined in the element type), so equal
 // inputs give equal bytes on every rank. `vectors.size()` must be a power of

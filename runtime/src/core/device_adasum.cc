@@ -8,8 +8,6 @@
 namespace khorovod {
 namespace {
 
-bool PowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
 // The ranks each host holds, summed over the job; the divisor when every
 // host holds the same number, else a refusal every rank reaches alike.
 StatusOr<int> RanksPerHost(Backend& host, const Placement& placement) {
@@ -29,7 +27,7 @@ StatusOr<int> RanksPerHost(Backend& host, const Placement& placement) {
 }
 
 Status CheckShape(const Response& response, const Placement& placement) {
-  if (!PowerOfTwo(placement.cross_size)) {
+  if (placement.cross_size < 1 || !PowerOfTwo(static_cast<size_t>(placement.cross_size))) {
     return Status::InvalidArgument(
         "Running GPU Adasum with non-power of 2 nodes is not supported yet (" +
         std::to_string(placement.cross_size) + " hosts)");

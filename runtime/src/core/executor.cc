@@ -24,8 +24,6 @@ Executor::Executor(const Placement& placement, size_t fusion_threshold, Backend*
                    DeviceBackend* device, TensorQueue* queue, WorkerMetrics* metrics,
                    Timeline* timeline)
     : placement_(placement),
-      rank_(placement.rank),
-      size_(placement.size),
       fusion_threshold_(fusion_threshold),
       backend_(backend),
       device_(device),
@@ -89,7 +87,7 @@ std::byte* Executor::FusionBuffer(size_t bytes) {
 }
 
 void Executor::ApplyPostScale(const Response& r, void* data, size_t count) {
-  if (r.reduce_op == ReduceOp::kAverage) Divide(data, count, r.dtype, size_);
+  if (r.reduce_op == ReduceOp::kAverage) Divide(data, count, r.dtype, placement_.size);
   Scale(data, count, r.dtype, r.postscale);
 }
 
@@ -272,7 +270,7 @@ Status Executor::ReduceOnHost(const std::vector<const Response*>& group,
     Status s;
     if (head.reduce_op == ReduceOp::kAdasum) {
       if (in != out) CopyBytes(out, in, total * esize);
-      s = AdasumAllreduce(*backend_, out, total, head.dtype, rank_, size_);
+      s = AdasumAllreduce(*backend_, out, total, head.dtype, placement_.rank, placement_.size);
     } else {
       s = backend_->Allreduce(in, out, total, head.dtype, head.reduce_op);
     }
@@ -322,11 +320,12 @@ Status Executor::RunAllgather(Backend& backend, const Response& r, PendingOp& op
 }
 
 Status Executor::RunAlltoall(Backend& backend, const Response& r, PendingOp& op) {
-  std::vector<int64_t> send(size_), recv(size_), received_rows(size_);
+  const int rank = placement_.rank, size = placement_.size;
+  std::vector<int64_t> send(size), recv(size), received_rows(size);
   int64_t rows = 0;
-  for (int peer = 0; peer < size_; ++peer) {
-    send[peer] = r.sizes[rank_ * size_ + peer] * r.row_elements;
-    received_rows[peer] = r.sizes[peer * size_ + rank_];
+  for (int peer = 0; peer < size; ++peer) {
+    send[peer] = r.sizes[rank * size + peer] * r.row_elements;
+    received_rows[peer] = r.sizes[peer * size + rank];
     recv[peer] = received_rows[peer] * r.row_elements;
     rows += received_rows[peer];
   }
@@ -347,7 +346,7 @@ Status Executor::RunReducescatter(Backend& backend, const Response& r, PendingOp
   CopyBytes(buffer, op.input.data, count * esize);
   Scale(buffer, count, r.dtype, r.prescale);
   KH_RETURN_IF_ERROR(backend_->Allreduce(buffer, buffer, count, r.dtype, r.reduce_op));
-  const RowRange mine_rows = ReducescatterRows(total_rows, size_, rank_);
+  const RowRange mine_rows = ReducescatterRows(total_rows, placement_.size, placement_.rank);
   Tensor result(r.dtype, WithFirstDim(mine_rows.count, op.request.shape));
   const size_t my_count = static_cast<size_t>(mine_rows.count * r.row_elements);
   std::byte* mine = buffer + static_cast<size_t>(mine_rows.first * r.row_elements) * esize;

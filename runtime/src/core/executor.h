@@ -72,9 +72,7 @@ class Executor {
   void TraceOp(const PendingOp& op, Timeline::Clock::time_point start,
                Timeline::Clock::time_point end);
 
-  Placement placement_;
-  int rank_;
-  int size_;
+  Placement placement_;  // rank and size in the backend's group
   size_t fusion_threshold_;
   Backend* backend_;
   DeviceBackend* device_;
