@@ -44,7 +44,7 @@ class InterruptibleWaits {
   void Interrupt();
   bool interrupted() const { return interrupted_.load(std::memory_order_acquire); }
   // Runs `fn` once when this context is interrupted, at once if it already
-  // was: contexts connected through this one (backend/shm/rank_subset_context.h)
+  // was: contexts connected through this one (backend/gloo/rank_subset_context.h)
   // are abandoned with it, so no wait on them outlasts the generation.
   void OnInterrupt(std::function<void()> fn);
 

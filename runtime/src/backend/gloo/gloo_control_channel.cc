@@ -2,16 +2,52 @@
 
 #include <gloo/context.h>
 
+#include <numeric>
+
 #include "backend/gloo/gloo_ops.h"
+#include "backend/gloo/rank_subset_context.h"
 
 namespace khorovod {
+
+GlooControlChannel::GlooControlChannel(std::shared_ptr<gloo::Context> ctx) : ctx_(std::move(ctx)) {}
+
+GlooControlChannel::~GlooControlChannel() = default;
 
 Status GlooControlChannel::AllgatherWords(const std::vector<uint64_t>& mine,
                                           std::vector<uint64_t>* all) {
   all->resize(mine.size() * ctx_->size);
+  const size_t bytes = mine.size() * sizeof(uint64_t);
+  for (auto& bound : bound_) {
+    if (bound->bytes() == bytes) return bound->Run(mine.data(), all->data());
+  }
   const uint64_t slot = (uint64_t{0x7c} << 56) | (next_slot_++ & ((uint64_t{1} << 56) - 1));
-  return gloo_ops::DirectAllgather(ctx_, mine.data(), mine.size() * sizeof(uint64_t), all->data(),
-                                   slot);
+  KH_RETURN_IF_ERROR(gloo_ops::DirectAllgather(ctx_, mine.data(), bytes, all->data(), slot));
+  // A size exchanged a second time (the negotiation's, round after round)
+  // gets bound buffers for its later calls. Every rank makes the same calls
+  // with the same sizes, so every rank decides alike, in the same order.
+  if (ctx_->size > 1 && bytes > 0 && ++unbound_calls_[bytes] == 2 &&
+      bound_.size() < kMaxBoundSizes) {
+    return AddBoundSize(bytes);
+  }
+  return Status::Ok();
+}
+
+Status GlooControlChannel::AddBoundSize(size_t bytes) {
+  if (!bound_ctx_) {
+    // Connections of their own: Gloo sizes a connection's send buffer to
+    // the first bound message it sends (SO_SNDBUF, which also turns off the
+    // kernel's autotuning), and a few words' buffer on the world's
+    // connections starved the data plane's large transfers on them.
+    std::vector<int> everyone(static_cast<size_t>(ctx_->size));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    auto connected = gloo_ops::ConnectRankSubset(ctx_, everyone, ctx_->getTimeout());
+    if (!connected.ok()) return connected.status();
+    bound_ctx_ = std::move(*connected);
+  }
+  auto bound = gloo_ops::BoundAllgather::Create(bound_ctx_, bytes, static_cast<int>(bound_.size()));
+  if (!bound.ok()) return bound.status();
+  bound_.push_back(std::move(*bound));
+  return Status::Ok();
 }
 
 Status GlooControlChannel::GatherToRoot(const std::string& mine, std::vector<std::string>* all) {

@@ -17,18 +17,6 @@
 namespace khorovod::gloo_ops {
 namespace {
 
-template <typename Fn>
-Status Guarded(const char* what, Fn&& fn) {
-  try {
-    fn();
-    return Status::Ok();
-  } catch (const gloo::Exception& e) {
-    return Status::Unavailable(std::string("gloo ") + what + " failed: " + e.what());
-  } catch (const std::exception& e) {
-    return Status::Unavailable(std::string("gloo ") + what + " failed: " + e.what());
-  }
-}
-
 // Gloo's typed setters only use the element size; pick a placeholder type of
 // the right width and let our reduce function interpret the bytes.
 template <typename Placeholder>

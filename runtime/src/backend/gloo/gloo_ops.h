@@ -11,7 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/reduce_kernels.h"
@@ -22,6 +24,18 @@ class Context;
 }
 
 namespace khorovod::gloo_ops {
+
+// Runs fn; whatever it throws (gloo::Exception, gloo::EnforceNotMet, any
+// std::exception) comes back as kUnavailable naming `what`.
+template <typename Fn>
+Status Guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("gloo ") + what + " failed: " + e.what());
+  }
+}
 
 Status Allreduce(const std::shared_ptr<gloo::Context>& ctx, const void* in, void* out, size_t count,
                  size_t element_size, ReduceFn reduce);

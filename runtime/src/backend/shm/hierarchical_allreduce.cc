@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "backend/gloo/gloo_ops.h"
+#include "backend/gloo/rank_subset_context.h"
 #include "backend/registry.h"
 #include "backend/shm/host_layout.h"
-#include "backend/shm/rank_subset_context.h"
 #include "backend/shm/segment_join.h"
 #include "bootstrap/gloo_mesh.h"
 #include "common/reduce_kernels.h"
@@ -66,9 +66,9 @@ StatusOr<std::unique_ptr<HierarchicalAllreduce>> HierarchicalAllreduce::Connect(
   // One host: the world is the host group, and its ranks are the slots.
   std::shared_ptr<gloo::Context> host = world, cross;
   if (!one_host) {
-    auto h = ConnectRankSubset(world, layout->HostGroup(world->rank), timeout);
+    auto h = gloo_ops::ConnectRankSubset(world, layout->HostGroup(world->rank), timeout);
     if (!h.ok()) return h.status();
-    auto c = ConnectRankSubset(world, layout->CrossGroup(world->rank), timeout);
+    auto c = gloo_ops::ConnectRankSubset(world, layout->CrossGroup(world->rank), timeout);
     if (!c.ok()) return c.status();
     host = std::move(*h);
     cross = std::move(*c);

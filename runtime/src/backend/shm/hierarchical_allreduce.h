@@ -21,7 +21,7 @@
 //
 // Connect is collective over the world: it derives the host and cross
 // groups from every rank's placement (backend/shm/host_layout.h), connects
-// their Gloo contexts (backend/shm/rank_subset_context.h) and joins the
+// their Gloo contexts (backend/gloo/rank_subset_context.h) and joins the
 // host's segment. It returns null (not an error) when the layout does not
 // allow it (uneven hosts, one rank per host, contradictory placements) or
 // some host could not create its segment: then every rank falls back to

@@ -2,7 +2,7 @@
 // its host group's and its cross group's context through the world context;
 // each subset context has the member's index as its rank and carries data
 // among exactly its members.
-#include "backend/shm/rank_subset_context.h"
+#include "backend/gloo/rank_subset_context.h"
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/hash_store.h>
@@ -18,7 +18,7 @@
 #include "common/reduce_kernels.h"
 #include "loopback_mesh.h"
 
-namespace khorovod::shm {
+namespace khorovod::gloo_ops {
 namespace {
 
 using std::chrono::milliseconds;
@@ -135,4 +135,4 @@ TEST(RankSubset, AbandoningTheWorldEndsAWaitOnTheSubset) {
 }
 
 }  // namespace
-}  // namespace khorovod::shm
+}  // namespace khorovod::gloo_ops

@@ -1,4 +1,4 @@
-#include "backend/shm/rank_subset_context.h"
+#include "backend/gloo/rank_subset_context.h"
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
@@ -14,7 +14,7 @@
 #include "bootstrap/gloo_mesh.h"
 #include "bootstrap/interruptible_waits.h"
 
-namespace khorovod::shm {
+namespace khorovod::gloo_ops {
 namespace {
 
 // A store whose values are exchanged in one allgather over the world
@@ -155,4 +155,4 @@ StatusOr<std::shared_ptr<gloo::Context>> ConnectRankSubset(
   return connected;
 }
 
-}  // namespace khorovod::shm
+}  // namespace khorovod::gloo_ops

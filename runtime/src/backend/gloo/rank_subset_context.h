@@ -33,10 +33,10 @@ namespace gloo {
 class Context;
 }
 
-namespace khorovod::shm {
+namespace khorovod::gloo_ops {
 
 StatusOr<std::shared_ptr<gloo::Context>> ConnectRankSubset(
     const std::shared_ptr<gloo::Context>& world, const std::vector<int>& members,
     std::chrono::milliseconds timeout);
 
-}  // namespace khorovod::shm
+}  // namespace khorovod::gloo_ops
