@@ -31,7 +31,7 @@
 # launcher on the first host.
 #
 # Needs root, sshd, Horovod's venv (scripts/horovod-wheel.sh), Debian's
-# python3-torchvision (synthetic; installed when missing) and Horovod's example at
+# python3-torchvision (sxs and synthetic; installed when missing) and Horovod's example at
 # $HOROVOD_EXAMPLE [~/.cache/khorovod/horovod-examples/0.28.1/
 # pytorch_synthetic_benchmark.py], the file of that name in Horovod's
 # repository at tag v0.28.1 (not in its PyPI sdist). Builds khorovod's
@@ -151,7 +151,18 @@ build() {
     -DKHOROVOD_WITH_NCCL=OFF -- khorovod_python khorovodrun khorovod-bench-allreduce >/dev/null
 }
 
+# torchvision's models (the mobilenet step, Horovod's example), for this
+# benchmark only (not in install-deps.sh). Checked with Debian's
+# interpreter, the one the workers run (a python3 earlier on PATH, e.g.
+# pyenv's, never sees Debian's package).
+need_torchvision() {
+  /usr/bin/python3 -c 'import torchvision' 2>/dev/null ||
+    DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -qq python3-torchvision >/dev/null ||
+    die "python3-torchvision could not be installed"
+}
+
 sxs() {
+  need_torchvision
   build
   local hvd_python; hvd_python=$("$root/scripts/horovod-wheel.sh" | tail -1)
   echo "# links $(link_rate) per direction, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -165,12 +176,7 @@ synthetic() {
   local model=${1:-mobilenet_v3_small} batch=${2:-4} blocks=${3:-5} slots=${4:-"1 2"}
   local example=${HOROVOD_EXAMPLE:-$HOME/.cache/khorovod/horovod-examples/0.28.1/pytorch_synthetic_benchmark.py}
   [ -f "$example" ] || die "no $example (Horovod's examples/pytorch/pytorch_synthetic_benchmark.py at v0.28.1)"
-  # torchvision's models, for this benchmark only (not in install-deps.sh).
-  # Checked with Debian's interpreter, the one the workers run (a python3
-  # earlier on PATH, e.g. pyenv's, never sees Debian's package).
-  /usr/bin/python3 -c 'import torchvision' 2>/dev/null ||
-    DEBIAN_FRONTEND=noninteractive flock /tmp/apt.lock apt-get install -y -qq python3-torchvision >/dev/null ||
-    die "python3-torchvision could not be installed"
+  need_torchvision
   build
   local hvd_python; hvd_python=$("$root/scripts/horovod-wheel.sh" | tail -1)
   # The documented migration (docs/python.md): only the import changes.
