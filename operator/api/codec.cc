@@ -109,6 +109,12 @@ HorovodJob DecodeHorovodJob(const Json& object, std::vector<FieldError>& errors)
   if (replicas_set && !max_set) s.max_replicas = s.replicas;
   s.slots_per_worker_set = spec.contains("slotsPerWorker") && !spec["slotsPerWorker"].is_null();
   Read(spec, "slotsPerWorker", "spec", s.slots_per_worker, errors);
+  std::optional<std::string> local_ranks;
+  ReadOptional(spec, "localRanks", "spec", local_ranks, errors);
+  if (local_ranks == "Node")
+    s.local_ranks = LocalRanks::kNode;
+  else if (local_ranks && *local_ranks != "Pod")
+    errors.push_back({"spec.localRanks", "must be Pod or Node, not '" + *local_ranks + "'"});
   const Json& worker = Child(spec, "worker");
   s.worker_template = worker.contains("template") ? worker["template"] : Json::object();
 

@@ -87,6 +87,15 @@ struct RunPolicy {
 //   kNone    leave it to the scheduler.
 enum class Placement { kNone, kPack, kSpread };
 
+// What a worker's local_rank, local_size, cross_rank and cross_size count
+// (KHOROVOD_LOCAL_RANKS, rendezvous/world.h):
+//   kPod   the slots of its pod, pods numbered across the job: Horovod's
+//          under mpi-operator (its hostfile lists pods), and what
+//          set_device(local_rank) needs in a pod that sees only its GPUs;
+//   kNode  the job's ranks on its node, nodes numbered across the job.
+// Either way only the ranks of one pod share memory.
+enum class LocalRanks { kPod, kNode };
+
 struct SchedulingPolicy {
   std::string scheduler_name;
   std::string priority_class_name;
@@ -117,6 +126,7 @@ struct HorovodJobSpec {
   // nvidia.com/gpu limit (one process per GPU), else 1.
   int32_t slots_per_worker = 1;
   bool slots_per_worker_set = false;
+  LocalRanks local_ranks = LocalRanks::kPod;
   // The first worker container's nvidia.com/gpu limit (0: a CPU job); set
   // by DecodeHorovodJob.
   int32_t gpus_per_worker = 0;

@@ -300,9 +300,11 @@ Json BuildWorkerPod(const HorovodJob& job, int index, const std::vector<std::str
       {{"name", "KHOROVOD_JOB_ID"}, {"value", job.name}},
       FieldEnv("KHOROVOD_WORKER_NAME", "metadata.name"),
       FieldEnv("KHOROVOD_HOSTNAME", "status.podIP"),
-      // The node the pod runs on, for logs and the placement checks (ranks
-      // are grouped per pod, see docs/api.md, "Ranks, pods and nodes").
+      // The node the pod runs on: the rendezvous counts ranks by node with
+      // it (spec.localRanks: Node; docs/api.md, "Ranks, pods and nodes").
       FieldEnv("KHOROVOD_NODE_NAME", "spec.nodeName"),
+      {{"name", "KHOROVOD_LOCAL_RANKS"},
+       {"value", job.spec.local_ranks == LocalRanks::kNode ? "node" : "pod"}},
       {{"name", "KHOROVOD_SLOTS"}, {"value", std::to_string(job.spec.slots_per_worker)}},
       {{"name", "KHOROVOD_WORKER_INDEX"}, {"value", std::to_string(index)}},
       {{"name", "KHOROVOD_MIN_WORKERS"}, {"value", std::to_string(job.spec.min_replicas)}},

@@ -94,7 +94,9 @@ Reply HandleRegister(RendezvousService& svc, const httplib::Request& req) {
   spec.slots = static_cast<int>(body->Int("slots", JsonRequest::kRequired, 1, kMaxSlots));
   spec.slot = static_cast<int>(body->Int("slot", JsonRequest::kOptional, -1, kMaxSlots - 1, -1));
   spec.incarnation = body->String("incarnation", JsonRequest::kOptional, kMaxNameLength);
+  spec.node = body->String("node", JsonRequest::kOptional, kMaxNameLength);
   if (!body->Finish(&err)) return BadRequest(err);
+  if (!spec.node.empty() && !IsValidName(spec.node)) return BadRequest("invalid node name");
   return svc.Register(spec);
 }
 

@@ -46,6 +46,13 @@ StatusOr<GenerationInfo> ParseGeneration(const std::string& what, const json& b)
     g.generation = b.at("generation").get<int64_t>();
     const int size = b.at("size").get<int>(), cross_size = b.at("cross_size").get<int>();
     static_cast<Placement&>(g) = ParsePlacement(b, size, cross_size);
+    g.by_node = g;
+    if (const auto n = b.find("by_node"); n != b.end()) {
+      g.by_node.local_rank = n->at("local_rank").get<int>();
+      g.by_node.local_size = n->at("local_size").get<int>();
+      g.by_node.cross_rank = n->at("cross_rank").get<int>();
+      g.by_node.cross_size = n->at("cross_size").get<int>();
+    }
     g.server_id = b.value("server_id", "");
     for (const json& m : b.at("world")) {
       WorldMember w;
@@ -116,6 +123,7 @@ Status RendezvousClient::RegisterLocked(milliseconds* retry_after) {
                {"slots", self_.slots},
                {"incarnation", self_.incarnation}};
   if (self_.slot >= 0) body["slot"] = self_.slot;
+  if (!self_.node.empty()) body["node"] = self_.node;
   StatusOr<JsonReply> reply = http_.Post(path, body, milliseconds(0), /*idempotent=*/true);
   if (!reply.ok()) return reply.status();
   if (!reply->ok()) {

@@ -62,6 +62,7 @@ struct WorkerIdentity {
   std::string address;  // host address of this worker's data plane
   int slots = 1;        // worker processes on this host
   int slot = -1;        // this worker's slot on its host, -1 if undeclared
+  std::string node{};   // the machine it runs on (KHOROVOD_NODE_NAME), "" if unknown
   // This process's id, sent with every call about itself; empty: the client
   // draws a random one. See Fencing below.
   std::string incarnation{};
@@ -76,6 +77,9 @@ struct WorldMember : Placement {
 // This worker's placement in a generation, and everyone's.
 struct GenerationInfo : Placement {
   int64_t generation = 0;
+  // This worker's placement counted by node (rendezvous/world.h); the
+  // address placement above when the server sends none.
+  Placement by_node;
   std::vector<WorldMember> world;  // indexed by rank
   std::string server_id;
 };

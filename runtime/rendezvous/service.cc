@@ -262,6 +262,11 @@ Reply RendezvousService::AwaitNext(const std::string& name, int64_t after, Milli
                     {"local_size", me.local_size},
                     {"cross_rank", me.cross_rank},
                     {"cross_size", w.cross_size},
+                    {"by_node",
+                     {{"local_rank", me.by_node.local_rank},
+                      {"local_size", me.by_node.local_size},
+                      {"cross_rank", me.by_node.cross_rank},
+                      {"cross_size", me.by_node.cross_size}}},
                     {"world", WorldJson(w)}};
       return reply;
     }

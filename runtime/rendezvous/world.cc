@@ -12,6 +12,37 @@ const Assignment* World::Find(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// The by-node placement (world.h) of members whose address placement is
+// set: a node's pods (addresses) in the order of their lowest rank, each
+// pod's ranks in its local-rank order, so a pod's slot i keeps its place
+// among its pod's ranks. An address is on the node its first worker
+// declared.
+void AssignByNode(const std::vector<WorkerSpec>& ordered, World* world) {
+  std::map<std::string, std::string> node_of;  // address -> node key
+  std::map<std::string, int> node_index;       // node key -> cross rank
+  std::map<std::string, int> node_total;       // node key -> ranks on it
+  std::map<std::string, int> pod_offset;       // address -> its first local rank on the node
+  for (size_t r = 0; r < ordered.size(); ++r) {
+    const WorkerSpec& w = ordered[r];
+    if (node_of.count(w.address)) continue;
+    // Prefixed, so that no node name can pass for an address.
+    const std::string key = w.node.empty() ? "address " + w.address : "node " + w.node;
+    node_of[w.address] = key;
+    node_index.try_emplace(key, static_cast<int>(node_index.size()));
+    pod_offset[w.address] = node_total[key];
+    node_total[key] += world->members[r].local_size;
+  }
+  for (Assignment& a : world->members) {
+    const std::string& key = node_of[a.address];
+    a.by_node = Placement{a.rank,          a.size,          pod_offset[a.address] + a.local_rank,
+                          node_total[key], node_index[key], static_cast<int>(node_index.size())};
+  }
+}
+
+}  // namespace
+
 World BuildWorld(int64_t generation, const std::vector<WorkerSpec>& ordered) {
   World world;
   world.generation = generation;
@@ -52,6 +83,7 @@ World BuildWorld(int64_t generation, const std::vector<WorkerSpec>& ordered) {
   }
   for (size_t r = 0; r < ordered.size(); ++r)
     if (by_slot[ordered[r].address]) world.members[r].local_rank = ordered[r].slot;
+  AssignByNode(ordered, &world);
   return world;
 }
 

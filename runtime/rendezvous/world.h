@@ -12,6 +12,18 @@
 //   local_size  = number of workers with that address
 //   cross_rank  = index of the worker's host, hosts numbered in the order of
 //                 their lowest rank; cross_size = number of distinct hosts
+//   by_node     = the same counted by node instead of by address: a node's
+//                 addresses (pods) in the order of their lowest rank, each
+//                 one's workers in its local-rank order, so local_rank =
+//                 the ranks of the node's earlier pods + the local rank in
+//                 its own; local_size = workers on the node; cross_rank =
+//                 index of the node, nodes numbered in the order of their
+//                 lowest rank. An address is on the node its first worker
+//                 declared; one that declared none is on a node of its own
+//                 address. Pods of one node have addresses of their own,
+//                 so the two differ when a node runs several pods of the
+//                 job: the address grouping says who can share memory, the
+//                 node one where they run.
 //
 // Thread-safety: value types and a pure function. A World is immutable once
 // built and is shared as std::shared_ptr<const World>.
@@ -44,6 +56,9 @@ struct WorkerSpec {
   // and the next generation waits for it (Membership's "Spawned workers").
   bool spawned = false;
   bool awaited = false;
+  // The machine it runs on as its orchestrator names it (Kubernetes'
+  // spec.nodeName, KHOROVOD_NODE_NAME); "" when unknown.
+  std::string node{};
 };
 
 // One member's place in the world, with who it is.
@@ -51,6 +66,7 @@ struct Assignment : Placement {
   std::string name;
   std::string address;
   int slots = 1;
+  Placement by_node;  // the same rank, local and cross by node (see above)
 };
 
 struct World {

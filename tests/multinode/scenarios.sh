@@ -21,15 +21,17 @@ install_operator_mn() {
   fi
 }
 
-# scenario_spread: 3 workers x 2 slots on 3 nodes; placement lines from every
-# process; the job's step rate sizes the later jobs (MN_STEPS).
+# scenario_spread: 3 workers x 2 slots on 3 nodes, local ranks counted by
+# node (spec.localRanks: Node: the rendezvous counts by each worker's
+# KHOROVOD_NODE_NAME); placement lines from every process; the job's step
+# rate sizes the later jobs (MN_STEPS).
 scenario_spread() {
   local ns=mn-spread job=spread
   new_ns "$ns"
   # Two slots per pod: khorovod-slots runs both, so no fixed metrics port.
   mjob "$job" 3 3 "${MULTINODE_SPREAD_STEPS:-400}" plain | sed -e 's/command: \[khorovod-example-trainer/command: [khorovod-slots, khorovod-example-trainer/' \
       -e '/^ *env:$/d' -e '/KHOROVOD_METRICS_PORT/d' |
-    sed 's/^  worker:/  slotsPerWorker: 2\n  worker:/' | k apply -n "$ns" -f - >/dev/null
+    sed 's/^  worker:/  slotsPerWorker: 2\n  localRanks: Node\n  worker:/' | k apply -n "$ns" -f - >/dev/null
   expect "$job: 3 workers and the rendezvous Running" 180 at_least_running "$job" "$ns" 4 || { dump_job "$job" "$ns"; return 1; }
   local n; n=$(distinct_nodes "$job" "$ns")
   worker_nodes "$job" "$ns" | sed 's/^/  /'

@@ -111,6 +111,16 @@ struct Config : Placement {
   std::string worker_name;
   int slots = 1;
   int local_slot = -1;  // -1: not declared
+  // KHOROVOD_NODE_NAME: the machine this worker runs on (the operator sets
+  // it from the pod's spec.nodeName); "" if unknown. Sent to the rendezvous
+  // when local_ranks_by_node.
+  std::string node_name;
+  // KHOROVOD_LOCAL_RANKS=node: local_rank, local_size, cross_rank and
+  // cross_size (the API's) count the workers of this node instead of this
+  // host (address, a pod on Kubernetes), as the rendezvous assigns them
+  // (rendezvous/world.h). The backends keep the host grouping: only the
+  // ranks of one address share memory. "pod" (the default): by host.
+  bool local_ranks_by_node = false;
   std::chrono::milliseconds elastic_timeout{600'000};
   // KHOROVOD_TERMINATION_GRACE_SECONDS: after SIGTERM, how long an elastic
   // worker that commits waits for its next commit to leave there (the

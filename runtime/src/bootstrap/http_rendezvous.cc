@@ -35,7 +35,10 @@ class HttpRendezvous final : public Rendezvous {
         elastic_timeout_(config.elastic_timeout),
         client_(endpoint_, config.job_id,
                 rendezvous::WorkerIdentity{config.worker_name, config.hostname, config.slots,
-                                           config.local_slot}),
+                                           config.local_slot,
+                                           // Only counting by node needs it (and
+                                           // a server older than "node" refuses it).
+                                           config.local_ranks_by_node ? config.node_name : ""}),
         // Kubernetes stops a scaled-down pod with SIGTERM: leave at once so
         // the survivors re-form now, not after the grace period and a
         // missed heartbeat.
@@ -62,6 +65,7 @@ class HttpRendezvous final : public Rendezvous {
     Assignment a;
     a.generation = g->generation;
     static_cast<Placement&>(a) = *g;
+    a.by_node = g->by_node;
     return a;
   }
 

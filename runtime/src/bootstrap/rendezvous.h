@@ -28,6 +28,9 @@ namespace khorovod {
 // This worker's place in one generation.
 struct Assignment : Placement {
   int64_t generation = 0;
+  // The same counted by node (rendezvous/world.h); the placement above for
+  // a static job, whose hosts are its machines.
+  Placement by_node;
 };
 
 class Rendezvous {

@@ -73,6 +73,18 @@ Status ReadInt(const EnvReader& env, const std::string& key, int64_t min, int64_
   return Status::Ok();
 }
 
+Status ReadLocalRanks(const EnvReader& env, bool* by_node) {
+  const std::string* v = env.Find("KHOROVOD_LOCAL_RANKS");
+  if (!v || v->empty() || *v == "pod" || *v == "host") {
+    *by_node = false;
+  } else if (*v == "node") {
+    *by_node = true;
+  } else {
+    return Status::InvalidArgument("KHOROVOD_LOCAL_RANKS='" + *v + "': expected pod or node");
+  }
+  return Status::Ok();
+}
+
 Status ReadSpinWaits(const EnvReader& env, SpinWaits* out) {
   const std::string* v = env.Find("KHOROVOD_SPIN_WAITS");
   if (!v) return Status::Ok();
@@ -226,6 +238,8 @@ StatusOr<Config> Config::FromMap(const std::map<std::string, std::string>& vars)
   env.String("KHOROVOD_WORKER_NAME", &c.worker_name);
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_SLOTS", 1, 1 << 16, &c.slots));
   KH_RETURN_IF_ERROR(ReadInt(env, "KHOROVOD_LOCAL_SLOT", 0, (1 << 16) - 1, &c.local_slot));
+  env.String("KHOROVOD_NODE_NAME", &c.node_name);
+  KH_RETURN_IF_ERROR(ReadLocalRanks(env, &c.local_ranks_by_node));
   if (c.worker_name.empty()) c.worker_name = DefaultWorkerName();
   double elastic_s = c.elastic_timeout.count() / 1000.0;
   KH_RETURN_IF_ERROR(env.Double("KHOROVOD_ELASTIC_TIMEOUT_SECONDS", 0.001, 1e7, &elastic_s));

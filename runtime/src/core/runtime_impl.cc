@@ -155,6 +155,8 @@ Status RuntimeImpl::StartSession(const Config& config, const Assignment& assignm
   if (session_) return Status::Ok();
   auto s = std::make_unique<Session>();
   s->config = config;
+  s->topology = config;
+  if (config.local_ranks_by_node && rendezvous_->elastic()) s->topology = assignment.by_node;
   // The process's device tensors live on the GPU it was pinned to in an
   // earlier generation; a new local rank must not move it elsewhere.
   if (pinned_device_ && s->config.gpu_device < 0) s->config.gpu_device = pinned_device_->index;
@@ -227,7 +229,7 @@ bool RuntimeImpl::initialized() const {
 Topology RuntimeImpl::topology() const {
   ReaderLock lock(mu_);
   if (!session_) return Placement{-1, -1, -1, -1, -1, -1};
-  return session_->config;
+  return session_->topology;
 }
 
 Handle RuntimeImpl::Submit(std::vector<PendingOp> ops) {

@@ -37,6 +37,10 @@ namespace khorovod {
 
 struct Session {
   Config config;
+  // The placement the API reports (Runtime::topology): config's, or with
+  // KHOROVOD_LOCAL_RANKS=node in an elastic job the rendezvous's count by
+  // node. The backends use config's: only one host's ranks share memory.
+  Placement topology;
   // Whether this session's waits spin before sleeping (common/waiter_signal.h).
   SpinPolicy spin;
   std::shared_ptr<gloo::Context> context;

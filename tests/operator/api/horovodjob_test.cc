@@ -31,7 +31,16 @@ TEST(HorovodJobDecode, ReadsFieldsAndAppliesDefaults) {
   EXPECT_EQ(job.spec.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
   EXPECT_EQ(job.spec.run_policy.restart_policy, RestartPolicy::kOnFailure);
   EXPECT_FALSE(job.spec.run_policy.suspend);
+  EXPECT_EQ(job.spec.local_ranks, LocalRanks::kPod);
   EXPECT_TRUE(Validate(job.spec).empty()) << JoinErrors(Validate(job.spec));
+}
+
+TEST(HorovodJobDecode, LocalRanksByNode) {
+  Json j = MinimalJob();
+  j["spec"]["localRanks"] = "Node";
+  std::vector<FieldError> errors;
+  EXPECT_EQ(DecodeHorovodJob(j, errors).spec.local_ranks, LocalRanks::kNode);
+  EXPECT_TRUE(errors.empty()) << JoinErrors(errors);
 }
 
 TEST(HorovodJobDecode, UnsetBoundsFollowReplicas) {
@@ -113,6 +122,8 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"spec": {"worker": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]}}}}})",
             "spec.worker.template.spec.containers[1].name"},
         ValidationCase{"slots zero", R"({"spec": {"slotsPerWorker": 0}})", "spec.slotsPerWorker"},
+        ValidationCase{"unknown local ranks", R"({"spec": {"localRanks": "Rack"}})",
+                       "spec.localRanks"},
         ValidationCase{"slots too many", R"({"spec": {"slotsPerWorker": 65}})",
                        "spec.slotsPerWorker"},
         ValidationCase{"port zero", R"({"spec": {"rendezvous": {"port": 0}}})",

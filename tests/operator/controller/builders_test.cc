@@ -56,6 +56,8 @@ TEST(Builders, WorkerPodIsRankedAndWired) {
     EXPECT_EQ(EnvValue(c, "KHOROVOD_RENDEZVOUS_ADDR"), "mlp-rendezvous.team.svc:3000");
     EXPECT_EQ(EnvValue(c, "KHOROVOD_JOB_ID"), "mlp") << "operator wiring overrides the template";
     EXPECT_EQ(EnvValue(c, "KHOROVOD_SLOTS"), "2");
+    EXPECT_EQ(EnvValue(c, "KHOROVOD_LOCAL_RANKS"), "pod") << "Horovod's ranks by pod by default";
+    EXPECT_NE(EnvValue(c, "KHOROVOD_NODE_NAME").find("spec.nodeName"), std::string::npos);
     EXPECT_NE(EnvValue(c, "KHOROVOD_RENDEZVOUS_TOKEN").find("mlp-token"), std::string::npos);
     EXPECT_NE(EnvValue(c, "KHOROVOD_WORKER_NAME").find("metadata.name"), std::string::npos);
     EXPECT_NE(EnvValue(c, "KHOROVOD_HOSTNAME").find("status.podIP"), std::string::npos);
@@ -69,6 +71,14 @@ TEST(Builders, WorkerPodIsRankedAndWired) {
       {{"name", "KHOROVOD_METRICS_PORT"}, {"value", "0"}});
   EXPECT_EQ(EnvValue(BuildWorkerPod(job, 0)["spec"]["containers"][0], "KHOROVOD_METRICS_PORT"), "0")
       << "a user's choice (0 turns metrics off) wins";
+}
+
+TEST(Builders, LocalRanksByNodeReachEveryContainer) {
+  HorovodJob job = Job();
+  job.spec.local_ranks = LocalRanks::kNode;
+  const Json pod = BuildWorkerPod(job, 0);  // kept: the loop reads into it
+  for (const auto& c : pod["spec"]["containers"])
+    EXPECT_EQ(EnvValue(c, "KHOROVOD_LOCAL_RANKS"), "node");
 }
 
 bool MountsSharedMemory(const Json& container) {

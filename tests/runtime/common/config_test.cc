@@ -338,5 +338,24 @@ TEST(Config, SpinWaits) {
   }
 }
 
+TEST(Config, LocalRanksAndNodeName) {
+  StatusOr<Config> unset = Config::FromMap({});
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FALSE(unset->local_ranks_by_node) << "by pod (host), as Horovod";
+  EXPECT_EQ(unset->node_name, "");
+  StatusOr<Config> node =
+      Config::FromMap({{"KHOROVOD_LOCAL_RANKS", "node"}, {"KHOROVOD_NODE_NAME", "gpu-7"}});
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_TRUE(node->local_ranks_by_node);
+  EXPECT_EQ(node->node_name, "gpu-7");
+  StatusOr<Config> pod = Config::FromMap({{"KHOROVOD_LOCAL_RANKS", "pod"}});
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_FALSE(pod->local_ranks_by_node);
+  StatusOr<Config> bad = Config::FromMap({{"KHOROVOD_LOCAL_RANKS", "rack"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("KHOROVOD_LOCAL_RANKS"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace khorovod

@@ -232,5 +232,58 @@ TEST(World, SlotsThatDoNotNumberTheHostFallBackToRankOrder) {
   EXPECT_EQ(mixed.members[1].local_rank, 1);
 }
 
+WorkerSpec OnNode(std::string name, std::string address, int slots, std::string node) {
+  WorkerSpec w{std::move(name), std::move(address), slots};
+  w.node = std::move(node);
+  return w;
+}
+
+// Two pods (addresses) on node n1, one on n2, and one worker that declared
+// no node: by address the pods are hosts of their own (who shares memory);
+// by node n1's three ranks are local ranks 0..2 of one host.
+TEST(World, ByNodeCountsThePodsOfOneNodeTogether) {
+  World w = BuildWorld(1, {OnNode("a0", "10.0.0.1", 2, "n1"), OnNode("b0", "10.0.0.2", 1, "n2"),
+                           OnNode("a1", "10.0.0.1", 2, "n1"), OnNode("c0", "10.0.0.3", 1, "n1"),
+                           OnNode("d0", "10.0.0.4", 1, "")});
+  const Assignment& c0 = *w.Find("c0");
+  EXPECT_EQ(c0.local_rank, 0);
+  EXPECT_EQ(c0.local_size, 1);
+  EXPECT_EQ(c0.cross_rank, 2);
+  EXPECT_EQ(w.cross_size, 4);
+  EXPECT_EQ(c0.by_node.rank, 3);
+  EXPECT_EQ(c0.by_node.size, 5);
+  EXPECT_EQ(c0.by_node.local_rank, 2);
+  EXPECT_EQ(c0.by_node.local_size, 3);
+  EXPECT_EQ(c0.by_node.cross_rank, 0);
+  EXPECT_EQ(c0.by_node.cross_size, 3);
+  EXPECT_EQ(w.Find("a1")->by_node.local_rank, 1);
+  EXPECT_EQ(w.Find("b0")->by_node.cross_rank, 1);
+  EXPECT_EQ(w.Find("b0")->by_node.local_size, 1);
+  // No node declared: its address is its node, a node of its own.
+  EXPECT_EQ(w.Find("d0")->by_node.cross_rank, 2);
+  EXPECT_EQ(w.Find("d0")->by_node.local_size, 1);
+}
+
+// A pod's declared slots keep their order by node too (slot i's GPU is
+// local rank i's in its pod), after the node's earlier pods.
+TEST(World, ByNodeKeepsEachPodsSlotOrder) {
+  WorkerSpec q = OnNode("q-0", "10.0.0.2", 1, "n1");
+  WorkerSpec p1 = OnNode("p-1", "10.0.0.1", 2, "n1"), p0 = OnNode("p-0", "10.0.0.1", 2, "n1");
+  p1.slot = 1;
+  p0.slot = 0;
+  World w = BuildWorld(1, {p1, q, p0});
+  EXPECT_EQ(w.Find("p-0")->by_node.local_rank, 0);
+  EXPECT_EQ(w.Find("p-1")->by_node.local_rank, 1);
+  EXPECT_EQ(w.Find("q-0")->by_node.local_rank, 2) << "pod q's lowest rank comes after pod p's";
+  EXPECT_EQ(w.Find("q-0")->by_node.local_size, 3);
+  EXPECT_EQ(w.Find("q-0")->by_node.cross_size, 1);
+}
+
+// Without nodes, by_node is the address placement.
+TEST(World, ByNodeWithoutNodesIsByAddress) {
+  World w = BuildWorld(1, {{"a", "h1", 2}, {"b", "h2", 1}, {"c", "h1", 2}});
+  for (const Assignment& a : w.members) EXPECT_EQ(a.by_node, static_cast<const Placement&>(a));
+}
+
 }  // namespace
 }  // namespace khorovod::rendezvous

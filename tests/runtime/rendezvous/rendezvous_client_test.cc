@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
+#include <memory>
+#include <vector>
 
 #include "test_server.h"
 
@@ -110,6 +113,54 @@ TEST(RendezvousClient, ReportedFailureRemovesTheWorker) {
   EXPECT_EQ(ga->rank, 0);
   EXPECT_EQ(gc->rank, 1);
   EXPECT_EQ(gc->generation, 2);
+}
+
+// Three pods, two of them on node n1: each learns its placement by pod
+// (address) and by node (the node it declared), and a node name that is no
+// name is refused at registration.
+TEST(RendezvousClient, PlacementByNodeComesWithTheGeneration) {
+  ServerOptions options = testing::DefaultOptions();
+  options.service.policy.min_workers = 3;
+  testing::TestServer server(options);
+  std::vector<std::unique_ptr<RendezvousClient>> clients;
+  const char* nodes[] = {"n1", "n2", "n1"};
+  for (int i = 0; i < 3; ++i) {
+    WorkerIdentity self{"w" + std::to_string(i), "10.0.0." + std::to_string(i + 1), 1};
+    self.node = nodes[i];
+    clients.push_back(std::make_unique<RendezvousClient>(server.endpoint(), testing::kJob, self));
+    ASSERT_TRUE(clients.back()->Register().ok());
+  }
+  std::vector<std::future<StatusOr<GenerationInfo>>> gens;
+  for (auto& c : clients)
+    gens.push_back(
+        std::async(std::launch::async, [&c] { return c->WaitForNextGeneration(kLong); }));
+  std::vector<GenerationInfo> g;
+  for (auto& f : gens) {
+    StatusOr<GenerationInfo> one = f.get();
+    ASSERT_TRUE(one.ok()) << one.status().message();
+    g.push_back(*one);
+  }
+  std::sort(g.begin(), g.end(), [](const auto& x, const auto& y) { return x.rank < y.rank; });
+  for (const GenerationInfo& one : g) {
+    EXPECT_EQ(one.local_size, 1) << "by pod: one slot each";
+    EXPECT_EQ(one.cross_size, 3);
+    EXPECT_EQ(one.by_node.rank, one.rank);
+    EXPECT_EQ(one.by_node.cross_size, 2);
+  }
+  // Ranks follow registration order here: w0 (n1), w1 (n2), w2 (n1).
+  EXPECT_EQ(g[0].by_node.local_rank, 0);
+  EXPECT_EQ(g[0].by_node.local_size, 2);
+  EXPECT_EQ(g[2].by_node.local_rank, 1);
+  EXPECT_EQ(g[2].by_node.cross_rank, 0);
+  EXPECT_EQ(g[1].by_node.local_size, 1);
+  EXPECT_EQ(g[1].by_node.cross_rank, 1);
+
+  WorkerIdentity bad{"w9", "10.0.0.9", 1};
+  bad.node = "no such/node";
+  RendezvousClient refused(server.endpoint(), testing::kJob, bad, FastRetry());
+  Status s = refused.Register();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_TRUE(Contains(s.message(), "node")) << s.message();
 }
 
 TEST(RendezvousClient, ErrorsMapToStatusCodes) {
