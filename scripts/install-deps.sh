@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
+  shellcheck  # the lint stage's script gate (tests/lint/run.sh)
   libgloo-dev libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   prometheus-cpp-dev  # the Prometheus C++ client (runtime/metrics, docs/observability.md)
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libssl-dev openssl curl
