@@ -118,26 +118,62 @@ bool HierarchicalAllreduce::Pays(int size, int hosts, size_t bytes) {
 
 Status HierarchicalAllreduce::Allreduce(const void* in, void* out, size_t count, DataType dtype,
                                         ReduceOp op) {
+  return Run({{static_cast<const std::byte*>(in), static_cast<std::byte*>(out), count}}, dtype, op);
+}
+
+Status HierarchicalAllreduce::AllreduceSpans(const std::vector<Backend::Span>& spans,
+                                             DataType dtype, ReduceOp op) {
+  std::vector<Piece> pieces;
+  pieces.reserve(spans.size());
+  for (const Backend::Span& s : spans) {
+    auto* data = static_cast<std::byte*>(s.data);
+    pieces.push_back({data, data, s.count});
+  }
+  return Run(pieces, dtype, op);
+}
+
+Status HierarchicalAllreduce::Run(const std::vector<Piece>& pieces, DataType dtype, ReduceOp op) {
   if (!broken_.ok()) return broken_;
   const size_t esize = DataTypeSize(dtype);
   const size_t chunk_elems = segment_->slot_bytes() / esize;
-  for (size_t at = 0; at < count; at += chunk_elems) {
-    const size_t n = std::min(chunk_elems, count - at);
-    Status s = Chunk(static_cast<const std::byte*>(in) + at * esize,
-                     static_cast<std::byte*>(out) + at * esize, n, dtype, op);
-    if (!s.ok()) {
-      Fail(s);
-      return broken_;
+  std::vector<Piece> parts;
+  size_t filled = 0;
+  auto flush = [&]() {
+    if (filled == 0) return Status::Ok();
+    Status s = Chunk(parts, filled, dtype, op);
+    parts.clear();
+    filled = 0;
+    return s;
+  };
+  for (const Piece& piece : pieces) {
+    for (size_t at = 0; at < piece.count;) {
+      const size_t n = std::min(chunk_elems - filled, piece.count - at);
+      parts.push_back({piece.in + at * esize, piece.out + at * esize, n});
+      filled += n;
+      at += n;
+      Status s = filled == chunk_elems ? flush() : Status::Ok();
+      if (!s.ok()) {
+        Fail(s);
+        return broken_;
+      }
     }
+  }
+  if (Status s = flush(); !s.ok()) {
+    Fail(s);
+    return broken_;
   }
   return Status::Ok();
 }
 
-Status HierarchicalAllreduce::Chunk(const std::byte* in, std::byte* out, size_t count,
-                                    DataType dtype, ReduceOp op) {
+Status HierarchicalAllreduce::Chunk(const std::vector<Piece>& parts, size_t count, DataType dtype,
+                                    ReduceOp op) {
   const size_t esize = DataTypeSize(dtype);
   const int set = static_cast<int>(chunks_++ % 2);
-  std::memcpy(segment_->Slot(set, local_rank_), in, count * esize);
+  std::byte* own = segment_->Slot(set, local_rank_);
+  for (const Piece& p : parts) {
+    std::memcpy(own, p.in, p.count * esize);
+    own += p.count * esize;
+  }
   KH_RETURN_IF_ERROR(segment_->Barrier(local_rank_, ++generation_, timeout_));
   const size_t ranks = static_cast<size_t>(local_size_), me = static_cast<size_t>(local_rank_);
   const size_t base = count / ranks, extra = count % ranks;
@@ -157,7 +193,11 @@ Status HierarchicalAllreduce::Chunk(const std::byte* in, std::byte* out, size_t 
   KH_RETURN_IF_ERROR(
       segment_->Barrier(local_rank_, ++generation_, timeout_,
                         cross_backend_ ? kPatientAfter : std::chrono::microseconds::max()));
-  std::memcpy(out, segment_->Slot(set, 0), count * esize);
+  const std::byte* reduced = segment_->Slot(set, 0);
+  for (const Piece& p : parts) {
+    std::memcpy(p.out, reduced, p.count * esize);
+    reduced += p.count * esize;
+  }
   return Status::Ok();
 }
 

@@ -34,8 +34,9 @@
 // segment and fails its cross-group connections, so its host-mates and
 // cross peers stop waiting for it at once instead of at their timeout.
 //
-// Which tensors take it (Pays): every tensor on one host. Across hosts, a
-// tensor up to kBandwidthBoundBytes (where hops, not bytes, set the time),
+// Which allreduces take it (Pays, on a fused group's total size: the shm
+// backend sends a whole group one way): every one on one host. Across
+// hosts, a tensor up to kBandwidthBoundBytes (where hops, not bytes, set the time),
 // and a larger one only where it saves enough link bytes: per direction a
 // host-major flat ring of n ranks sends 2(n-1)/n of the tensor across a
 // host's link and this path 2(h-1)/h for h hosts, and since its chunks are
@@ -51,6 +52,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/shm/shm_segment.h"
@@ -87,11 +89,28 @@ class HierarchicalAllreduce {
 
   // out = reduce(in over all ranks); `in` and `out` may alias.
   Status Allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op);
+  // Reduces every span in place as one concatenated vector: its chunks are
+  // filled from consecutive spans, so a fused allreduce of many tensors
+  // costs the chunks (barriers, cross-host steps) of its total size, not
+  // one pass per tensor.
+  Status AllreduceSpans(const std::vector<Backend::Span>& spans, DataType dtype, ReduceOp op);
 
   int hosts() const;
+  // Chunks reduced so far (each: two barriers and, across hosts, one
+  // cross-host allreduce).
+  uint64_t chunks() const { return chunks_; }
 
  private:
-  Status Chunk(const std::byte* in, std::byte* out, size_t count, DataType dtype, ReduceOp op);
+  // Part of a buffer to reduce: `count` elements from `in` into `out`.
+  struct Piece {
+    const std::byte* in;
+    std::byte* out;
+    size_t count;
+  };
+  // Reduces the pieces as one vector, chunk by chunk.
+  Status Run(const std::vector<Piece>& pieces, DataType dtype, ReduceOp op);
+  // One chunk made of `parts` (their counts add up to `count`, at most a slot).
+  Status Chunk(const std::vector<Piece>& parts, size_t count, DataType dtype, ReduceOp op);
   // Marks this rank gone for its peers (see the header comment).
   void Fail(const Status& why);
 

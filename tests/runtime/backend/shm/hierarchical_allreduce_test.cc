@@ -205,6 +205,45 @@ TEST(HierarchicalAllreduceFallback, UnevenHostsUseGloo) {
   }
 }
 
+// A fused group's spans go through as one vector: chunks are filled across
+// span boundaries (so the group costs the chunks of its total, not a pass
+// per span), and every element lands back in its own span.
+TEST(HierarchicalAllreduceSpans, SpansAreReducedAsOneVector) {
+  RankOptions opts = OnHosts(Layout{2, 2, false}, "shm");
+  opts.init = false;
+  opts.deadline = std::chrono::seconds(60);
+  KH_RUN_RANKS(
+      4,
+      [](Runtime&, const RankContext& ctx) {
+        signal(SIGPIPE, SIG_IGN);
+        auto world = ConnectGlooContext(ctx.config, "hierarchical-spans");
+        ASSERT_TRUE(world.ok()) << world.status();
+        auto hier = shm::HierarchicalAllreduce::Connect(ctx.config, *world);
+        ASSERT_TRUE(hier.ok()) << hier.status();
+        ASSERT_NE(*hier, nullptr);
+        const size_t c = static_cast<size_t>(ChunkElems(DataType::kFloat32));
+        const std::vector<size_t> lengths = {3, c - 1, 2, c + 5, 1, 7};
+        std::vector<std::vector<float>> buffers;
+        std::vector<Backend::Span> spans;
+        size_t total = 0;
+        for (size_t b = 0; b < lengths.size(); ++b) {
+          buffers.emplace_back(lengths[b]);
+          for (size_t i = 0; i < lengths[b]; ++i)
+            buffers[b][i] = static_cast<float>((ctx.rank + 1) * (100 * b + i % 13));
+          total += lengths[b];
+        }
+        for (auto& b : buffers) spans.push_back({b.data(), b.size()});
+        ASSERT_TRUE((*hier)->AllreduceSpans(spans, DataType::kFloat32, ReduceOp::kSum).ok());
+        EXPECT_EQ((*hier)->chunks(), (total + c - 1) / c) << "chunks span the tensors";
+        const float ranks_sum = 1 + 2 + 3 + 4;
+        for (size_t b = 0; b < lengths.size(); ++b)
+          for (size_t i = 0; i < lengths[b]; ++i)
+            ASSERT_EQ(buffers[b][i], ranks_sum * static_cast<float>(100 * b + i % 13))
+                << "span " << b << " element " << i;
+      },
+      opts);
+}
+
 // Rank 3 (host 1, local rank 1) dies between steps (while the others are
 // in a step, waiting for it). Its host-mate finds it
 // gone at the shared-memory barrier, its cross peer through Gloo; every
