@@ -17,6 +17,8 @@
 #       khorovod-bench-allreduce --mode backends (the hierarchical data plane,
 #       shm, against the flat Gloo ring, alternating) and --mode sweep (the
 #       whole runtime against raw Gloo's flat ring) at 3 nodes x SLOTS [2]
+#   bench/crossnode.sh launch CMD...   CMD as the launchers run: on node 1,
+#       ssh reaching the nodes (e.g. khorovodrun -H with KHOROVOD_TIMELINE)
 #   bench/crossnode.sh down        everything `up` made, and every process in it
 #
 # The topology is scripts/real-node/cluster-net.sh's (the multi-node
@@ -161,10 +163,25 @@ need_torchvision() {
     die "python3-torchvision could not be installed"
 }
 
+# wants_horovod ARGS...: whether side_by_side.py's --frameworks (default:
+# all three) includes Horovod, whose venv takes a long build the first time.
+wants_horovod() {
+  local frameworks=khorovod,horovod,ddp
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --frameworks) frameworks=${2:-}; shift ;;
+      --frameworks=*) frameworks=${1#--frameworks=} ;;
+    esac
+    shift
+  done
+  [[ ,$frameworks, == *,horovod,* ]]
+}
+
 sxs() {
   need_torchvision
   build
-  local hvd_python; hvd_python=$("$root/scripts/horovod-wheel.sh" | tail -1)
+  local hvd_python=""
+  if wants_horovod "$@"; then hvd_python=$("$root/scripts/horovod-wheel.sh" | tail -1); fi
   echo "# links $(link_rate) per direction, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   in_launcher python3 "$root/bench/python/side_by_side.py" \
     --khorovodrun "$root/build/sxs/bin/khorovodrun" --khorovod-pythonpath "$root/build/sxs/python" \
@@ -214,5 +231,9 @@ case $cmd in
   sxs) sxs "$@" ;;
   synthetic) synthetic "$@" ;;
   hier) hier "$@" ;;
-  *) die "usage: bench/crossnode.sh up [RATE] | rate RATE | sxs [args] | synthetic [MODEL BATCH BLOCKS SLOTS] | hier [MIN MAX REPS SLOTS] | down" ;;
+  launch)
+    [ -e "/run/netns/$CP_NS" ] || die "not up (bench/crossnode.sh up first)"
+    [ $# -gt 0 ] || die "launch needs a command"
+    in_launcher "$@" ;;
+  *) die "usage: bench/crossnode.sh up [RATE] | rate RATE | sxs [args] | synthetic [MODEL BATCH BLOCKS SLOTS] | hier [MIN MAX REPS SLOTS] | launch CMD... | down" ;;
 esac

@@ -17,7 +17,10 @@ at the first host).
 With --baseline-khorovodrun and --baseline-pythonpath, a fourth framework,
 "baseline", is khorovod.torch from another build (e.g. the commit before a
 change, built in a detached worktree), run by the same worker in the same
-rotation, so a change's effect is a same-run ratio too.
+rotation, so a change's effect is a same-run ratio too. With --baseline-env
+KEY=VALUE (repeatable) and no baseline build, "baseline" is this build with
+those variables set (e.g. another KHOROVOD_FUSION_THRESHOLD): a setting's
+effect, measured the same way.
 """
 
 import argparse
@@ -43,8 +46,27 @@ def free_port():
 
 def base_env(args, fw):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-    pythonpath = args.baseline_pythonpath if fw == "baseline" else args.khorovod_pythonpath
+    pythonpath = baseline_build(args)[1] if fw == "baseline" else args.khorovod_pythonpath
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, pythonpath) if p)
+    if fw == "baseline":
+        env.update(args.baseline_env)
+    return env
+
+
+def baseline_build(args):
+    """(khorovodrun, pythonpath) of the baseline: its own build, or this one."""
+    if args.baseline_khorovodrun:
+        return args.baseline_khorovodrun, args.baseline_pythonpath
+    return args.khorovodrun, args.khorovod_pythonpath
+
+
+def parse_env(items):
+    env = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"--baseline-env wants KEY=VALUE, got {item!r}")
+        env[key] = value
     return env
 
 
@@ -73,7 +95,7 @@ def multi_host_commands(args, fw, per_host, env, worker):
     hosts = ",".join(f"{a}:{per_host}" for a in addrs)
     ranks = per_host * len(addrs)
     if fw in ("khorovod", "baseline"):
-        run = args.baseline_khorovodrun if fw == "baseline" else args.khorovodrun
+        run = baseline_build(args)[0] if fw == "baseline" else args.khorovodrun
         return [[run, "-np", str(ranks), "-H", hosts, args.python] + worker]
     if fw == "horovod":
         horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
@@ -100,7 +122,7 @@ def launch(args, fw, ranks, worker_args):
     if args.host_addrs:
         cmds = multi_host_commands(args, fw, ranks, env, worker)
     elif fw in ("khorovod", "baseline"):
-        run = args.baseline_khorovodrun if fw == "baseline" else args.khorovodrun
+        run = baseline_build(args)[0] if fw == "baseline" else args.khorovodrun
         cmds = [[run, "-np", str(ranks), args.python] + worker]
     elif fw == "horovod":
         horovodrun = os.path.join(os.path.dirname(args.horovod_python), "horovodrun")
@@ -227,6 +249,13 @@ def main():
     p.add_argument(
         "--baseline-pythonpath", default="", help="the baseline build's python/ directory"
     )
+    p.add_argument(
+        "--baseline-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set for the baseline's workers; without a baseline build, the baseline is this one",
+    )
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--ranks", default="2,4", help="rank counts; with --host-addrs, ranks per host")
     p.add_argument(
@@ -256,8 +285,16 @@ def main():
             p.error(f"unknown framework {fw}")
     if "horovod" in frameworks and not args.horovod_python:
         p.error("horovod needs --horovod-python")
-    if "baseline" in frameworks and not (args.baseline_khorovodrun and args.baseline_pythonpath):
-        p.error("baseline needs --baseline-khorovodrun and --baseline-pythonpath")
+    try:
+        args.baseline_env = parse_env(args.baseline_env)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
+    if bool(args.baseline_khorovodrun) != bool(args.baseline_pythonpath):
+        p.error("a baseline build needs both --baseline-khorovodrun and --baseline-pythonpath")
+    if "baseline" in frameworks and not (args.baseline_khorovodrun or args.baseline_env):
+        p.error(
+            "baseline needs a build (--baseline-khorovodrun, --baseline-pythonpath) or --baseline-env"
+        )
     worker_args = ["--steps", args.steps, "--sizes", args.sizes]
     for ranks in (int(r) for r in args.ranks.split(",")):
         results = {}
