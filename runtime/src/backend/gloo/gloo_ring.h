@@ -4,12 +4,17 @@
 //
 // The vector is split into one chunk per rank; a reduce-scatter pass and an
 // allgather pass each take size-1 steps. Within a step a chunk moves as
-// pieces of at most kPieceBytes that never straddle two buffers; all pieces
-// of a step are posted at once, and each received piece is reduced as soon
-// as it lands, so reduction overlaps the transfer of the pieces behind it.
+// pieces of at most kPieceBytes that never straddle two buffers. The passes
+// are pipelined across steps, as Gloo's own ring is: the chunk a step
+// receives is the one the next step sends, so each piece is sent on as soon
+// as it has been reduced (or, in the allgather, has landed), and receives
+// are posted a step ahead into the other half of a double scratch buffer.
+// No step waits for the previous one to drain, so a rank that is briefly
+// descheduled (ranks outnumbering cores) leaves data queued on its links
+// instead of idling them.
 //
-// `scratch` receives incoming pieces; the caller keeps it between calls so
-// the (chunk-sized) buffer is allocated and faulted in once, not per step.
+// `scratch` receives incoming pieces (two chunks' worth); the caller keeps
+// it between calls so it is allocated and faulted in once, not per call.
 //
 // Thread-safety: one call at a time per gloo::Context (the background
 // thread). Errors (a dead peer, the context's timeout) come back as
