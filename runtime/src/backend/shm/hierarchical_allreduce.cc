@@ -134,45 +134,42 @@ Status HierarchicalAllreduce::AllreduceSpans(const std::vector<Backend::Span>& s
 
 Status HierarchicalAllreduce::Run(const std::vector<Piece>& pieces, DataType dtype, ReduceOp op) {
   if (!broken_.ok()) return broken_;
-  const size_t esize = DataTypeSize(dtype);
-  const size_t chunk_elems = segment_->slot_bytes() / esize;
-  std::vector<Piece> parts;
-  size_t filled = 0;
-  auto flush = [&]() {
-    if (filled == 0) return Status::Ok();
-    Status s = Chunk(parts, filled, dtype, op);
-    parts.clear();
-    filled = 0;
-    return s;
-  };
-  for (const Piece& piece : pieces) {
-    for (size_t at = 0; at < piece.count;) {
-      const size_t n = std::min(chunk_elems - filled, piece.count - at);
-      parts.push_back({piece.in + at * esize, piece.out + at * esize, n});
-      filled += n;
-      at += n;
-      Status s = filled == chunk_elems ? flush() : Status::Ok();
-      if (!s.ok()) {
-        Fail(s);
-        return broken_;
-      }
-    }
-  }
-  if (Status s = flush(); !s.ok()) {
+  if (Status s = RunChunks(pieces, dtype, op); !s.ok()) {
     Fail(s);
     return broken_;
   }
   return Status::Ok();
 }
 
-Status HierarchicalAllreduce::Chunk(const std::vector<Piece>& parts, size_t count, DataType dtype,
-                                    ReduceOp op) {
+Status HierarchicalAllreduce::RunChunks(const std::vector<Piece>& pieces, DataType dtype,
+                                        ReduceOp op) {
+  const size_t esize = DataTypeSize(dtype);
+  const size_t chunk_elems = segment_->slot_bytes() / esize;
+  std::vector<Piece> parts;
+  size_t filled = 0;
+  for (const Piece& piece : pieces) {
+    for (size_t at = 0; at < piece.count;) {
+      const size_t n = std::min(chunk_elems - filled, piece.count - at);
+      parts.push_back({piece.in + at * esize, piece.out + at * esize, n});
+      filled += n;
+      at += n;
+      if (filled < chunk_elems) continue;
+      KH_RETURN_IF_ERROR(Chunk(parts, dtype, op));
+      parts.clear();
+      filled = 0;
+    }
+  }
+  return parts.empty() ? Status::Ok() : Chunk(parts, dtype, op);
+}
+
+Status HierarchicalAllreduce::Chunk(const std::vector<Piece>& parts, DataType dtype, ReduceOp op) {
   const size_t esize = DataTypeSize(dtype);
   const int set = static_cast<int>(chunks_++ % 2);
   std::byte* own = segment_->Slot(set, local_rank_);
+  size_t count = 0;
   for (const Piece& p : parts) {
-    std::memcpy(own, p.in, p.count * esize);
-    own += p.count * esize;
+    std::memcpy(own + count * esize, p.in, p.count * esize);
+    count += p.count;
   }
   KH_RETURN_IF_ERROR(segment_->Barrier(local_rank_, ++generation_, timeout_));
   const size_t ranks = static_cast<size_t>(local_size_), me = static_cast<size_t>(local_rank_);

@@ -107,10 +107,12 @@ class HierarchicalAllreduce {
     std::byte* out;
     size_t count;
   };
-  // Reduces the pieces as one vector, chunk by chunk.
+  // Reduces the pieces as one vector, chunk by chunk; a failure breaks
+  // this object (Fail).
   Status Run(const std::vector<Piece>& pieces, DataType dtype, ReduceOp op);
-  // One chunk made of `parts` (their counts add up to `count`, at most a slot).
-  Status Chunk(const std::vector<Piece>& parts, size_t count, DataType dtype, ReduceOp op);
+  Status RunChunks(const std::vector<Piece>& pieces, DataType dtype, ReduceOp op);
+  // One chunk made of `parts` (together at most a slot).
+  Status Chunk(const std::vector<Piece>& parts, DataType dtype, ReduceOp op);
   // Marks this rank gone for its peers (see the header comment).
   void Fail(const Status& why);
 
