@@ -90,8 +90,6 @@ class PipelinedRing {
     }
   }
 
-  const RingPlan& plan() const { return plan_; }
-
   void Run(WaitScope& waits) {
     for (auto& h : half_bufs_) {
       if (h) waits.Add(h.get());
@@ -183,10 +181,11 @@ class PipelinedRing {
 Status RingAllreduceSpans(const std::shared_ptr<gloo::Context>& ctx,
                           const std::vector<Backend::Span>& spans, size_t element_size,
                           ReduceFn reduce, uint64_t slot, std::vector<std::byte>* scratch) {
-  if (ctx->size == 1) return Status::Ok();
+  size_t total = 0;
+  for (const auto& s : spans) total += s.count;
+  if (ctx->size == 1 || total == 0) return Status::Ok();
   try {
     PipelinedRing ring(*ctx, spans, element_size, reduce, slot, *scratch);
-    if (ring.plan().total() == 0) return Status::Ok();
     WaitScope waits(*ctx, {});
     ring.Run(waits);
     return Status::Ok();
