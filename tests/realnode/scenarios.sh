@@ -68,7 +68,9 @@ scenario_story() {
   wait_for 30 k get serviceaccount default -n "$ns"
   # Three times the other jobs' steps: on a quiet machine 4000 steps ended
   # 2 s after the rendezvous pod came back, before the workers could form a
-  # generation on it; under load the phases and the steps slow down alike.
+  # generation on it (the phases' pod starts and heartbeats are a fixed
+  # cost, the steps are not). Not --train-seconds: a slow machine's phases
+  # would outlast any fixed time, while its steps slow down with them.
   sed "s/STEPS/$((STEPS * 3))/" "$here/story-job.yaml" | k apply -n "$ns" -f - >/dev/null
   # Every phase the job shows (a watch sees every status write).
   real_node kubectl get hvdjob "$job" -n "$ns" --watch --request-timeout=0 -o jsonpath='{.status.phase}{"\n"}' \
