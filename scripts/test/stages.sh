@@ -111,7 +111,14 @@ ccache_counts() {
 stage_table() {
   local r b t
   # CI shows only the end of the output: the failed stages' last lines go here.
+  # The first failure usually explains the rest, so its own lines come first.
+  local first
   for t in "${failed_logs[@]}"; do
+    first=$(grep -n -m1 'FAIL: ' "$t" | cut -d: -f1)
+    if [ -n "$first" ]; then
+      echo "suite: the first failure in $t (line $first) and what follows it:"
+      sed -n "${first},$((first + 40))p" "$t" | cut -c1-300 | sed 's/^/suite: | /'
+    fi
     echo "suite: the last lines of $t:"; tail -15 "$t" | cut -c1-300 | sed 's/^/suite: | /'
   done
   echo "suite: stage                  time  cache  passed failed skipped"

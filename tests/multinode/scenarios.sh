@@ -119,7 +119,18 @@ check_reform() {
     ok "$job: survivors re-formed (world 2) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
   else
     fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from)"
+    survivor_lines "$job" "$ns"
   fi
+}
+
+# survivor_lines JOB NS: each running worker's own time-stamped runtime lines
+# (khorovod's, not the step lines), the last 12: where a slow re-form waited.
+survivor_lines() {
+  local p
+  for p in $(pods_up "khorovod.dev/job-name=$1,khorovod.dev/role=worker" "$2"); do
+    echo "  $p:"
+    k logs -n "$2" "$p" --timestamps 2>/dev/null | grep -v ' step [0-9]' | tail -12 | cut -c1-250 | sed 's/^/  | /'
+  done
 }
 
 # check_rollback JOB NS WHAT: the survivors' own count of steps rolled back
