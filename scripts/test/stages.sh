@@ -107,6 +107,9 @@ ccache_counts() {
                 END { print m + 0, h + 0 }'
 }
 
+# _quoted: stdin as the summary's quoted log lines, each cut to 300 characters.
+_quoted() { cut -c1-300 | sed 's/^/suite: | /'; }
+
 # stage_table: the closing table and the summary line; returns non-zero on failure.
 stage_table() {
   local r b t
@@ -117,9 +120,9 @@ stage_table() {
     first=$(grep -n -m1 'FAIL: ' "$t" | cut -d: -f1)
     if [ -n "$first" ]; then
       echo "suite: the first failure in $t (line $first) and what follows it:"
-      sed -n "${first},$((first + 40))p" "$t" | cut -c1-300 | sed 's/^/suite: | /'
+      sed -n "${first},$((first + 40))p" "$t" | _quoted
     fi
-    echo "suite: the last lines of $t:"; tail -15 "$t" | cut -c1-300 | sed 's/^/suite: | /'
+    echo "suite: the last lines of $t:"; tail -15 "$t" | _quoted
   done
   echo "suite: stage                  time  cache  passed failed skipped"
   for r in "${rows[@]}"; do echo "suite: $r"; done
