@@ -190,6 +190,8 @@ def label(metric):
             if n >= scale:
                 return f"{prefix} {n // scale} {unit}"
         return f"{prefix} {n} B"
+    if kind == "step-cpu":
+        return f"CPU time per step {what}"
     return f"step {what}"
 
 

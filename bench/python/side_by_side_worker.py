@@ -10,6 +10,9 @@ The same measurements under one framework, chosen by --framework:
 Measurements (rank 0 prints one ``SXS {json}`` line for each):
 - step/<workload>: a whole training step (zero_grad, forward, backward,
   optimizer step) of each workload of workloads.py, mean over the block;
+- step-cpu/<workload>: the CPU time (user + system, all of rank 0's
+  threads) per step: on hosts whose ranks outnumber their cores, a
+  framework's own threads take it from the ranks' compute;
 - allreduce/<bytes>: one blocking in-place sum allreduce of a float32 tensor
   of that many bytes from Python, mean over the block;
 - allreduce-cpu/<bytes>: the CPU time (user + system, all of rank 0's
@@ -122,8 +125,10 @@ def measure_steps(fw, names, report):
             model(*inputs).backward()
             opt.step()
 
-        us = timed(fw, step, STEP_ITERS[name], STEP_WARMUP[name])
+        cpu = []
+        us = timed(fw, step, STEP_ITERS[name], STEP_WARMUP[name], cpu=cpu)
         report(f"step/{name}", us, gradient_bytes=nbytes)
+        report(f"step-cpu/{name}", cpu[0])
 
 
 def allreduce_iters(nbytes):
