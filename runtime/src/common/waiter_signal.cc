@@ -28,6 +28,24 @@ SpinPolicy SpinPolicy::Resolve(SpinWaits setting, int local_size, int allowed_co
   return SpinPolicy(allowed_cores >= local_size);
 }
 
+void WaiterBoard::Enter() {
+  blocked_.fetch_add(1, std::memory_order_acq_rel);
+  Poke();
+}
+
+void WaiterBoard::Poke() {
+  {
+    MutexLock lock(mu_);
+    changes_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  cv_.notify_all();
+}
+
+void WaiterBoard::WaitForChange(uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(mu_);
+  lock.WaitUntil(cv_, deadline, [&] { return changes_.load(std::memory_order_acquire) != seen; });
+}
+
 SpinPolicy SpinPolicy::ForConfig(const Config& config) {
   return Resolve(config.spin_waits, config.local_size, AllowedCores());
 }

@@ -3,10 +3,13 @@
 //
 // Two directions:
 // - caller -> background thread: a WaiterCount registers a thread that is
-//   (about to be) blocked on a result. A blocked thread submits nothing more,
-//   so the background thread stops gathering a burst of submissions and runs
-//   the round at once. A blocking collective registers itself *before* it
-//   queues its request, so the background thread sees it on its first look.
+//   (about to be) blocked on a result on the session's WaiterBoard. A
+//   blocked thread submits nothing more, so the background thread stops
+//   gathering a burst of submissions and runs the round at once. A blocking
+//   collective registers itself *before* it queues its request, so the
+//   background thread sees it on its first look. The board also wakes a
+//   background thread that sleeps while it gathers a small burst
+//   (core/burst_rule.h), at the first blocked thread or submission.
 // - background thread -> caller (and the background thread's own wait for
 //   work): spin briefly, then sleep on a condition variable or futex. Waking
 //   a sleeping thread costs tens of microseconds to milliseconds on a
@@ -18,15 +21,18 @@
 //   cores this process may run on (sched_getaffinity) and the number of
 //   ranks on this host.
 //
-// Thread-safety: SpinPolicy is a value type; WaiterCount is an RAII guard
-// over an atomic counter (safe from any thread); SpinUntil is reentrant.
+// Thread-safety: SpinPolicy is a value type; WaiterBoard is safe from any
+// thread; WaiterCount is an RAII guard over a board; SpinUntil is reentrant.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <thread>
 
 #include "khorovod/config.h"
+#include "khorovod/util/mutex.h"
 
 namespace khorovod {
 
@@ -67,22 +73,46 @@ bool SpinUntil(Done&& done, std::chrono::microseconds budget) {
   return false;
 }
 
-// Counts the calling thread in `*count` for the guard's lifetime (a null
-// count: nothing). The background thread reads the count (TensorQueue::
-// waiters) to end a burst early.
+// The user threads blocked on results of one session, and the background
+// thread's wake-up: shared by the session's queue and the Completions it
+// hands out, which may outlive it. Every Enter and every Poke (a
+// submission) counts as a change; WaitForChange sleeps until one happens.
+class WaiterBoard {
+ public:
+  // Threads between Enter and Leave.
+  int blocked() const { return blocked_.load(std::memory_order_acquire); }
+  // Number of changes so far (Enter and Poke calls).
+  uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
+  void Enter();
+  void Leave() { blocked_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Records a change other than a blocked thread and wakes the sleeper.
+  void Poke();
+  // Returns once changes() differs from `seen`, or at `deadline`.
+  void WaitForChange(uint64_t seen, std::chrono::steady_clock::time_point deadline);
+
+ private:
+  std::atomic<int> blocked_{0};
+  std::atomic<uint64_t> changes_{0};
+  Mutex mu_;  // orders a change against the sleeper's check of it
+  std::condition_variable cv_;
+};
+
+// Counts the calling thread as blocked on `*board` for the guard's lifetime
+// (a null board: nothing). The background thread reads the count
+// (WaiterBoard::blocked) to end a burst early.
 class WaiterCount {
  public:
-  explicit WaiterCount(std::atomic<int>* count) : count_(count) {
-    if (count_) count_->fetch_add(1, std::memory_order_acq_rel);
+  explicit WaiterCount(WaiterBoard* board) : board_(board) {
+    if (board_) board_->Enter();
   }
   ~WaiterCount() {
-    if (count_) count_->fetch_sub(1, std::memory_order_acq_rel);
+    if (board_) board_->Leave();
   }
   WaiterCount(const WaiterCount&) = delete;
   WaiterCount& operator=(const WaiterCount&) = delete;
 
  private:
-  std::atomic<int>* count_;
+  WaiterBoard* board_;
 };
 
 }  // namespace khorovod

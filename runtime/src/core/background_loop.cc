@@ -1,11 +1,13 @@
 // RunBackgroundLoop: see core/background_loop.h.
 #include "core/background_loop.h"
 
-#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/waiter_signal.h"
+#include "core/burst_rule.h"
 
 namespace khorovod {
 namespace {
@@ -21,29 +23,37 @@ constexpr auto kIdleWait = std::chrono::milliseconds(5);
 // the SpinPolicy allows spinning at all).
 constexpr auto kBusySpin = std::chrono::microseconds(200);
 
-// Work arriving after an idle spell usually comes in a burst (a backward
-// pass submitting one gradient after another). The round waits until
-// submissions have paused for kBurstQuiet, or at most one cycle time, so
-// the burst is negotiated and fused in one round, while a lone operation
-// waits only kBurstQuiet instead of a whole cycle. A user thread that
-// blocks on a result ends the burst at once: it will submit nothing more
-// until this round completes its operation.
-constexpr auto kBurstQuiet = std::chrono::microseconds(100);
-
+// Gathers the burst of submissions that woke an idle rank into one round,
+// as core/burst_rule.h decides: polling (with yields) while submissions may
+// follow within microseconds, sleeping on the waiter board while a small
+// burst waits for more.
 void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle_time) {
+  WaiterBoard& board = *queue.waiters();
   const auto start = Clock::now();
-  const auto quiet = std::min<std::chrono::microseconds>(kBurstQuiet, cycle_time);
   uint64_t seen = queue.submissions();
   auto last_arrival = start;
-  for (auto now = start; now - start < cycle_time; now = Clock::now()) {
-    if (queue.waiters()->load(std::memory_order_acquire) > 0) return;
+  // Bounded: JudgeBurst ends every burst SmallBurstHold after its start.
+  for (;;) {
+    const uint64_t changes = board.changes();
+    const auto now = Clock::now();
     if (const uint64_t n = queue.submissions(); n != seen) {
       seen = n;
       last_arrival = now;
-    } else if (now - last_arrival >= quiet) {
-      return;
     }
-    std::this_thread::yield();
+    const BurstState state{
+        std::chrono::duration_cast<std::chrono::microseconds>(now - start),
+        std::chrono::duration_cast<std::chrono::microseconds>(now - last_arrival),
+        queue.incoming_bytes(), board.blocked()};
+    switch (JudgeBurst(state, cycle_time)) {
+      case BurstVerdict::kRunRound:
+        return;
+      case BurstVerdict::kPoll:
+        std::this_thread::yield();
+        break;
+      case BurstVerdict::kSleep:
+        board.WaitForChange(changes, start + SmallBurstHold(cycle_time));
+        break;
+    }
   }
 }
 

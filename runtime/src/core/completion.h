@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/waiter_signal.h"
 #include "khorovod/status.h"
 #include "khorovod/tensor.h"
 #include "khorovod/util/mutex.h"
@@ -51,9 +52,9 @@ class Completion {
   // completion is shared with another thread.
   void SetWaitSink(std::shared_ptr<std::atomic<int64_t>> sink) { wait_sink_ = std::move(sink); }
 
-  // While a Wait()/WaitFor() call blocks, *count is one higher (see
+  // While a Wait()/WaitFor() call blocks, it counts on `board` (see
   // TensorQueue::waiters). Call before the completion is shared.
-  void SetWaiterCount(std::shared_ptr<std::atomic<int>> count) { waiters_ = std::move(count); }
+  void SetWaiterBoard(std::shared_ptr<WaiterBoard> board) { waiters_ = std::move(board); }
 
   // How long Wait() spins before it sleeps [0]. Call before the completion
   // is shared.
@@ -75,7 +76,7 @@ class Completion {
   int join_last_rank_ GUARDED_BY(mu_) = -1;
   std::vector<std::function<void(const Status&)>> callbacks_ GUARDED_BY(mu_);
   std::shared_ptr<std::atomic<int64_t>> wait_sink_;
-  std::shared_ptr<std::atomic<int>> waiters_;
+  std::shared_ptr<WaiterBoard> waiters_;
   std::chrono::microseconds spin_{0};
 };
 

@@ -241,7 +241,7 @@ Handle RuntimeImpl::Submit(std::vector<PendingOp> ops) {
   }
   auto completion = std::make_shared<Completion>(static_cast<int>(ops.size()));
   if (session_->metrics) completion->SetWaitSink(session_->metrics->blocked_ns());
-  completion->SetWaiterCount(session_->queue.waiters());
+  completion->SetWaiterBoard(session_->queue.waiters());
   completion->SetSpin(session_->spin.Budget(kWaitSpin));
   const auto now = Clock::now();
   for (PendingOp& op : ops) {
@@ -283,7 +283,7 @@ std::shared_ptr<const ProcessSetTable> RuntimeImpl::process_sets() const {
   return session_ ? session_->sets : nullptr;
 }
 
-std::shared_ptr<std::atomic<int>> RuntimeImpl::waiters() const {
+std::shared_ptr<WaiterBoard> RuntimeImpl::waiters() const {
   ReaderLock lock(mu_);
   return session_ ? session_->queue.waiters() : nullptr;
 }

@@ -61,7 +61,7 @@ class RuntimeImpl {
   // The running session's count of blocked callers (TensorQueue::waiters);
   // null before init(). A blocking collective counts itself in it before it
   // submits (common/waiter_signal.h).
-  std::shared_ptr<std::atomic<int>> waiters() const;
+  std::shared_ptr<WaiterBoard> waiters() const;
 
   // Runtime::start_timeline: the file rule of KHOROVOD_TIMELINE ("{rank}",
   // else rank 0 only), applied with the current rank.

@@ -54,7 +54,7 @@ class BlockingCall {
       : waiters_(impl.waiters()), count_(waiters_.get()) {}
 
  private:
-  std::shared_ptr<std::atomic<int>> waiters_;  // outlives count_
+  std::shared_ptr<WaiterBoard> waiters_;  // outlives count_
   WaiterCount count_;
 };
 

@@ -19,6 +19,7 @@ Status TensorQueue::Push(std::vector<PendingOp> ops) {
       }
     }
     for (PendingOp& op : ops) {
+      incoming_bytes_.fetch_add(op.input.num_bytes(), std::memory_order_acq_rel);
       in_flight_.insert(op.request.name);
       incoming_.push_back(std::move(op));
     }
@@ -26,6 +27,7 @@ Status TensorQueue::Push(std::vector<PendingOp> ops) {
     submissions_.fetch_add(1, std::memory_order_acq_rel);
   }
   cv_.notify_one();
+  waiters_->Poke();
   return Status::Ok();
 }
 
@@ -33,6 +35,7 @@ void TensorQueue::PopAll(std::vector<PendingOp>* out) {
   MutexLock lock(mu_);
   for (auto& op : incoming_) out->push_back(std::move(op));
   incoming_.clear();
+  incoming_bytes_.store(0, std::memory_order_release);
   has_incoming_.store(false, std::memory_order_release);
 }
 

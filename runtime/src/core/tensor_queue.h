@@ -53,11 +53,14 @@ class TensorQueue {
   // thread see whether a burst of submissions is still arriving.
   uint64_t submissions() const { return submissions_.load(std::memory_order_acquire); }
   bool has_incoming() const { return has_incoming_.load(std::memory_order_acquire); }
-  // Number of user threads blocked waiting on an operation. A thread that
-  // waits submits nothing more, so the background thread stops gathering a
-  // burst and starts the round at once. Shared with the Completions
-  // (Completion::SetWaiterCount), which may outlive the queue.
-  const std::shared_ptr<std::atomic<int>>& waiters() const { return waiters_; }
+  // Input bytes of the operations queued since the last PopAll.
+  uint64_t incoming_bytes() const { return incoming_bytes_.load(std::memory_order_acquire); }
+  // The user threads blocked waiting on an operation. A thread that waits
+  // submits nothing more, so the background thread stops gathering a burst
+  // and starts the round at once. Every Push pokes it, so the background
+  // thread can sleep on it while it gathers a burst. Shared with the
+  // Completions (Completion::SetWaiterBoard), which may outlive the queue.
+  const std::shared_ptr<WaiterBoard>& waiters() const { return waiters_; }
   void RequestShutdown();
   bool shutdown_requested() const;
   // Refuses every later Push with `reason`.
@@ -69,7 +72,8 @@ class TensorQueue {
   std::vector<PendingOp> incoming_ GUARDED_BY(mu_);
   std::atomic<bool> has_incoming_{false};
   std::atomic<uint64_t> submissions_{0};
-  const std::shared_ptr<std::atomic<int>> waiters_ = std::make_shared<std::atomic<int>>(0);
+  std::atomic<uint64_t> incoming_bytes_{0};
+  const std::shared_ptr<WaiterBoard> waiters_ = std::make_shared<WaiterBoard>();
   std::unordered_set<std::string> in_flight_ GUARDED_BY(mu_);
   bool shutdown_requested_ GUARDED_BY(mu_) = false;
   bool closed_ GUARDED_BY(mu_) = false;

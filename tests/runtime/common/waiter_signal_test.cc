@@ -1,5 +1,5 @@
 // Waiter signals: the spin rule (KHOROVOD_SPIN_WAITS against the allowed
-// cores and the ranks on the host), the bounded spin, the waiter count.
+// cores and the ranks on the host), the bounded spin, the waiter board and count.
 #include "common/waiter_signal.h"
 
 #include <gtest/gtest.h>
@@ -93,18 +93,60 @@ TEST(SpinUntil, AZeroBudgetPollsOnce) {
 }
 
 TEST(WaiterCount, CountsForItsLifetime) {
-  std::atomic<int> count{0};
+  WaiterBoard board;
   {
-    WaiterCount a(&count);
-    EXPECT_EQ(count.load(), 1);
+    WaiterCount a(&board);
+    EXPECT_EQ(board.blocked(), 1);
     {
-      WaiterCount b(&count);
-      EXPECT_EQ(count.load(), 2);
+      WaiterCount b(&board);
+      EXPECT_EQ(board.blocked(), 2);
     }
-    EXPECT_EQ(count.load(), 1);
+    EXPECT_EQ(board.blocked(), 1);
   }
-  EXPECT_EQ(count.load(), 0);
+  EXPECT_EQ(board.blocked(), 0);
   WaiterCount none(nullptr);  // before init(): no count, no crash
+}
+
+TEST(WaiterBoard, EnterAndPokeAreChangesButLeaveIsNot) {
+  WaiterBoard board;
+  const uint64_t start = board.changes();
+  board.Poke();
+  EXPECT_EQ(board.changes(), start + 1);
+  board.Enter();
+  EXPECT_EQ(board.changes(), start + 2);
+  board.Leave();
+  EXPECT_EQ(board.changes(), start + 2);
+}
+
+TEST(WaiterBoard, AChangeBeforeTheWaitReturnsAtOnce) {
+  WaiterBoard board;
+  const uint64_t seen = board.changes();
+  board.Poke();
+  const auto start = Clock::now();
+  board.WaitForChange(seen, start + std::chrono::seconds(30));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(WaiterBoard, ABlockedThreadWakesTheSleeper) {
+  WaiterBoard board;
+  const uint64_t seen = board.changes();
+  std::thread blocker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    WaiterCount blocked(&board);
+  });
+  const auto start = Clock::now();
+  board.WaitForChange(seen, start + std::chrono::seconds(30));
+  // Woken by the change, not by the deadline.
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(board.changes(), seen);
+  blocker.join();
+}
+
+TEST(WaiterBoard, WithoutAChangeTheWaitEndsAtItsDeadline) {
+  WaiterBoard board;
+  const auto deadline = Clock::now() + microseconds(2000);
+  board.WaitForChange(board.changes(), deadline);
+  EXPECT_GE(Clock::now(), deadline);
 }
 
 }  // namespace
