@@ -33,6 +33,11 @@ void WaiterBoard::Enter() {
   Poke();
 }
 
+void WaiterBoard::NoteAwaited() {
+  awaited_.fetch_add(1, std::memory_order_acq_rel);
+  Poke();
+}
+
 void WaiterBoard::Poke() {
   {
     MutexLock lock(mu_);

@@ -75,15 +75,21 @@ bool SpinUntil(Done&& done, std::chrono::microseconds budget) {
 
 // The user threads blocked on results of one session, and the background
 // thread's wake-up: shared by the session's queue and the Completions it
-// hands out, which may outlive it. Every Enter and every Poke (a
+// hands out, which may outlive it. Every Enter, NoteAwaited and Poke (a
 // submission) counts as a change; WaitForChange sleeps until one happens.
 class WaiterBoard {
  public:
   // Threads between Enter and Leave.
   int blocked() const { return blocked_.load(std::memory_order_acquire); }
-  // Number of changes so far (Enter and Poke calls).
+  // Number of changes so far (Enter, NoteAwaited and Poke calls).
   uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
+  // Number of NoteAwaited calls so far.
+  uint64_t awaited() const { return awaited_.load(std::memory_order_acquire); }
   void Enter();
+  // An unfinished operation's result is awaited without a blocked thread:
+  // a completion callback was registered (TensorFlow's kernels), or a poll
+  // found it unfinished.
+  void NoteAwaited();
   void Leave() { blocked_.fetch_sub(1, std::memory_order_acq_rel); }
   // Records a change other than a blocked thread and wakes the sleeper.
   void Poke();
@@ -93,6 +99,7 @@ class WaiterBoard {
  private:
   std::atomic<int> blocked_{0};
   std::atomic<uint64_t> changes_{0};
+  std::atomic<uint64_t> awaited_{0};
   Mutex mu_;  // orders a change against the sleeper's check of it
   std::condition_variable cv_;
 };

@@ -43,7 +43,7 @@ void WaitForBurstToEnd(const TensorQueue& queue, std::chrono::microseconds cycle
     const BurstState state{
         std::chrono::duration_cast<std::chrono::microseconds>(now - start),
         std::chrono::duration_cast<std::chrono::microseconds>(now - last_arrival),
-        queue.incoming_bytes(), board.blocked()};
+        queue.incoming_bytes(), board.blocked(), queue.awaited_since_pop()};
     switch (JudgeBurst(state, cycle_time)) {
       case BurstVerdict::kRunRound:
         return;

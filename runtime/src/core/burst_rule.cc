@@ -12,7 +12,7 @@ std::chrono::microseconds SmallBurstHold(std::chrono::microseconds cycle_time) {
 BurstVerdict JudgeBurst(const BurstState& state, std::chrono::microseconds cycle_time) {
   if (state.blocked_threads > 0) return BurstVerdict::kRunRound;
   const bool paused = state.since_last >= std::min(kBurstQuiet, cycle_time);
-  if (state.queued_bytes >= kMinRoundBytes) {
+  if (state.queued_bytes >= kMinRoundBytes || state.awaited) {
     return paused || state.since_start >= cycle_time ? BurstVerdict::kRunRound
                                                      : BurstVerdict::kPoll;
   }

@@ -11,7 +11,10 @@
 //   for kBurstQuiet (a backward pass submits one gradient after another),
 //   or one cycle time after it began;
 // - a smaller burst waits for more (the next layers' gradients) while no
-//   thread is blocked, up to kSmallBurstHold after it began: sending a few
+//   thread is blocked and nothing else awaits a result (a completion
+//   callback, as TensorFlow's kernels register, or a poll that found an
+//   operation unfinished: then it ends as a large burst does), up to
+//   kSmallBurstHold after it began: sending a few
 //   KiB early overlaps almost nothing with the backward pass, while a round
 //   of their own costs a whole exchange. torch DDP's first gradient bucket
 //   (1 MiB) makes the same trade; 64 KiB keeps the overlap that matters.
@@ -35,6 +38,7 @@ struct BurstState {
   std::chrono::microseconds since_last{0};   // since the latest submission was seen
   uint64_t queued_bytes = 0;                 // input bytes queued so far
   int blocked_threads = 0;                   // user threads blocked on a result
+  bool awaited = false;  // a result was awaited otherwise since the last round took the queue
 };
 
 enum class BurstVerdict {

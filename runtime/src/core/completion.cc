@@ -27,6 +27,9 @@ void Completion::OnDone(std::function<void(const Status&)> callback) {
     MutexLock lock(mu_);
     if (remaining_ > 0) {
       callbacks_.push_back(std::move(callback));
+      lock.Unlock();
+      // A callback awaits the result as a blocked thread would.
+      if (waiters_) waiters_->NoteAwaited();
       return;
     }
     final_status = status_;
@@ -46,8 +49,14 @@ void Completion::SetJoinLastRank(int rank) {
 }
 
 bool Completion::Ready() const {
-  MutexLock lock(mu_);
-  return remaining_ <= 0;
+  bool ready;
+  {
+    MutexLock lock(mu_);
+    ready = remaining_ <= 0;
+  }
+  // A caller polling an unfinished operation awaits its result.
+  if (!ready && waiters_) waiters_->NoteAwaited();
+  return ready;
 }
 
 void Completion::AddBlocked(std::chrono::steady_clock::time_point since) const {

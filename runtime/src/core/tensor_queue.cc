@@ -36,6 +36,7 @@ void TensorQueue::PopAll(std::vector<PendingOp>* out) {
   for (auto& op : incoming_) out->push_back(std::move(op));
   incoming_.clear();
   incoming_bytes_.store(0, std::memory_order_release);
+  awaited_at_pop_.store(waiters_->awaited(), std::memory_order_release);
   has_incoming_.store(false, std::memory_order_release);
 }
 

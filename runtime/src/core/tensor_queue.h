@@ -55,6 +55,11 @@ class TensorQueue {
   bool has_incoming() const { return has_incoming_.load(std::memory_order_acquire); }
   // Input bytes of the operations queued since the last PopAll.
   uint64_t incoming_bytes() const { return incoming_bytes_.load(std::memory_order_acquire); }
+  // Whether a result was awaited (WaiterBoard::NoteAwaited) since the last
+  // PopAll: then the queued operations are likely among those awaited.
+  bool awaited_since_pop() const {
+    return waiters_->awaited() != awaited_at_pop_.load(std::memory_order_acquire);
+  }
   // The user threads blocked waiting on an operation. A thread that waits
   // submits nothing more, so the background thread stops gathering a burst
   // and starts the round at once. Every Push pokes it, so the background
@@ -73,6 +78,7 @@ class TensorQueue {
   std::atomic<bool> has_incoming_{false};
   std::atomic<uint64_t> submissions_{0};
   std::atomic<uint64_t> incoming_bytes_{0};
+  std::atomic<uint64_t> awaited_at_pop_{0};
   const std::shared_ptr<WaiterBoard> waiters_ = std::make_shared<WaiterBoard>();
   std::unordered_set<std::string> in_flight_ GUARDED_BY(mu_);
   bool shutdown_requested_ GUARDED_BY(mu_) = false;

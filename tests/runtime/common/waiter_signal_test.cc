@@ -107,7 +107,7 @@ TEST(WaiterCount, CountsForItsLifetime) {
   WaiterCount none(nullptr);  // before init(): no count, no crash
 }
 
-TEST(WaiterBoard, EnterAndPokeAreChangesButLeaveIsNot) {
+TEST(WaiterBoard, EnterNoteAwaitedAndPokeAreChangesButLeaveIsNot) {
   WaiterBoard board;
   const uint64_t start = board.changes();
   board.Poke();
@@ -116,6 +116,10 @@ TEST(WaiterBoard, EnterAndPokeAreChangesButLeaveIsNot) {
   EXPECT_EQ(board.changes(), start + 2);
   board.Leave();
   EXPECT_EQ(board.changes(), start + 2);
+  EXPECT_EQ(board.awaited(), 0u);
+  board.NoteAwaited();
+  EXPECT_EQ(board.awaited(), 1u);
+  EXPECT_EQ(board.changes(), start + 3);
 }
 
 TEST(WaiterBoard, AChangeBeforeTheWaitReturnsAtOnce) {

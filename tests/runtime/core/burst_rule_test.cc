@@ -33,18 +33,28 @@ TEST(BurstRule, ALargeBurstEndsWhenSubmissionsPause) {
 TEST(BurstRule, ALargeBurstStillArrivingEndsAfterOneCycle) {
   EXPECT_EQ(JudgeBurst(Seen(kCycle - microseconds(1), microseconds(1), 1 << 20), kCycle),
             BurstVerdict::kPoll);
-  EXPECT_EQ(JudgeBurst(Seen(kCycle, microseconds(1), 1 << 20), kCycle),
-            BurstVerdict::kRunRound);
+  EXPECT_EQ(JudgeBurst(Seen(kCycle, microseconds(1), 1 << 20), kCycle), BurstVerdict::kRunRound);
 }
 
 TEST(BurstRule, ASmallPausedBurstSleepsForMore) {
   const uint64_t small = kMinRoundBytes - 1;
   EXPECT_EQ(JudgeBurst(Seen(microseconds(20), microseconds(20), small), kCycle),
             BurstVerdict::kPoll);
-  EXPECT_EQ(JudgeBurst(Seen(microseconds(200), kBurstQuiet, small), kCycle),
-            BurstVerdict::kSleep);
+  EXPECT_EQ(JudgeBurst(Seen(microseconds(200), kBurstQuiet, small), kCycle), BurstVerdict::kSleep);
   // Past the cycle time it still waits: the hold, not the cycle, bounds it.
   EXPECT_EQ(JudgeBurst(Seen(kCycle * 3, kCycle * 3, small), kCycle), BurstVerdict::kSleep);
+}
+
+TEST(BurstRule, AnAwaitedSmallBurstEndsWhenSubmissionsPause) {
+  // A completion callback (TensorFlow's kernels) or an unfinished poll
+  // awaits the result: no hold, the large burst's rule.
+  BurstState state = Seen(microseconds(200), kBurstQuiet, 4);
+  state.awaited = true;
+  EXPECT_EQ(JudgeBurst(state, kCycle), BurstVerdict::kRunRound);
+  state.since_last = microseconds(10);
+  EXPECT_EQ(JudgeBurst(state, kCycle), BurstVerdict::kPoll);
+  state.since_start = kCycle;
+  EXPECT_EQ(JudgeBurst(state, kCycle), BurstVerdict::kRunRound);
 }
 
 TEST(BurstRule, ASmallBurstEndsAtTheHold) {

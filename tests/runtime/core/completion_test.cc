@@ -44,6 +44,21 @@ TEST(Completion, FirstErrorWins) {
   EXPECT_EQ(s.message(), "first");
 }
 
+TEST(Completion, ACallbackOrAnUnfinishedPollMarksTheBoardAwaited) {
+  auto board = std::make_shared<WaiterBoard>();
+  Completion c(1);
+  c.SetWaiterBoard(board);
+  EXPECT_FALSE(c.Ready());
+  EXPECT_EQ(board->awaited(), 1u);
+  c.OnDone([](const Status&) {});
+  EXPECT_EQ(board->awaited(), 2u);
+  c.Finish(Status::Ok());
+  // Once finished, neither awaits anything.
+  EXPECT_TRUE(c.Ready());
+  c.OnDone([](const Status&) {});
+  EXPECT_EQ(board->awaited(), 2u);
+}
+
 TEST(Completion, FinishAfterDoneIsIgnored) {
   Completion c(1);
   c.Finish(Status::Ok());

@@ -48,6 +48,34 @@ TEST(TensorQueue, PopAllReturnsEverythingInPushOrder) {
   EXPECT_TRUE(Drain(q).empty());
 }
 
+TEST(TensorQueue, CountsQueuedBytesAndWakesTheBoardUntilPopAll) {
+  TensorQueue q;
+  WaiterBoard& board = *q.waiters();
+  std::vector<float> data(16);
+  PendingOp op = Op("a");
+  op.input = TensorView{data.data(), DataType::kFloat32, {16}, {}};
+  const uint64_t changes = board.changes();
+  ASSERT_TRUE(q.Push({}).ok());
+  std::vector<PendingOp> one;
+  one.push_back(std::move(op));
+  ASSERT_TRUE(q.Push(std::move(one)).ok());
+  EXPECT_EQ(q.incoming_bytes(), 64u);
+  EXPECT_GT(board.changes(), changes);  // a sleeping background thread wakes
+  EXPECT_EQ(Drain(q).size(), 1u);
+  EXPECT_EQ(q.incoming_bytes(), 0u);
+}
+
+TEST(TensorQueue, AResultAwaitedWithoutABlockedThreadShowsUntilPopAll) {
+  TensorQueue q;
+  ASSERT_TRUE(q.Push(Batch({"a"})).ok());
+  EXPECT_FALSE(q.awaited_since_pop());
+  // What a completion callback or an unfinished poll does.
+  q.waiters()->NoteAwaited();
+  EXPECT_TRUE(q.awaited_since_pop());
+  EXPECT_EQ(Drain(q).size(), 1u);
+  EXPECT_FALSE(q.awaited_since_pop());
+}
+
 TEST(TensorQueue, DuplicateWithinABatchRefusesTheWholeBatch) {
   TensorQueue q;
   Status s = q.Push(Batch({"a", "b", "a"}));
