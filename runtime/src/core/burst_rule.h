@@ -11,13 +11,16 @@
 //   for kBurstQuiet (a backward pass submits one gradient after another),
 //   or one cycle time after it began;
 // - a smaller burst waits for more (the next layers' gradients) while no
-//   thread is blocked and nothing else awaits a result (a completion
-//   callback, as TensorFlow's kernels register, or a poll that found an
-//   operation unfinished: then it ends as a large burst does), up to
-//   kSmallBurstHold after it began: sending a few
-//   KiB early overlaps almost nothing with the backward pass, while a round
-//   of their own costs a whole exchange. torch DDP's first gradient bucket
-//   (1 MiB) makes the same trade; 64 KiB keeps the overlap that matters.
+//   thread is blocked and nothing else awaits a result, up to
+//   SmallBurstHold after it began: sending a few KiB early overlaps almost
+//   nothing with the backward pass, while a round of their own costs a
+//   whole exchange. torch DDP's first gradient bucket (1 MiB) makes the
+//   same trade; 64 KiB keeps the overlap that matters. A result awaited
+//   without a blocked thread (a completion callback, as TensorFlow's
+//   kernels register, or a poll that found an operation unfinished) ends
+//   the hold: the burst then ends as a large one does.
+// A peer that started a round waits in it for a rank that holds, so the
+// hold also bounds that wait (as kIdleWait bounds it for an idle rank).
 // A cycle time of zero turns gathering off: every burst ends at once.
 //
 // Thread-safety: pure functions and constants.
@@ -44,7 +47,7 @@ struct BurstState {
 enum class BurstVerdict {
   kRunRound,  // the burst has ended
   kPoll,      // submissions may follow within microseconds: look again soon
-  kSleep,     // a small burst, paused: sleep until a change or HoldDeadline
+  kSleep,     // a small burst, paused: sleep until a change or SmallBurstHold
 };
 
 BurstVerdict JudgeBurst(const BurstState& state, std::chrono::microseconds cycle_time);
