@@ -98,7 +98,6 @@ HierarchicalAllreduce::HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment
     : segment_(std::move(segment)),
       local_rank_(local_rank),
       local_size_(local_size),
-      size_(cross ? cross->size * local_size : local_size),
       host_(std::move(host)),
       cross_(std::move(cross)),
       cross_backend_(std::move(cross_backend)),
@@ -110,10 +109,8 @@ HierarchicalAllreduce::~HierarchicalAllreduce() { cross_backend_.reset(); }
 
 int HierarchicalAllreduce::hosts() const { return cross_ ? cross_->size : 1; }
 
-bool HierarchicalAllreduce::Pays(int size, int hosts, size_t bytes) {
-  if (hosts <= 1 || bytes <= kBandwidthBoundBytes) return true;
-  const double flat = 2.0 * (size - 1) / size, hierarchical = 2.0 * (hosts - 1) / hosts;
-  return flat >= kMinLinkSaving * hierarchical;
+bool HierarchicalAllreduce::TakesWithoutTrial(int hosts, size_t bytes) {
+  return hosts <= 1 || bytes <= kBandwidthBoundBytes;
 }
 
 Status HierarchicalAllreduce::Allreduce(const void* in, void* out, size_t count, DataType dtype,

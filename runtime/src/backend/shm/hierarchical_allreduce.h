@@ -34,16 +34,15 @@
 // segment and fails its cross-group connections, so its host-mates and
 // cross peers stop waiting for it at once instead of at their timeout.
 //
-// Which allreduces take it (Pays, on a fused group's total size: the shm
-// backend sends a whole group one way): every one on one host. Across
-// hosts, a tensor up to kBandwidthBoundBytes (where hops, not bytes, set the time),
-// and a larger one only where it saves enough link bytes: per direction a
-// host-major flat ring of n ranks sends 2(n-1)/n of the tensor across a
-// host's link and this path 2(h-1)/h for h hosts, and since its chunks are
-// not pipelined (copy in, reduce, cross step, copy out, one after another)
-// it loses to the ring when that ratio is small: measured 0.8x at 4 hosts x 2
-// (ratio 1.17) from 8 MiB up, 1.3-1.4x at 2 x 2 (ratio 1.5), at 1 Gbit/s
-// (docs/benchmarks.md). Larger tensors below kMinLinkSaving go flat.
+// Which allreduces take it: on one host, every one. Across hosts, every
+// tensor up to kBandwidthBoundBytes (where hops, not bytes, set the time:
+// 1.2x to 2.3x the flat ring at 3 hosts x 2 on 1 Gbit/s). Per direction a
+// host-major flat ring of n ranks sends 2(n-1)/n of a tensor across a
+// host's link and this path 2(h-1)/h for h hosts, but its chunks are not
+// pipelined (copy in, reduce, cross step, copy out, one after another), so
+// on a larger one the winner depends on the links' speed against the
+// copies' CPU: the shm backend times both (backend/shm/path_trial.h), and
+// a fused group counts as one tensor of its total size.
 //
 // Thread-safety: one thread (the runtime's background thread) uses it.
 #pragma once
@@ -71,12 +70,10 @@ class HierarchicalAllreduce {
 
   // Largest tensor that takes this path whatever the layout.
   static constexpr size_t kBandwidthBoundBytes = 2 * kSlotBytes;
-  // Least flat-ring-over-hierarchical link bytes for larger tensors.
-  static constexpr double kMinLinkSaving = 1.3;
-  // Whether a tensor of `bytes` should take this path in a world of `size`
-  // ranks on `hosts` hosts (the same answer on every rank).
-  static bool Pays(int size, int hosts, size_t bytes);
-  bool Pays(size_t bytes) const { return Pays(size_, hosts(), bytes); }
+  // Whether a tensor of `bytes` takes this path on `hosts` hosts without a
+  // trial against the flat ring (the same answer on every rank).
+  static bool TakesWithoutTrial(int hosts, size_t bytes);
+  bool TakesWithoutTrial(size_t bytes) const { return TakesWithoutTrial(hosts(), bytes); }
 
   // Collective over `world` (every rank calls it with its own config).
   static StatusOr<std::unique_ptr<HierarchicalAllreduce>> Connect(
@@ -118,7 +115,6 @@ class HierarchicalAllreduce {
 
   std::unique_ptr<ShmSegment> segment_;
   int local_rank_, local_size_;
-  int size_;                              // ranks in the world
   std::shared_ptr<gloo::Context> host_;   // kept for the segment's lifetime
   std::shared_ptr<gloo::Context> cross_;  // null with one host
   std::unique_ptr<Backend> cross_backend_;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/shm/path_trial.h"
 #include "bootstrap/gloo_bootstrap.h"
 #include "multiproc.h"
 #include "tensor_data.h"
@@ -178,6 +179,29 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalAllreduceTest,
                          ::testing::Values(Layout{2, 2, false}, Layout{3, 2, true},
                                            Layout{2, 3, false}),
                          LayoutName);
+
+// Large allreduces across hosts go to the shm backend's trial
+// (backend/shm/path_trial.h): the first ones alternate the flat ring and
+// the hierarchical path, the world's summed timings pick one, and the rest
+// take it. Every result must be right, before and after the verdict, and
+// every rank must take the same path each time (a rank on the other path
+// would never meet its peers, and the test would run past its deadline).
+TEST(HierarchicalAllreduceTrial, LargeAllreducesAreRightBeforeAndAfterTheVerdict) {
+  KH_RUN_RANKS(
+      4,
+      [](Runtime& rt, const RankContext& ctx) {
+        const int64_t n =
+            static_cast<int64_t>(shm::HierarchicalAllreduce::kBandwidthBoundBytes / sizeof(float)) +
+            3;
+        for (int i = 0; i < shm::PathTrial::kWarmups + shm::PathTrial::kTrials + 4; ++i) {
+          const std::string name = "large." + std::to_string(i);
+          Tensor t = MakeTensor(DataType::kFloat32, {n}, ReduceOp::kSum, ctx.rank, i);
+          ASSERT_TRUE(rt.allreduce(name, t.view(), t.view(), {ReduceOp::kSum}).ok()) << name;
+          CheckAllreduced(t, ReduceOp::kSum, ctx.size, i, name);
+        }
+      },
+      OnHosts(Layout{2, 2, false}, "shm"));
+}
 
 // Host 0 runs two ranks, host 1 one: no hierarchy (and no segment), yet
 // auto and shm both give correct results through Gloo.
