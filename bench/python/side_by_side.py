@@ -176,6 +176,8 @@ def launch(args, fw, ranks, worker_args):
             at = line.find("SXS ")
             if at >= 0:
                 rows.append(json.loads(line[at + 4 :]))
+            elif "khorovod: allreduces above" in line:  # the path trial's verdict
+                print(f"# {fw}: {line[line.find('khorovod: ') :]}", file=sys.stderr, flush=True)
     if not rows:
         raise SystemExit(f"side_by_side: {fw} at {ranks} ranks printed no result:\n{out[-3000:]}")
     return rows
