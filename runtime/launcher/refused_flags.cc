@@ -16,9 +16,10 @@ constexpr const char* kMpi = "khorovod has no MPI or jsrun mode; workers use Glo
 constexpr const char* kAutotune =
     "khorovod has no autotuner; set --fusion-threshold-mb and --cycle-time-ms instead";
 constexpr const char* kHierarchical =
-    "khorovod chooses the host algorithm with KHOROVOD_CPU_OPERATIONS (shm is hierarchical across "
-    "hosts); "
-    "there is no separate hierarchical switch";
+    "khorovod has no hierarchical switch: its shm backend (KHOROVOD_CPU_OPERATIONS=auto or shm) is "
+    "hierarchical across hosts for tensors up to 4 MiB and, for larger ones, where a timed trial "
+    "of both paths finds it faster; KHOROVOD_CPU_OPERATIONS=gloo keeps every allreduce on the flat "
+    "ring";
 
 constexpr Refused kRefused[] = {
     {"--check-build", false,
