@@ -30,15 +30,6 @@ StatusOr<std::vector<Placement>> GatherPlacements(const Config& config,
   return all;
 }
 
-// Whether every rank of the world has a segment (all hosts use shared
-// memory, or none does).
-StatusOr<bool> EveryHostJoined(const std::shared_ptr<gloo::Context>& world, bool joined) {
-  int32_t ok = joined ? 1 : 0;
-  KH_RETURN_IF_ERROR(gloo_ops::Allreduce(world, &ok, &ok, 1, sizeof ok,
-                                         GetReduceFn(DataType::kInt32, ReduceOp::kMin)));
-  return ok == 1;
-}
-
 // How long a rank yields at the barrier after a cross-host step before it
 // sleeps: about the skew between host-mates' cross-host steps when the
 // network is fast, well below a cross-host step when it is not.
@@ -78,24 +69,28 @@ StatusOr<std::unique_ptr<HierarchicalAllreduce>> HierarchicalAllreduce::Connect(
   if (*segment) (*segment)->SetSpin(SpinPolicy::ForConfig(config).enabled());
   if (one_host) {
     if (!*segment) return Result();  // JoinSegment agreed over the whole world
-    return std::make_unique<HierarchicalAllreduce>(std::move(*segment), host->rank, host->size,
-                                                   host, nullptr, nullptr, timeout);
+    return std::make_unique<HierarchicalAllreduce>(std::move(*segment), std::move(*layout),
+                                                   host->rank, host->size, host, nullptr, nullptr,
+                                                   timeout);
   }
   auto everyone = EveryHostJoined(world, *segment != nullptr);
   if (!everyone.ok()) return everyone.status();
   if (!*everyone) return Result();
   auto cross_backend = BackendRegistry::Create("gloo", BackendInit{&config, cross});
   if (!cross_backend.ok()) return cross_backend.status();
-  return std::make_unique<HierarchicalAllreduce>(std::move(*segment), host->rank, host->size, host,
-                                                 cross, std::move(*cross_backend), timeout);
+  return std::make_unique<HierarchicalAllreduce>(std::move(*segment), std::move(*layout),
+                                                 host->rank, host->size, host, cross,
+                                                 std::move(*cross_backend), timeout);
 }
 
-HierarchicalAllreduce::HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment, int local_rank,
-                                             int local_size, std::shared_ptr<gloo::Context> host,
+HierarchicalAllreduce::HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment, HostLayout layout,
+                                             int local_rank, int local_size,
+                                             std::shared_ptr<gloo::Context> host,
                                              std::shared_ptr<gloo::Context> cross,
                                              std::unique_ptr<Backend> cross_backend,
                                              std::chrono::milliseconds timeout)
     : segment_(std::move(segment)),
+      layout_(std::move(layout)),
       local_rank_(local_rank),
       local_size_(local_size),
       host_(std::move(host)),

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/shm/host_layout.h"
 #include "backend/shm/shm_segment.h"
 #include "khorovod/config.h"
 
@@ -79,8 +80,9 @@ class HierarchicalAllreduce {
   static StatusOr<std::unique_ptr<HierarchicalAllreduce>> Connect(
       const Config& config, const std::shared_ptr<gloo::Context>& world);
 
-  HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment, int local_rank, int local_size,
-                        std::shared_ptr<gloo::Context> host, std::shared_ptr<gloo::Context> cross,
+  HierarchicalAllreduce(std::unique_ptr<ShmSegment> segment, HostLayout layout, int local_rank,
+                        int local_size, std::shared_ptr<gloo::Context> host,
+                        std::shared_ptr<gloo::Context> cross,
                         std::unique_ptr<Backend> cross_backend, std::chrono::milliseconds timeout);
   ~HierarchicalAllreduce();
 
@@ -93,6 +95,10 @@ class HierarchicalAllreduce {
   Status AllreduceSpans(const std::vector<Backend::Span>& spans, DataType dtype, ReduceOp op);
 
   int hosts() const;
+  // Which ranks share a host, and this rank's host group (connected): what
+  // the shm backend's control channel across hosts is built from.
+  const HostLayout& layout() const { return layout_; }
+  const std::shared_ptr<gloo::Context>& host_context() const { return host_; }
   // Chunks reduced so far (each: two barriers and, across hosts, one
   // cross-host allreduce).
   uint64_t chunks() const { return chunks_; }
@@ -114,6 +120,7 @@ class HierarchicalAllreduce {
   void Fail(const Status& why);
 
   std::unique_ptr<ShmSegment> segment_;
+  HostLayout layout_;
   int local_rank_, local_size_;
   std::shared_ptr<gloo::Context> host_;   // kept for the segment's lifetime
   std::shared_ptr<gloo::Context> cross_;  // null with one host

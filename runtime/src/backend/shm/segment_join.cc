@@ -55,4 +55,11 @@ StatusOr<std::unique_ptr<ShmSegment>> JoinSegment(const std::shared_ptr<gloo::Co
   return segment;
 }
 
+StatusOr<bool> EveryHostJoined(const std::shared_ptr<gloo::Context>& world, bool joined) {
+  int32_t ok = joined ? 1 : 0;
+  KH_RETURN_IF_ERROR(gloo_ops::Allreduce(world, &ok, &ok, 1, sizeof ok,
+                                         GetReduceFn(DataType::kInt32, ReduceOp::kMin)));
+  return ok == 1;
+}
+
 }  // namespace khorovod::shm

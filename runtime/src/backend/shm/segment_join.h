@@ -27,4 +27,9 @@ namespace khorovod::shm {
 StatusOr<std::unique_ptr<ShmSegment>> JoinSegment(const std::shared_ptr<gloo::Context>& ctx,
                                                   size_t slot_bytes);
 
+// Whether every rank of `world` joined its host's segment (`joined`: this
+// rank's), so that every host uses shared memory or none does. Collective
+// over `world`; kUnavailable when the allreduce fails.
+StatusOr<bool> EveryHostJoined(const std::shared_ptr<gloo::Context>& world, bool joined);
+
 }  // namespace khorovod::shm

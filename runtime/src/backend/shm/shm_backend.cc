@@ -13,8 +13,9 @@
 //     could not create its segment: the wrapped Gloo backend.
 // Every other collective runs on the Gloo backend it wraps. The choice
 // depends only on every rank's placement, which all ranks see alike.
-// With every rank on this host, the negotiation takes shared memory too
-// (backend/shm/shm_control_channel.h), handed to the runtime at start.
+// The negotiation takes shared memory too, handed to the runtime at start:
+// with every rank on this host, backend/shm/shm_control_channel.h; across
+// hosts, backend/shm/host_leader_channel.h (one rank per host on the network).
 //
 // Failures: a barrier that times out or finds a peer's process gone, or a
 // Gloo failure across hosts, returns kUnavailable, and the backend stays
@@ -27,6 +28,7 @@
 
 #include "backend/registry.h"
 #include "backend/shm/hierarchical_allreduce.h"
+#include "backend/shm/host_leader_channel.h"
 #include "backend/shm/path_trial.h"
 #include "backend/shm/shm_control_channel.h"
 #include "common/waiter_signal.h"
@@ -132,11 +134,14 @@ StatusOr<std::unique_ptr<Backend>> MakeShmBackend(const BackendInit& init) {
   auto shm = shm::HierarchicalAllreduce::Connect(*init.config, init.gloo_context);
   if (!shm.ok()) return shm.status();
   std::unique_ptr<ControlChannel> control;
-  // hosts() is the same on every rank, so all connect the channel or none.
-  if (*shm && (*shm)->hosts() == 1) {
-    auto channel =
-        shm::ShmControlChannel::Connect(init.gloo_context, init.config->transport_timeout,
-                                        SpinPolicy::ForConfig(*init.config).enabled());
+  // hosts() is the same on every rank, so all connect the same channel or none.
+  if (*shm) {
+    const bool spin = SpinPolicy::ForConfig(*init.config).enabled();
+    const auto timeout = init.config->transport_timeout;
+    auto channel = (*shm)->hosts() == 1
+                       ? shm::ShmControlChannel::Connect(init.gloo_context, timeout, spin)
+                       : shm::HostLeaderChannel::Connect(init.gloo_context, (*shm)->host_context(),
+                                                         (*shm)->layout(), timeout, spin);
     if (!channel.ok()) return channel.status();
     control = std::move(*channel);
   }
