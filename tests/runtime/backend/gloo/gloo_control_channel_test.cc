@@ -10,7 +10,6 @@
 
 #include <dirent.h>
 #include <gloo/context.h>
-#include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/address.h>
 #include <gtest/gtest.h>
@@ -21,117 +20,63 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/gloo_mesh.h"
-#include "loopback_mesh.h"
+#include "control_channel_rounds.h"
 
 namespace khorovod {
 namespace {
 
 using std::chrono::milliseconds;
 
-using khorovod::testing::LoopbackWorld;
-
-// Runs body(rank, world) on `size` threads, each with its own world rank.
-template <class Body>
-void OnEveryRank(int size, milliseconds timeout, Body body) {
-  gloo::rendezvous::HashStore store;
-  std::vector<std::future<void>> ranks;
-  for (int rank = 0; rank < size; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [&store, rank, size, timeout, &body] {
-      auto world = LoopbackWorld(store, rank, size, timeout);
-      if (world) body(rank, world);
-    }));
-  }
-  for (auto& r : ranks) r.get();
-}
-
-// A word that names its rank, round and position, so a stale word (an
-// earlier round's, left in a reused buffer) cannot pass for the right one.
-uint64_t Word(int rank, int round, size_t i) {
-  return (uint64_t(rank) << 48) | (uint64_t(round) << 16) | i;
-}
-
-// One round of `words` words; false (with a test failure) when wrong.
-bool Round(ControlChannel& channel, int rank, int size, int round, size_t words) {
-  std::vector<uint64_t> mine(words), all;
-  for (size_t i = 0; i < words; ++i) mine[i] = Word(rank, round, i);
-  Status s = channel.AllgatherWords(mine, &all);
-  EXPECT_TRUE(s.ok()) << "round " << round << ": " << s;
-  if (!s.ok()) return false;
-  EXPECT_EQ(all.size(), words * size);
-  if (all.size() != words * size) return false;
-  for (int r = 0; r < size; ++r)
-    for (size_t i = 0; i < words; ++i) {
-      EXPECT_EQ(all[r * words + i], Word(r, round, i))
-          << "round " << round << " rank " << r << " word " << i;
-      if (all[r * words + i] != Word(r, round, i)) return false;
-    }
-  return true;
-}
+using khorovod::testing::CheckedCoordinatorRound;
+using khorovod::testing::CheckedRound;
+using khorovod::testing::ExpectNextRoundsFailSoon;
+using khorovod::testing::OnEveryLoopbackRank;
 
 class GlooControlChannelTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
   const int size = GetParam();
-  OnEveryRank(
-      size, milliseconds(20'000), [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-        GlooControlChannel channel(world);
-        for (int round = 0; round < 400; ++round) {
-          // Mostly the negotiation's size; every 5th round one of seven other
-          // sizes, each repeated, so more sizes repeat than get bound buffers.
-          const size_t words = round % 5 == 4 ? 1 + (round / 5) % 7 * 40 : 131;
-          ASSERT_TRUE(Round(channel, rank, size, round, words));
-          if (round % 11 == 10) {
-            std::vector<std::string> gathered;
-            ASSERT_TRUE(channel.GatherToRoot("rank" + std::to_string(rank), &gathered).ok());
-            if (rank == 0) {
-              ASSERT_EQ(gathered.size(), static_cast<size_t>(size));
-              for (int r = 0; r < size; ++r) EXPECT_EQ(gathered[r], "rank" + std::to_string(r));
-            }
-            std::string answer = rank == 0 ? "answer" + std::to_string(round) : "";
-            ASSERT_TRUE(channel.BroadcastFromRoot(&answer).ok());
-            EXPECT_EQ(answer, "answer" + std::to_string(round));
-          }
-        }
-      });
+  OnEveryLoopbackRank(size, milliseconds(20'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        GlooControlChannel channel(world);
+                        for (int round = 0; round < 400; ++round) {
+                          // Mostly the negotiation's size; every 5th round one of seven other
+                          // sizes, each repeated, so more sizes repeat than get bound buffers.
+                          const size_t words = round % 5 == 4 ? 1 + (round / 5) % 7 * 40 : 131;
+                          ASSERT_TRUE(CheckedRound(channel, rank, size, round, words));
+                          if (round % 11 == 10)
+                            ASSERT_TRUE(CheckedCoordinatorRound(channel, rank, size, round));
+                        }
+                      });
 }
 
 // Three rounds of one size: the last one on bound buffers.
 constexpr size_t kWords = 9;
 bool OnBoundBuffers(ControlChannel& channel, int rank, int size) {
   for (int round = 0; round < 3; ++round) {
-    if (!Round(channel, rank, size, round, kWords)) return false;
+    if (!CheckedRound(channel, rank, size, round, kWords)) return false;
   }
   return true;
 }
 
-// The next bound round fails with kUnavailable, long before the timeout.
-void ExpectNextRoundFailsSoon(ControlChannel& channel) {
-  std::vector<uint64_t> mine(kWords), all;
-  const auto start = std::chrono::steady_clock::now();
-  Status s = channel.AllgatherWords(mine, &all);
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(10'000));
-}
-
 TEST_P(GlooControlChannelTest, ARankThatLeavesEndsTheOthersBoundWait) {
   const int size = GetParam();
-  OnEveryRank(size, milliseconds(60'000),
-              [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-                auto channel = std::make_unique<GlooControlChannel>(world);
-                ASSERT_TRUE(OnBoundBuffers(*channel, rank, size));
-                if (rank == size - 1) {  // leaves: its channel and connections close
-                  channel.reset();
-                  AbandonMesh(*world, "test: this rank left");
-                  return;
-                }
-                ExpectNextRoundFailsSoon(*channel);
-              });
+  OnEveryLoopbackRank(size, milliseconds(60'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        auto channel = std::make_unique<GlooControlChannel>(world);
+                        ASSERT_TRUE(OnBoundBuffers(*channel, rank, size));
+                        if (rank == size - 1) {  // leaves: its channel and connections close
+                          channel.reset();
+                          AbandonMesh(*world, "test: this rank left");
+                          return;
+                        }
+                        ExpectNextRoundsFailSoon(*channel, 1, kWords);
+                      });
 }
 
 // A peer that lives on without arriving (a stopped process): only the
@@ -139,23 +84,23 @@ TEST_P(GlooControlChannelTest, ARankThatLeavesEndsTheOthersBoundWait) {
 TEST_P(GlooControlChannelTest, AbandoningTheWorldEndsTheBoundWaitOnAPeerThatNeverArrives) {
   const int size = GetParam();
   std::atomic<int> done{0};
-  OnEveryRank(size, milliseconds(60'000),
-              [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-                GlooControlChannel channel(world);
-                ASSERT_TRUE(OnBoundBuffers(channel, rank, size));
-                if (rank == 0) {  // stays connected and alive, and never arrives again
-                  for (int i = 0; i < 3000 && done.load() < size - 1; ++i)
-                    std::this_thread::sleep_for(milliseconds(10));
-                  return;
-                }
-                std::thread heartbeat([world] {
-                  std::this_thread::sleep_for(milliseconds(200));
-                  AbandonMesh(*world, "test: a member missed its heartbeats");
-                });
-                ExpectNextRoundFailsSoon(channel);
-                heartbeat.join();
-                done.fetch_add(1);
-              });
+  OnEveryLoopbackRank(size, milliseconds(60'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        GlooControlChannel channel(world);
+                        ASSERT_TRUE(OnBoundBuffers(channel, rank, size));
+                        if (rank == 0) {  // stays connected and alive, and never arrives again
+                          for (int i = 0; i < 3000 && done.load() < size - 1; ++i)
+                            std::this_thread::sleep_for(milliseconds(10));
+                          return;
+                        }
+                        std::thread heartbeat([world] {
+                          std::this_thread::sleep_for(milliseconds(200));
+                          AbandonMesh(*world, "test: a member missed its heartbeats");
+                        });
+                        ExpectNextRoundsFailSoon(channel, 1, kWords);
+                        heartbeat.join();
+                        done.fetch_add(1);
+                      });
 }
 
 // Gloo fails a receive it completed when the pair closes right after it,
@@ -165,11 +110,11 @@ TEST_P(GlooControlChannelTest, AbandoningTheWorldEndsTheBoundWaitOnAPeerThatNeve
 TEST_P(GlooControlChannelTest, TheLastRoundHoldsWhenPeersCloseRightAfterIt) {
   const int size = GetParam();
   for (int attempt = 0; attempt < 15; ++attempt) {
-    OnEveryRank(size, milliseconds(20'000),
-                [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-                  GlooControlChannel channel(world);
-                  EXPECT_TRUE(OnBoundBuffers(channel, rank, size)) << "attempt " << attempt;
-                });
+    OnEveryLoopbackRank(size, milliseconds(20'000),
+                        [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                          GlooControlChannel channel(world);
+                          EXPECT_TRUE(OnBoundBuffers(channel, rank, size)) << "attempt " << attempt;
+                        });
   }
 }
 
@@ -214,16 +159,16 @@ TEST_P(GlooControlChannelTest, BoundRoundsLeaveTheWorldsSendBuffersToTheKernel) 
   const int size = GetParam();
   const int start = AutotunedStart();
   ASSERT_GT(start, 4608) << "tcp_wmem's default is at the kernel's floor here";
-  OnEveryRank(size, milliseconds(20'000),
-              [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-                GlooControlChannel channel(world);
-                ASSERT_TRUE(OnBoundBuffers(channel, rank, size));
-                for (int peer = 0; peer < size; ++peer) {
-                  if (peer == rank) continue;
-                  EXPECT_GE(SendBufferOf(*world->getPair(peer)), start)
-                      << "rank " << rank << " to " << peer;
-                }
-              });
+  OnEveryLoopbackRank(size, milliseconds(20'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        GlooControlChannel channel(world);
+                        ASSERT_TRUE(OnBoundBuffers(channel, rank, size));
+                        for (int peer = 0; peer < size; ++peer) {
+                          if (peer == rank) continue;
+                          EXPECT_GE(SendBufferOf(*world->getPair(peer)), start)
+                              << "rank " << rank << " to " << peer;
+                        }
+                      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooControlChannelTest, ::testing::Values(2, 3, 5));

@@ -6,26 +6,27 @@
 #include "backend/shm/shm_control_channel.h"
 
 #include <gloo/context.h>
-#include <gloo/rendezvous/hash_store.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <future>
 #include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/gloo_mesh.h"
-#include "loopback_mesh.h"
+#include "control_channel_rounds.h"
 
 namespace khorovod::shm {
 namespace {
 
 using std::chrono::milliseconds;
 
-using khorovod::testing::LoopbackWorld;
+using khorovod::testing::CheckedCoordinatorRound;
+using khorovod::testing::CheckedRound;
+using khorovod::testing::ExpectNextRoundsFailSoon;
+using khorovod::testing::OnEveryLoopbackRank;
 
 std::unique_ptr<ControlChannel> Channel(const std::shared_ptr<gloo::Context>& world,
                                         milliseconds timeout, bool spin) {
@@ -33,26 +34,6 @@ std::unique_ptr<ControlChannel> Channel(const std::shared_ptr<gloo::Context>& wo
   EXPECT_TRUE(channel.ok()) << channel.status();
   EXPECT_TRUE(channel.ok() && *channel) << "the segment could not be joined";
   return channel.ok() ? std::move(*channel) : nullptr;
-}
-
-// Runs body(rank, world) on `size` threads, each with its own world rank.
-template <class Body>
-void OnEveryRank(int size, Body body) {
-  gloo::rendezvous::HashStore store;
-  std::vector<std::future<void>> ranks;
-  for (int rank = 0; rank < size; ++rank) {
-    ranks.push_back(std::async(std::launch::async, [&store, rank, size, &body] {
-      auto world = LoopbackWorld(store, rank, size);
-      if (world) body(rank, world);
-    }));
-  }
-  for (auto& r : ranks) r.get();
-}
-
-// A word that names its rank, round and position, so a stale or misplaced
-// word cannot pass for the right one.
-uint64_t Word(int rank, int round, size_t i) {
-  return (uint64_t(rank) << 48) | (uint64_t(round) << 16) | i;
 }
 
 struct Case {
@@ -72,36 +53,20 @@ class ShmControlChannelTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ShmControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
   const Case c = GetParam();
-  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-    auto channel = Channel(world, milliseconds(20'000), c.spin);
-    ASSERT_TRUE(channel);
-    // Small messages take shared memory; every 7th round is larger than a
-    // slot and takes Gloo; every 11th adds the coordinator's primitives.
-    const size_t slot_words = ShmControlChannel::kSlotBytes / sizeof(uint64_t);
-    for (int round = 0; round < 300; ++round) {
-      const size_t words = round % 7 == 6 ? slot_words + 3 : 1 + round % 161;
-      std::vector<uint64_t> mine(words), all;
-      for (size_t i = 0; i < words; ++i) mine[i] = Word(rank, round, i);
-      Status s = channel->AllgatherWords(mine, &all);
-      ASSERT_TRUE(s.ok()) << "round " << round << ": " << s;
-      ASSERT_EQ(all.size(), words * c.ranks);
-      for (int r = 0; r < c.ranks; ++r)
-        for (size_t i = 0; i < words; ++i)
-          ASSERT_EQ(all[r * words + i], Word(r, round, i))
-              << "round " << round << " rank " << r << " word " << i;
-      if (round % 11 == 10) {
-        std::vector<std::string> gathered;
-        ASSERT_TRUE(channel->GatherToRoot("rank" + std::to_string(rank), &gathered).ok());
-        if (rank == 0) {
-          ASSERT_EQ(gathered.size(), static_cast<size_t>(c.ranks));
-          for (int r = 0; r < c.ranks; ++r) EXPECT_EQ(gathered[r], "rank" + std::to_string(r));
-        }
-        std::string answer = rank == 0 ? "answer" + std::to_string(round) : "";
-        ASSERT_TRUE(channel->BroadcastFromRoot(&answer).ok());
-        EXPECT_EQ(answer, "answer" + std::to_string(round));
-      }
-    }
-  });
+  OnEveryLoopbackRank(c.ranks, milliseconds(20'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        auto channel = Channel(world, milliseconds(20'000), c.spin);
+                        ASSERT_TRUE(channel);
+                        // Small messages take shared memory; every 7th round is larger than a
+                        // slot and takes Gloo; every 11th adds the coordinator's primitives.
+                        const size_t slot_words = ShmControlChannel::kSlotBytes / sizeof(uint64_t);
+                        for (int round = 0; round < 300; ++round) {
+                          const size_t words = round % 7 == 6 ? slot_words + 3 : 1 + round % 161;
+                          ASSERT_TRUE(CheckedRound(*channel, rank, c.ranks, round, words));
+                          if (round % 11 == 10)
+                            ASSERT_TRUE(CheckedCoordinatorRound(*channel, rank, c.ranks, round));
+                        }
+                      });
 }
 
 // A channel whose first round, with every rank, succeeded.
@@ -115,36 +80,28 @@ std::unique_ptr<ControlChannel> AfterOneRound(const std::shared_ptr<gloo::Contex
   return s.ok() ? std::move(channel) : nullptr;
 }
 
-// The next round fails with kUnavailable, long before the channel's timeout.
-void ExpectNextRoundFailsSoon(ControlChannel& channel) {
-  std::vector<uint64_t> mine{0}, all;
-  const auto start = std::chrono::steady_clock::now();
-  Status s = channel.AllgatherWords(mine, &all);
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(10'000));
-}
-
 TEST_P(ShmControlChannelTest, ARankThatLeavesEndsTheOthersWaitAtOnce) {
   const Case c = GetParam();
-  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-    auto channel = AfterOneRound(world, milliseconds(30'000), c.spin);
-    ASSERT_TRUE(channel);
-    if (rank == c.ranks - 1) return;  // leaves the generation without arriving again
-    ExpectNextRoundFailsSoon(*channel);
-    ExpectNextRoundFailsSoon(*channel);  // broken from then on, without waiting again
-  });
+  OnEveryLoopbackRank(
+      c.ranks, milliseconds(20'000), [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+        auto channel = AfterOneRound(world, milliseconds(30'000), c.spin);
+        ASSERT_TRUE(channel);
+        if (rank == c.ranks - 1) return;        // leaves the generation without arriving again
+        ExpectNextRoundsFailSoon(*channel, 2);  // broken from then on, without waiting again
+      });
 }
 
 TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsEveryRanksWait) {
   const Case c = GetParam();
-  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-    auto channel = AfterOneRound(world, milliseconds(30'000), c.spin);
-    ASSERT_TRUE(channel);
-    // Rank 0 never comes to the next round: its world is abandoned instead
-    // (as the heartbeat thread does for a doomed generation).
-    if (rank == 0) AbandonMesh(*world, "test: the generation is doomed");
-    ExpectNextRoundFailsSoon(*channel);
-  });
+  OnEveryLoopbackRank(c.ranks, milliseconds(20'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        auto channel = AfterOneRound(world, milliseconds(30'000), c.spin);
+                        ASSERT_TRUE(channel);
+                        // Rank 0 never comes to the next round: its world is abandoned instead
+                        // (as the heartbeat thread does for a doomed generation).
+                        if (rank == 0) AbandonMesh(*world, "test: the generation is doomed");
+                        ExpectNextRoundsFailSoon(*channel, 1);
+                      });
 }
 
 // A peer that lives on without arriving (a stopped process) neither dies nor
@@ -153,24 +110,25 @@ TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsEveryRanksWait) {
 TEST_P(ShmControlChannelTest, AbandoningTheWorldEndsTheWaitOnAPeerThatNeverArrives) {
   const Case c = GetParam();
   std::atomic<int> done{0};
-  OnEveryRank(c.ranks, [&](int rank, const std::shared_ptr<gloo::Context>& world) {
-    auto channel = AfterOneRound(world, milliseconds(60'000), c.spin);
-    ASSERT_TRUE(channel);
-    if (rank == 0) {  // stays attached and alive, and never arrives again
-      for (int i = 0; i < 3000 && done.load() < c.ranks - 1; ++i)
-        std::this_thread::sleep_for(milliseconds(10));
-      return;
-    }
-    // Abandoned while (most likely) already waiting; abandoned before the
-    // wait, the round fails at its start, which passes as well.
-    std::thread heartbeat([world] {
-      std::this_thread::sleep_for(milliseconds(200));
-      AbandonMesh(*world, "test: a member missed its heartbeats");
-    });
-    ExpectNextRoundFailsSoon(*channel);
-    heartbeat.join();
-    done.fetch_add(1);
-  });
+  OnEveryLoopbackRank(c.ranks, milliseconds(20'000),
+                      [&](int rank, const std::shared_ptr<gloo::Context>& world) {
+                        auto channel = AfterOneRound(world, milliseconds(60'000), c.spin);
+                        ASSERT_TRUE(channel);
+                        if (rank == 0) {  // stays attached and alive, and never arrives again
+                          for (int i = 0; i < 3000 && done.load() < c.ranks - 1; ++i)
+                            std::this_thread::sleep_for(milliseconds(10));
+                          return;
+                        }
+                        // Abandoned while (most likely) already waiting; abandoned before the
+                        // wait, the round fails at its start, which passes as well.
+                        std::thread heartbeat([world] {
+                          std::this_thread::sleep_for(milliseconds(200));
+                          AbandonMesh(*world, "test: a member missed its heartbeats");
+                        });
+                        ExpectNextRoundsFailSoon(*channel, 1);
+                        heartbeat.join();
+                        done.fetch_add(1);
+                      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ShmControlChannelTest,
