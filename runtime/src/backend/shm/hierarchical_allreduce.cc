@@ -154,6 +154,16 @@ Status HierarchicalAllreduce::RunChunks(const std::vector<Piece>& pieces, DataTy
   return parts.empty() ? Status::Ok() : Chunk(parts, dtype, op);
 }
 
+std::pair<size_t, size_t> HierarchicalAllreduce::PartOf(size_t count, size_t esize) const {
+  // A small chunk's time is hops and system calls, not bytes: one cross
+  // allreduce among the leaders sends 1/local_size of the messages that
+  // local_size concurrent ones would, on cores the ranks share.
+  if (cross_backend_ && count * esize <= kLeaderOnlyBytes) return {0, local_rank_ == 0 ? count : 0};
+  const size_t ranks = static_cast<size_t>(local_size_), me = static_cast<size_t>(local_rank_);
+  const size_t base = count / ranks, extra = count % ranks;
+  return {me * base + std::min(me, extra), base + (me < extra ? 1 : 0)};
+}
+
 Status HierarchicalAllreduce::Chunk(const std::vector<Piece>& parts, DataType dtype, ReduceOp op) {
   const size_t esize = DataTypeSize(dtype);
   const int set = static_cast<int>(chunks_++ % 2);
@@ -164,10 +174,7 @@ Status HierarchicalAllreduce::Chunk(const std::vector<Piece>& parts, DataType dt
     count += p.count;
   }
   KH_RETURN_IF_ERROR(segment_->Barrier(local_rank_, ++generation_, timeout_));
-  const size_t ranks = static_cast<size_t>(local_size_), me = static_cast<size_t>(local_rank_);
-  const size_t base = count / ranks, extra = count % ranks;
-  const size_t first = me * base + std::min(me, extra);
-  const size_t mine = base + (me < extra ? 1 : 0);
+  const auto [first, mine] = PartOf(count, esize);
   // Every member of a cross group has the same local rank, hence the same
   // part length: all of them skip an empty part alike.
   if (mine > 0) {

@@ -9,6 +9,8 @@
 //   3. cross-host allreduce of part l, in place in slot 0, among the ranks
 //      with local rank l (the cross group: one per host, Gloo's direct
 //      exchange or ring, backend/gloo); skipped with one host;   barrier
+//   A chunk of at most kLeaderOnlyBytes across hosts has one part, local
+//   rank 0's: the leaders alone reduce it and allreduce it across hosts.
 //   4. allgather: every rank copies the whole of slot 0 out.
 // Each link between hosts thus carries each byte of the chunk once per
 // direction of the cross allreduce, split over local_size concurrent
@@ -51,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -68,6 +71,10 @@ class HierarchicalAllreduce {
  public:
   // Bytes of one rank's slot: the largest chunk.
   static constexpr size_t kSlotBytes = 2 << 20;
+
+  // Largest chunk that only the hosts' leaders (local rank 0) reduce and
+  // send across hosts, whole.
+  static constexpr size_t kLeaderOnlyBytes = 64 << 10;
 
   // Largest tensor that takes this path whatever the layout.
   static constexpr size_t kBandwidthBoundBytes = 2 * kSlotBytes;
@@ -116,6 +123,8 @@ class HierarchicalAllreduce {
   Status RunChunks(const std::vector<Piece>& pieces, DataType dtype, ReduceOp op);
   // One chunk made of `parts` (together at most a slot).
   Status Chunk(const std::vector<Piece>& parts, DataType dtype, ReduceOp op);
+  // This rank's part of a chunk of `count` elements: {first, count}.
+  std::pair<size_t, size_t> PartOf(size_t count, size_t esize) const;
   // Marks this rank gone for its peers (see the header comment).
   void Fail(const Status& why);
 

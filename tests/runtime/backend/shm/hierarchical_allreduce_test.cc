@@ -1,10 +1,10 @@
 // The shm backend's hierarchical allreduce under the whole runtime, across
 // real forked processes placed on simulated hosts (each rank is given its
 // host and local rank, as a launcher on several machines would): every
-// dtype at lengths around the shared-memory chunk; bit-identical results on
-// every rank for sums whose order matters; uneven layouts fall back to Gloo
-// (no segment); and a rank SIGKILLed on another host surfaces on the
-// survivors as kUnavailable within a bound.
+// dtype at lengths around the shared-memory chunk and the leaders-only
+// bound; bit-identical results on every rank for sums whose order matters; uneven layouts fall back
+// to Gloo (no segment); and a rank SIGKILLed on another host surfaces on the survivors as
+// kUnavailable within a bound.
 #include "backend/shm/hierarchical_allreduce.h"
 
 #include <gloo/context.h>
@@ -78,11 +78,17 @@ int64_t ChunkElems(DataType dtype) {
   return static_cast<int64_t>(shm::HierarchicalAllreduce::kSlotBytes / DataTypeSize(dtype));
 }
 
-// Lengths on both sides of one and two chunks, and short ones (fewer
-// elements than ranks per host: some local ranks own nothing).
+// Elements of the largest chunk that only the hosts' leaders reduce.
+int64_t LeaderOnlyElems(DataType dtype) {
+  return static_cast<int64_t>(shm::HierarchicalAllreduce::kLeaderOnlyBytes / DataTypeSize(dtype));
+}
+
+// Lengths on both sides of one and two chunks and of the leaders-only
+// bound, and short ones (fewer elements than ranks per host: some local
+// ranks own nothing).
 std::vector<int64_t> Lengths(DataType dtype) {
-  const int64_t c = ChunkElems(dtype);
-  return {1, 2, 7, c - 1, c, c + 1, 2 * c + 3};
+  const int64_t c = ChunkElems(dtype), lead = LeaderOnlyElems(dtype);
+  return {1, 2, 7, lead, lead + 1, c - 1, c, c + 1, 2 * c + 3};
 }
 
 uint64_t Fnv1a(const void* data, size_t bytes) {
@@ -158,20 +164,25 @@ TEST_P(HierarchicalAllreduceTest, ResultsAreBitIdenticalOnEveryRank) {
   KH_RUN_RANKS(
       l.hosts * l.per_host,
       [](Runtime& rt, const RankContext& ctx) {
-        const int64_t n = 2 * ChunkElems(DataType::kFloat32) + 5;
-        Tensor t(DataType::kFloat32, {n});
-        std::mt19937 gen(static_cast<uint32_t>(1234 + ctx.rank));
-        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-        for (int64_t i = 0; i < n; ++i) static_cast<float*>(t.data())[i] = dist(gen) * 1e3f;
-        ASSERT_TRUE(rt.allreduce("random", t.view(), t.view(), {ReduceOp::kSum}).ok());
-        Tensor hash(DataType::kInt64, {1});
-        const uint64_t h = Fnv1a(t.data(), static_cast<size_t>(n) * sizeof(float));
-        std::memcpy(hash.data(), &h, sizeof h);
-        Tensor all;
-        ASSERT_TRUE(rt.allgather("hashes", hash.view(), &all).ok());
-        for (int r = 0; r < ctx.size; ++r)
-          EXPECT_EQ(static_cast<const int64_t*>(all.data())[r], static_cast<int64_t>(h))
-              << "rank " << r;
+        // Split chunks and a last one the leaders reduce alone, then one
+        // only the leaders reduce.
+        for (const int64_t n :
+             {2 * ChunkElems(DataType::kFloat32) + 5, LeaderOnlyElems(DataType::kFloat32) - 3}) {
+          const std::string name = "random." + std::to_string(n);
+          Tensor t(DataType::kFloat32, {n});
+          std::mt19937 gen(static_cast<uint32_t>(1234 + ctx.rank));
+          std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+          for (int64_t i = 0; i < n; ++i) static_cast<float*>(t.data())[i] = dist(gen) * 1e3f;
+          ASSERT_TRUE(rt.allreduce(name, t.view(), t.view(), {ReduceOp::kSum}).ok());
+          Tensor hash(DataType::kInt64, {1});
+          const uint64_t h = Fnv1a(t.data(), static_cast<size_t>(n) * sizeof(float));
+          std::memcpy(hash.data(), &h, sizeof h);
+          Tensor all;
+          ASSERT_TRUE(rt.allgather(name + ".hashes", hash.view(), &all).ok());
+          for (int r = 0; r < ctx.size; ++r)
+            EXPECT_EQ(static_cast<const int64_t*>(all.data())[r], static_cast<int64_t>(h))
+                << name << " rank " << r;
+        }
       },
       OnHosts(l, "auto"));
 }
