@@ -49,8 +49,9 @@ TEST_P(GlooControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
                           // sizes, each repeated, so more sizes repeat than get bound buffers.
                           const size_t words = round % 5 == 4 ? 1 + (round / 5) % 7 * 40 : 131;
                           ASSERT_TRUE(CheckedRound(channel, rank, size, round, words));
-                          if (round % 11 == 10)
+                          if (round % 11 == 10) {
                             ASSERT_TRUE(CheckedCoordinatorRound(channel, rank, size, round));
+                          }
                         }
                       });
 }

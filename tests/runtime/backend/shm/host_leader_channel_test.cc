@@ -85,8 +85,9 @@ TEST_P(HostLeaderChannelTest, EveryRoundGathersEveryRanksWordsInWorldRankOrder) 
         for (int round = 0; round < 200; ++round) {
           const size_t words = round % 7 == 6 ? fits + 1 : 1 + round % 161;
           ASSERT_TRUE(CheckedRound(*channel, rank, c.size(), round, words));
-          if (round % 11 == 10)
+          if (round % 11 == 10) {
             ASSERT_TRUE(CheckedCoordinatorRound(*channel, rank, c.size(), round));
+          }
         }
       });
 }

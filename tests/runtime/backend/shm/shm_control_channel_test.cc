@@ -63,8 +63,9 @@ TEST_P(ShmControlChannelTest, EveryRoundGathersEveryRanksWordsInRankOrder) {
                         for (int round = 0; round < 300; ++round) {
                           const size_t words = round % 7 == 6 ? slot_words + 3 : 1 + round % 161;
                           ASSERT_TRUE(CheckedRound(*channel, rank, c.ranks, round, words));
-                          if (round % 11 == 10)
+                          if (round % 11 == 10) {
                             ASSERT_TRUE(CheckedCoordinatorRound(*channel, rank, c.ranks, round));
+                          }
                         }
                       });
 }
