@@ -194,6 +194,8 @@ def label(metric):
         return f"{prefix} {n} B"
     if kind == "step-cpu":
         return f"CPU time per step {what}"
+    if kind == "step-cpu-mean":
+        return f"CPU time per step {what}, mean of all ranks"
     return f"step {what}"
 
 

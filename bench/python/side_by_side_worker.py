@@ -134,6 +134,17 @@ def measure_steps(fw, names, report):
         us = timed(fw, step, STEP_ITERS[name], STEP_WARMUP[name], cpu=cpu)
         report(f"step/{name}", us, gradient_bytes=nbytes)
         report(f"step-cpu/{name}", cpu[0])
+        report(f"step-cpu-mean/{name}", mean_over_ranks(fw, cpu[0], f"sxs.cpu.{name}"))
+
+
+def mean_over_ranks(fw, value, name):
+    """`value` averaged over every rank (after the timed loop, so outside it).
+
+    Rank 0's own CPU is one rank's share; where ranks do unequal work (a
+    host's leader and its host-mates), only the mean tells the job's cost."""
+    t = torch.tensor([float(value)], dtype=torch.float64)
+    fw.allreduce(t, name)
+    return t.item() / fw.size
 
 
 def allreduce_iters(nbytes):
