@@ -105,18 +105,25 @@ after_loss() {
   expect "$job: the replacement joined: ring re-formed at world 3 from a commit >= step $last" 60 reformed "$job" "$ns" 3 "$last"
 }
 
-# check_reform JOB NS LAST T0_EPOCH WHAT: the survivors re-formed a ring of 2
-# from a commit >= LAST within REFORM_BOUND of T0_EPOCH, timed by rank 0's
-# own log line (the kubelet's time stamp), not by this script's polling.
+# check_reform JOB NS LAST T0_EPOCH WHAT [WORLDS]: the survivors re-formed a
+# ring of a size in WORLDS (default 2) from a commit >= LAST within
+# REFORM_BOUND of T0_EPOCH, timed by rank 0's own log line (the kubelet's
+# time stamp), not by this script's polling. An eviction passes "2 3": its
+# replacement can be Ready before the survivors' rendezvous closes, and then
+# the first ring after it is already whole again.
 check_reform() {
-  local job=$1 ns=$2 last=$3 what=$5 delay
-  if ! wait_for $((REFORM_BOUND + 90)) reformed "$job" "$ns" 2 "$last"; then
-    fail "$job: no ring of 2 re-formed from a commit >= step $last after the $what: $(resumes "$job" "$ns" | tr '\n' ';')"; return 1
+  local job=$1 ns=$2 last=$3 what=$5 worlds=${6:-2} delay world
+  first_world() {
+    world=$(resumes "$job" "$ns" | awk -v s="$last" -v w=" $worlds " '$2 >= s && index(w, " " $1 " ") {print $1; exit}')
+    [ -n "$world" ]
+  }
+  if ! wait_for $((REFORM_BOUND + 90)) first_world; then  # wait_for runs first_world here: it sets world
+    fail "$job: no ring of ${worlds// / or } re-formed from a commit >= step $last after the $what: $(resumes "$job" "$ns" | tr '\n' ';')"; return 1
   fi
-  delay=$(reform_delay "$job" "$ns" 2 "$last" "$4") || { fail "$job: rank 0's re-formed line has no time stamp"; return 1; }
-  local from; from=$(first_resume "$job" "$ns" 2 "$last")
+  delay=$(reform_delay "$job" "$ns" "$world" "$last" "$4") || { fail "$job: rank 0's re-formed line has no time stamp"; return 1; }
+  local from; from=$(first_resume "$job" "$ns" "$world" "$last")
   if awk -v d="$delay" -v b="$REFORM_BOUND" 'BEGIN {exit !(d <= b)}'; then
-    ok "$job: survivors re-formed (world 2) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
+    ok "$job: survivors re-formed (world $world) ${delay}s after the $what (bound ${REFORM_BOUND}s), from committed step $from (last step seen before: $last; no committed step lost)"
   else
     fail "$job: survivors re-formed only ${delay}s after the $what (bound ${REFORM_BOUND}s, the heartbeat bound; from committed step $from)"
     survivor_lines "$job" "$ns"
@@ -246,7 +253,7 @@ evict_by() {
   wait_for 15 grep -q 'left the job at a commit' "$work/$job-$how-$pod.log"
   grep -q 'left the job at a commit' "$work/$job-$how-$pod.log" && ok "$job: $pod left at a step boundary: $(grep 'left the job at a commit' "$work/$job-$how-$pod.log" | tail -1)" \
     || fail "$job: $pod printed no graceful leave (issue 30 runtime feature: an evicted worker leaves at a step boundary); its last line: $(tail -1 "$work/$job-$how-$pod.log")"
-  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how"
+  check_reform "$job" "$ns" "$last" "$t0_epoch" "$how" "2 3"
   check_rollback "$job" "$ns" "$how"
   elsewhere() { [ "$(worker_nodes "$job" "$ns" | awk -v n="$node" '$2 != n' | wc -l)" -ge 3 ] && at_least_running "$job" "$ns" 4; }
   expect "$job: $pod replaced on another node after the $how (within ${REPLACE_BOUND}s)" "$REPLACE_BOUND" elsewhere

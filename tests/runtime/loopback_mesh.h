@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <memory>
 
@@ -16,7 +17,12 @@
 
 namespace khorovod::testing {
 
+// Gloo writes without MSG_NOSIGNAL, and these worlds share one process: a
+// rank that leaves a test closes sockets its peers may still write to. The
+// runtime ignores SIGPIPE for the same reason (core/runtime_impl.cc); a
+// test that kills a rank must see kUnavailable, not lose the whole binary.
 inline std::shared_ptr<gloo::transport::Device> LoopbackDevice() {
+  std::signal(SIGPIPE, SIG_IGN);
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   return gloo::transport::tcp::CreateDevice(attr);
